@@ -1,0 +1,189 @@
+/**
+ * The configuration: one YAML file (`--config FILE` or `VIGIE_CONFIG`), environment overrides for
+ * the database URL and secrets, a default for every key, unknown keys refused (platform.md §2).
+ */
+import { readFile } from "node:fs/promises";
+import { parse as parseYaml } from "yaml";
+import type { VigieModule } from "./module.js";
+import {
+  boolean,
+  integer,
+  isPlainObject,
+  object,
+  oneOf,
+  type Shape,
+  type ShapeOf,
+  secret,
+  size,
+  string,
+  ValidationError,
+  type Validator,
+  withDefault,
+} from "./validation.js";
+
+/** A configuration that cannot be used; the message is meant for the operator, as is. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+/** The levels `log-level` accepts (pino's names). */
+export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error"] as const;
+
+const DATABASE_URL_RULE = "must be sqlite:<file>, sqlite::memory: or postgres://user:password@host:port/database";
+
+/** `sqlite:<path>`, `sqlite::memory:` or a `postgres://` / `postgresql://` URL. */
+const databaseUrl: Validator<string> = (value, path) => {
+  if (typeof value === "string") {
+    if (/^sqlite:.+/.test(value)) return value;
+    if (/^postgres(ql)?:\/\/./.test(value)) return value;
+  }
+  throw new ValidationError(path, DATABASE_URL_RULE, value);
+};
+
+const platformShape = {
+  http: object(
+    {
+      host: withDefault(string({ min: 1 }), "127.0.0.1"),
+      port: withDefault(integer(1, 65535), 8080),
+      "trust-proxy": withDefault(boolean(), false),
+      "body-limit": withDefault(size(), 1024 * 1024),
+    },
+    { unknownKeys: "reject", optional: true },
+  ),
+  "log-level": withDefault(oneOf(LOG_LEVELS), "info"),
+  database: object(
+    // The URL may carry a password: never echo it in an error.
+    { url: withDefault(secret(databaseUrl), "sqlite:./data/vigie.db") },
+    { unknownKeys: "reject", optional: true },
+  ),
+  security: object({ "require-token": withDefault(boolean(), false) }, { unknownKeys: "reject", optional: true }),
+} satisfies Shape;
+
+/** The platform part of the configuration, defaults filled in. Sizes in bytes. */
+export type PlatformConfig = ShapeOf<typeof platformShape>;
+
+/** The section of one module: `enabled` plus the module's own keys. */
+export type ModuleSection<S extends Shape = Shape> = ShapeOf<S> & { enabled: boolean };
+
+/** A validated configuration: the platform keys, and one section per known module. */
+export interface VigieConfig extends PlatformConfig {
+  /** Module sections by module name (`comments`, `streams`, ...). */
+  readonly modules: Readonly<Record<string, ModuleSection>>;
+  /** The file it was read from, if any (SIGHUP re-reads it). */
+  readonly file?: string;
+}
+
+/** Environment variables that override platform keys. Modules declare their own. */
+const PLATFORM_ENVIRONMENT: Readonly<Record<string, string>> = {
+  VIGIE_DATABASE_URL: "database.url",
+};
+
+/** Sets `path` (dotted) in a raw YAML tree, creating objects on the way. */
+function setPath(tree: Record<string, unknown>, path: string, value: string): void {
+  const keys = path.split(".");
+  let node: Record<string, unknown> = tree;
+  for (const key of keys.slice(0, -1)) {
+    const next = node[key] ?? {};
+    if (!isPlainObject(next)) return; // a wrong type stays and fails validation with its path
+    node[key] = next;
+    node = next;
+  }
+  node[keys[keys.length - 1] as string] = value;
+}
+
+function describe(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}
+
+/** Formats a validation error the way platform.md §1 shows it. */
+export function configErrorMessage(error: ValidationError): string {
+  const got = error.hasValue ? ` (got ${describe(error.value)})` : "";
+  return `invalid configuration: ${error.path}: ${error.rule}${got}`;
+}
+
+/**
+ * Validates a raw configuration tree (parsed YAML) after applying environment overrides.
+ *
+ * @param raw the parsed YAML document (`undefined` or `null` for an empty file)
+ * @param environment the process environment (only the `VIGIE_*` overrides are read)
+ * @param modules the modules Vigie knows; each contributes one section
+ * @throws ConfigError naming the key, the rule and the value
+ */
+export function parseConfig(
+  raw: unknown,
+  environment: Readonly<Record<string, string | undefined>>,
+  modules: readonly VigieModule[],
+  file?: string,
+): VigieConfig {
+  const tree = raw === undefined || raw === null ? {} : raw;
+  if (!isPlainObject(tree)) throw new ConfigError("invalid configuration: the document must be a YAML mapping");
+  const overrides: Record<string, string> = { ...PLATFORM_ENVIRONMENT };
+  for (const module of modules) {
+    for (const [variable, key] of Object.entries(module.environment ?? {})) {
+      overrides[variable] = `${module.name}.${key}`;
+    }
+  }
+  const copy: Record<string, unknown> = structuredClone(tree);
+  for (const [variable, path] of Object.entries(overrides)) {
+    const value = environment[variable];
+    if (value !== undefined && value !== "") setPath(copy, path, value);
+  }
+
+  const moduleShapes: Shape = {};
+  for (const module of modules) {
+    moduleShapes[module.name] = object(
+      { enabled: withDefault(boolean(), true), ...module.configShape },
+      { unknownKeys: "reject", optional: true },
+    );
+  }
+  const validate = object({ ...platformShape, ...moduleShapes }, { unknownKeys: "reject" });
+  try {
+    const parsed = validate(copy, "") as Record<string, unknown>;
+    const sections: Record<string, ModuleSection> = {};
+    for (const module of modules) sections[module.name] = parsed[module.name] as ModuleSection;
+    return {
+      http: parsed.http as PlatformConfig["http"],
+      "log-level": parsed["log-level"] as PlatformConfig["log-level"],
+      database: parsed.database as PlatformConfig["database"],
+      security: parsed.security as PlatformConfig["security"],
+      modules: sections,
+      ...(file === undefined ? {} : { file }),
+    };
+  } catch (error) {
+    if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
+    throw error;
+  }
+}
+
+/**
+ * Reads and validates the configuration file (or none: every default).
+ *
+ * @param file the path given with `--config`; else `VIGIE_CONFIG`; else no file
+ * @throws ConfigError when the file cannot be read, is not YAML or is invalid
+ */
+export async function loadConfig(
+  file: string | undefined,
+  environment: Readonly<Record<string, string | undefined>>,
+  modules: readonly VigieModule[],
+): Promise<VigieConfig> {
+  const path = file ?? (environment.VIGIE_CONFIG || undefined);
+  if (path === undefined) return parseConfig(undefined, environment, modules);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new ConfigError(`invalid configuration: cannot read ${path}: ${code}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new ConfigError(`invalid configuration: ${path} is not valid YAML: ${(error as Error).message}`);
+  }
+  return parseConfig(raw, environment, modules, path);
+}

@@ -1,0 +1,152 @@
+/**
+ * The database: Kysely on better-sqlite3 (`sqlite:<file>`, `sqlite::memory:`) or on pg
+ * (`postgres://...`), with the migrations of every module run at start-up (platform.md §3).
+ */
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import SQLite from "better-sqlite3";
+import { Kysely, type Migration, Migrator, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from "kysely";
+import pg from "pg";
+
+/** The tables of the platform itself; each module adds its own with `kysely.withTables<T>()`. */
+export interface PlatformTables {
+  /** Secrets Vigie generates itself (comments.md §7), by key. */
+  settings: { key: string; value: string };
+}
+
+/** The kind of database behind a URL. */
+export type DatabaseDialect = "sqlite" | "postgres";
+
+/** An open, migrated database. */
+export interface Database {
+  readonly kysely: Kysely<PlatformTables>;
+  readonly dialect: DatabaseDialect;
+  /**
+   * Where Vigie keeps files beside the database (comments-admin-token): the directory of the
+   * SQLite file, or `./data` for PostgreSQL and in-memory SQLite.
+   */
+  readonly dataDirectory: string;
+  /** Resolves when the database answers a trivial query; rejects otherwise. */
+  ping(): Promise<void>;
+  /** Closes every connection (SQLite: checkpoints the WAL). */
+  close(): Promise<void>;
+}
+
+/**
+ * SQLite supports DDL inside transactions; Kysely's adapter says it does not, so its migrator would
+ * run SQLite migrations outside one. This adapter tells the truth so a failed migration rolls back.
+ */
+class TransactionalSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+class VigieSqliteDialect extends SqliteDialect {
+  override createAdapter(): SqliteAdapter {
+    return new TransactionalSqliteAdapter();
+  }
+}
+
+/** Milliseconds an SQLite writer waits for a lock held by another process before failing. */
+const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+
+/** The file path of a `sqlite:` URL, or `:memory:`. `sqlite:///abs` and `sqlite:rel` both work. */
+export function sqlitePath(url: string): string {
+  const rest = url.startsWith("sqlite://") ? url.slice("sqlite://".length) : url.slice("sqlite:".length);
+  return rest === ":memory:" ? ":memory:" : rest;
+}
+
+/** The dialect of a database URL (validated by the configuration already). */
+export function dialectOf(url: string): DatabaseDialect {
+  return url.startsWith("sqlite:") ? "sqlite" : "postgres";
+}
+
+function openSqlite(url: string): { kysely: Kysely<PlatformTables>; dataDirectory: string } {
+  const path = sqlitePath(url);
+  let dataDirectory = resolve("data");
+  if (path !== ":memory:") {
+    dataDirectory = dirname(resolve(path));
+    mkdirSync(dataDirectory, { recursive: true });
+  }
+  const connection = new SQLite(path);
+  if (path !== ":memory:") connection.pragma("journal_mode = WAL");
+  // NORMAL in WAL mode: a committed transaction survives a crash of the process (kill -9); only an
+  // operating-system crash or power loss can lose the last commits.
+  connection.pragma("synchronous = NORMAL");
+  connection.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  connection.pragma("foreign_keys = ON");
+  return { kysely: new Kysely({ dialect: new VigieSqliteDialect({ database: connection }) }), dataDirectory };
+}
+
+const PG_INT8_OID = 20;
+
+function openPostgres(url: string): Kysely<PlatformTables> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: 5_000,
+    // BIGINT columns hold millisecond timestamps and counters, all far below 2^53: read them as
+    // numbers. Set per pool rather than globally on the pg module.
+    types: {
+      getTypeParser: ((oid: number, format?: "text" | "binary") =>
+        oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  return new Kysely({ dialect: new PostgresDialect({ pool }) });
+}
+
+/**
+ * Opens the database of `url` and brings its schema up to date.
+ *
+ * @param url `sqlite:<file>`, `sqlite::memory:` or `postgres://...`
+ * @param migrations every module's migrations by unique name (`<module>-<number>-<what>`); each
+ *   runs once, inside the one transaction of the run, recorded in `vigie_migration`
+ * @throws Error when the database cannot be opened or a migration fails (nothing is applied then)
+ */
+export async function openDatabase(url: string, migrations: Readonly<Record<string, Migration>>): Promise<Database> {
+  const dialect = dialectOf(url);
+  const { kysely, dataDirectory } =
+    dialect === "sqlite" ? openSqlite(url) : { kysely: openPostgres(url), dataDirectory: resolve("data") };
+  try {
+    const migrator = new Migrator({
+      db: kysely,
+      provider: { getMigrations: async () => ({ ...migrations }) },
+      migrationTableName: "vigie_migration",
+      migrationLockTableName: "vigie_migration_lock",
+      // Modules number their migrations independently; the order between modules is irrelevant.
+      allowUnorderedMigrations: true,
+    });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error !== undefined) {
+      const failed = results?.find((result) => result.status === "Error")?.migrationName;
+      const cause = error instanceof Error ? error.message : String(error);
+      throw new Error(failed === undefined ? `migration failed: ${cause}` : `migration ${failed} failed: ${cause}`);
+    }
+  } catch (error) {
+    await kysely.destroy();
+    throw error;
+  }
+  return {
+    kysely,
+    dialect,
+    dataDirectory,
+    ping: async () => {
+      await sql`select 1`.execute(kysely);
+    },
+    close: () => kysely.destroy(),
+  };
+}
+
+/** The platform's own migrations. */
+export const platformMigrations: Readonly<Record<string, Migration>> = {
+  "platform-0001-settings": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable("settings")
+        .addColumn("key", "varchar(200)", (column) => column.primaryKey())
+        .addColumn("value", "text", (column) => column.notNull())
+        .execute();
+    },
+  },
+};
