@@ -1,0 +1,111 @@
+/**
+ * Runs the real `vigie` process (the built `dist/cli.js`) for end-to-end tests.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+/** The built CLI; `npm test` builds it before running the tests. */
+export const CLI = resolve(import.meta.dirname, "../../dist/cli.js");
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolvePort(typeof address === "object" && address !== null ? address.port : 0));
+    });
+  });
+}
+
+/** A new temporary directory. */
+export function temporaryDirectory(): string {
+  return mkdtempSync(join(tmpdir(), "vigie-e2e-"));
+}
+
+/** A running `vigie` process with its collected output. */
+export interface VigieProcess {
+  readonly child: ChildProcess;
+  readonly baseUrl: string;
+  /** Everything written to stdout and stderr so far. */
+  output(): string;
+  /** Resolves with the exit code (or the signal name) when the process ends. */
+  readonly exited: Promise<number | string>;
+}
+
+/** Runs `vigie <args>` to completion and returns its exit code and output. */
+export async function runCli(
+  args: readonly string[],
+  options: { cwd?: string; env?: Record<string, string>; input?: string } = {},
+): Promise<{ code: number | string; stdout: string; stderr: string }> {
+  assertBuilt();
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: options.cwd ?? temporaryDirectory(),
+    env: { ...process.env, ...options.env },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  child.stdin.end(options.input ?? "");
+  const code = await new Promise<number | string>((done) =>
+    child.on("exit", (exit, signal) => done(exit ?? signal ?? -1)),
+  );
+  return { code, stdout, stderr };
+}
+
+function assertBuilt(): void {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm test does)`);
+}
+
+/**
+ * Starts `vigie serve --config <file>` in `cwd` and waits until `/healthz` answers.
+ * @throws Error when the process exits or does not answer within 20 s
+ */
+export async function startVigie(options: {
+  configFile: string;
+  port: number;
+  cwd: string;
+  env?: Record<string, string>;
+}): Promise<VigieProcess> {
+  assertBuilt();
+  const child = spawn(process.execPath, [CLI, "serve", "--config", options.configFile], {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<number | string>((done) => child.on("exit", (code, signal) => done(code ?? signal ?? -1)));
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+  });
+  const baseUrl = `http://127.0.0.1:${options.port}`;
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (gone) throw new Error(`vigie exited before answering:\n${output}`);
+    try {
+      const response = await fetch(`${baseUrl}/healthz`);
+      if (response.ok) return { child, baseUrl, output: () => output, exited };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((wait) => setTimeout(wait, 100));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`vigie did not answer /healthz within 20 s:\n${output}`);
+}
