@@ -1,5 +1,8 @@
 import { defineConfig } from "vitest/config";
 
+// VIGIE_TEST_REPORT (set by .ci/run) also writes a JSON report, from which CI prints a summary line.
+const report = process.env.VIGIE_TEST_REPORT;
+
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
@@ -7,5 +10,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    reporters: report ? ["default", "json"] : ["default"],
+    ...(report ? { outputFile: { json: report } } : {}),
   },
 });

@@ -120,8 +120,9 @@ async function main(argv: readonly string[]): Promise<void> {
     await program().parseAsync([...argv]);
   } catch (error) {
     if (error instanceof CommanderError) {
-      const benign = ["commander.helpDisplayed", "commander.version", "commander.help"].includes(error.code);
-      process.exit(benign ? EXIT_OK : EXIT_USAGE);
+      // Commander's exit code is 0 for --help and --version, 1 for every usage error (including a
+      // missing command, which prints the help to stderr).
+      process.exit(error.exitCode === 0 ? EXIT_OK : EXIT_USAGE);
     }
     fail((error as Error).stack ?? String(error), EXIT_FAILURE);
   }

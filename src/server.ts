@@ -12,15 +12,14 @@ import { type Database, openDatabase, platformMigrations } from "./platform/data
 import { HttpError, installErrorHandling } from "./platform/errors.js";
 import { Lifecycle } from "./platform/lifecycle.js";
 import { createMetricsRegistry, installHttpMetrics } from "./platform/metrics.js";
-import type { ModuleContext, VigieModule } from "./platform/module.js";
+import type { AnyModule, ModuleContext } from "./platform/module.js";
 
 /**
  * The modules of Vigie, in registration order. Each is one Fastify plugin enabled by
  * `<name>.enabled` in the configuration; its migrations run whether it is enabled or not, so
  * enabling it later needs no other step.
  */
-// biome-ignore lint/suspicious/noExplicitAny: each module has its own configuration shape
-export const modules: readonly VigieModule<any>[] = [];
+export const modules: readonly AnyModule[] = [];
 
 /** A built server: the Fastify app (not yet listening) and what the platform shares. */
 export interface VigieServer {
@@ -33,8 +32,7 @@ export interface VigieServer {
 /** Options of {@link buildServer}, mostly for tests. */
 export interface BuildOptions {
   /** The modules to load; default {@link modules}. */
-  // biome-ignore lint/suspicious/noExplicitAny: each module has its own configuration shape
-  readonly modules?: readonly VigieModule<any>[];
+  readonly modules?: readonly AnyModule[];
   /** A pino logger to use instead of one built from `log-level` (tests pass a silent one). */
   readonly logger?: FastifyBaseLogger;
 }
@@ -86,8 +84,7 @@ async function setUp(
   app: FastifyInstance,
   config: VigieConfig,
   database: Database,
-  // biome-ignore lint/suspicious/noExplicitAny: each module has its own configuration shape
-  moduleList: readonly VigieModule<any>[],
+  moduleList: readonly AnyModule[],
 ): Promise<ModuleContext> {
   const metrics: Registry = createMetricsRegistry();
   const context: ModuleContext = {
@@ -99,6 +96,9 @@ async function setUp(
     logger: app.log,
   };
   app.decorateRequest("principal", undefined);
+  // Bodies are JSON unless a route says otherwise (platform.md §4): Fastify's default text/plain
+  // parser would let a wrong media type through to validation instead of a 415.
+  app.removeContentTypeParser("text/plain");
   installErrorHandling(app);
   installHttpMetrics(app, metrics);
   if (app.log.level === "debug" || app.log.level === "trace") {

@@ -4,7 +4,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
-import type { VigieModule } from "./module.js";
+import type { AnyModule } from "./module.js";
 import {
   boolean,
   integer,
@@ -116,7 +116,7 @@ export function configErrorMessage(error: ValidationError): string {
 export function parseConfig(
   raw: unknown,
   environment: Readonly<Record<string, string | undefined>>,
-  modules: readonly VigieModule[],
+  modules: readonly AnyModule[],
   file?: string,
 ): VigieConfig {
   const tree = raw === undefined || raw === null ? {} : raw;
@@ -168,7 +168,7 @@ export function parseConfig(
 export async function loadConfig(
   file: string | undefined,
   environment: Readonly<Record<string, string | undefined>>,
-  modules: readonly VigieModule[],
+  modules: readonly AnyModule[],
 ): Promise<VigieConfig> {
   const path = file ?? (environment.VIGIE_CONFIG || undefined);
   if (path === undefined) return parseConfig(undefined, environment, modules);

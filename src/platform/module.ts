@@ -49,3 +49,7 @@ export interface VigieModule<S extends Shape = Shape> {
 export function defineModule<S extends Shape>(module: VigieModule<S>): VigieModule<S> {
   return module;
 }
+
+/** A module of any configuration shape, for lists of modules (plugin options are contravariant). */
+// biome-ignore lint/suspicious/noExplicitAny: each module has its own configuration shape
+export type AnyModule = VigieModule<any>;

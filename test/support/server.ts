@@ -4,7 +4,7 @@
  */
 import pino from "pino";
 import { parseConfig } from "../../src/platform/config.js";
-import type { VigieModule } from "../../src/platform/module.js";
+import type { AnyModule } from "../../src/platform/module.js";
 import { modules as allModules, buildServer, type VigieServer } from "../../src/server.js";
 
 /** Options of {@link startTestServer}. */
@@ -13,8 +13,7 @@ export interface TestServerOptions {
   readonly config?: Record<string, unknown>;
   /** Environment variables as seen by the configuration (`VIGIE_*` overrides). */
   readonly environment?: Record<string, string>;
-  // biome-ignore lint/suspicious/noExplicitAny: modules have their own configuration shapes
-  readonly modules?: readonly VigieModule<any>[];
+  readonly modules?: readonly AnyModule[];
 }
 
 /** Builds a server (not listening); close it with `server.close()`. */

@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  Auth,
+  type AuthOutcome,
+  constantTimeEqual,
+  readToken,
+  type TokenVerification,
+} from "../../src/platform/auth.js";
+import { defineModule } from "../../src/platform/module.js";
+import type { VigieServer } from "../../src/server.js";
+import { startTestServer } from "../support/server.js";
+
+describe("readToken", () => {
+  it("reads raw and Bearer tokens", () => {
+    expect(readToken("abc")).toBe("abc");
+    expect(readToken("Bearer abc")).toBe("abc");
+    expect(readToken("bearer   abc ")).toBe("abc");
+    expect(readToken("BEARER abc")).toBe("abc");
+  });
+
+  it("gives undefined for a missing or blank header", () => {
+    expect(readToken(undefined)).toBeUndefined();
+    expect(readToken("")).toBeUndefined();
+    expect(readToken("   ")).toBeUndefined();
+    expect(readToken("Bearer ")).toBeUndefined();
+  });
+});
+
+describe("constantTimeEqual", () => {
+  it("compares content and length", () => {
+    expect(constantTimeEqual("secret", "secret")).toBe(true);
+    expect(constantTimeEqual("secret", "secreT")).toBe(false);
+    expect(constantTimeEqual("secret", "secret2")).toBe(false);
+    expect(constantTimeEqual("", "secret")).toBe(false);
+  });
+});
+
+// Tokens a verifier of this test knows; the registry module registers the real one.
+const TOKENS: Record<string, TokenVerification | Promise<TokenVerification>> = {
+  admin: { outcome: "ok", principal: { id: "1", name: "root", role: "admin" } },
+  tech: { outcome: "ok", principal: { id: "2", name: "ops", role: "tech" } },
+  slowtech: Promise.resolve({ outcome: "ok", principal: { id: "2", name: "ops", role: "tech" } }),
+  old: { outcome: "expired" },
+  asleep: { outcome: "inactive" },
+};
+
+const guarded = defineModule({
+  name: "guarded",
+  configShape: {},
+  migrations: {},
+  plugin: async (app, { context }) => {
+    context.auth.setVerifier((token) => TOKENS[token] ?? { outcome: "invalid" });
+    app.get("/tech", { preHandler: context.auth.require("tech") }, async (request) => ({
+      user: request.principal?.name ?? null,
+    }));
+    app.get("/admin", { preHandler: context.auth.require("admin") }, async (request) => ({
+      user: request.principal?.name ?? null,
+    }));
+    app.get(
+      "/admin-or-own",
+      { preHandler: context.auth.require("admin", { alsoAccept: (token) => constantTimeEqual(token, "own-secret") }) },
+      async (request) => ({ user: request.principal?.name ?? null }),
+    );
+  },
+});
+
+describe("Auth.require", () => {
+  let server: VigieServer;
+  const outcomes: AuthOutcome[] = [];
+  beforeAll(async () => {
+    server = await startTestServer({ modules: [guarded] });
+    server.context.auth.onOutcome((outcome) => outcomes.push(outcome));
+  });
+  afterAll(() => server.close());
+
+  const get = async (url: string, authorization?: string) => {
+    const response = await server.app.inject({
+      method: "GET",
+      url,
+      headers: authorization === undefined ? {} : { authorization },
+    });
+    return { status: response.statusCode, body: response.json() as unknown };
+  };
+
+  it("lets an admin through both routes and a tech user through the tech route only", async () => {
+    expect(await get("/tech", "Bearer admin")).toEqual({ status: 200, body: { user: "root" } });
+    expect(await get("/admin", "admin")).toEqual({ status: 200, body: { user: "root" } });
+    expect(await get("/tech", "tech")).toEqual({ status: 200, body: { user: "ops" } });
+    expect(await get("/tech", "slowtech")).toEqual({ status: 200, body: { user: "ops" } });
+    expect(await get("/admin", "Bearer tech")).toEqual({ status: 403, body: { error: "forbidden" } });
+  });
+
+  it("answers the failures of registry.md §2 and §3", async () => {
+    expect(await get("/tech")).toEqual({ status: 401, body: { error: "missing token" } });
+    expect(await get("/tech", "Bearer ")).toEqual({ status: 401, body: { error: "missing token" } });
+    expect(await get("/tech", "nope")).toEqual({ status: 401, body: { error: "invalid token" } });
+    expect(await get("/tech", "old")).toEqual({ status: 401, body: { error: "token expired" } });
+    expect(await get("/tech", "asleep")).toEqual({ status: 403, body: { error: "user is not active" } });
+  });
+
+  it("accepts a module's own secret without a principal", async () => {
+    expect(await get("/admin-or-own", "Bearer own-secret")).toEqual({ status: 200, body: { user: null } });
+    expect(await get("/admin-or-own", "admin")).toEqual({ status: 200, body: { user: "root" } });
+    expect(await get("/admin-or-own", "tech")).toEqual({ status: 403, body: { error: "forbidden" } });
+  });
+
+  it("reports every outcome to listeners", async () => {
+    outcomes.length = 0;
+    await get("/tech", "tech");
+    await get("/tech");
+    await get("/tech", "nope");
+    await get("/tech", "old");
+    await get("/tech", "asleep");
+    await get("/admin", "tech");
+    expect(outcomes).toEqual(["ok", "missing", "invalid", "expired", "inactive", "forbidden"]);
+  });
+});
+
+describe("Auth without a verifier", () => {
+  it("refuses every token as invalid (registry disabled)", () => {
+    const auth = new Auth();
+    expect(auth.check("anything", "tech")).toEqual({ outcome: "invalid" });
+    expect(auth.check(undefined, "tech")).toEqual({ outcome: "missing" });
+  });
+});

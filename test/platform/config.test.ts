@@ -1,0 +1,153 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, parseConfig } from "../../src/platform/config.js";
+import { defineModule } from "../../src/platform/module.js";
+import { boolean, secret, string, withDefault } from "../../src/platform/validation.js";
+
+const sample = defineModule({
+  name: "sample",
+  configShape: {
+    greeting: withDefault(string({ min: 1 }), "hello"),
+    loud: withDefault(boolean(), false),
+    nested: withDefault(secret(string({ min: 4 })), "abcd"),
+  },
+  environment: { VIGIE_SAMPLE_GREETING: "greeting" },
+  migrations: {},
+  plugin: async () => {},
+});
+
+function message(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("parseConfig", () => {
+  it("gives a default for every key", () => {
+    const config = parseConfig(undefined, {}, [sample]);
+    expect(config.http).toEqual({ host: "127.0.0.1", port: 8080, "trust-proxy": false, "body-limit": 1_048_576 });
+    expect(config["log-level"]).toBe("info");
+    expect(config.database).toEqual({ url: "sqlite:./data/vigie.db" });
+    expect(config.security).toEqual({ "require-token": false });
+    expect(config.modules.sample).toEqual({ enabled: true, greeting: "hello", loud: false, nested: "abcd" });
+  });
+
+  it("reads every platform key", () => {
+    const config = parseConfig(
+      {
+        http: { host: "0.0.0.0", port: 9000, "trust-proxy": true, "body-limit": "64KiB" },
+        "log-level": "debug",
+        database: { url: "postgres://u:p@db:5432/vigie" },
+        security: { "require-token": true },
+        sample: { enabled: false, greeting: "hi" },
+      },
+      {},
+      [sample],
+    );
+    expect(config.http).toEqual({ host: "0.0.0.0", port: 9000, "trust-proxy": true, "body-limit": 65_536 });
+    expect(config["log-level"]).toBe("debug");
+    expect(config.database.url).toBe("postgres://u:p@db:5432/vigie");
+    expect(config.security["require-token"]).toBe(true);
+    expect(config.modules.sample).toMatchObject({ enabled: false, greeting: "hi" });
+  });
+
+  it("names the key, the rule and the value of an invalid entry", () => {
+    expect(message(() => parseConfig({ http: { port: "abc" } }, {}, []))).toBe(
+      'invalid configuration: http.port: must be an integer between 1 and 65535 (got "abc")',
+    );
+    expect(message(() => parseConfig({ "log-level": "loud" }, {}, []))).toBe(
+      'invalid configuration: log-level: must be one of trace, debug, info, warn, error (got "loud")',
+    );
+    expect(message(() => parseConfig({ http: { "body-limit": "1MB" } }, {}, []))).toBe(
+      'invalid configuration: http.body-limit: must be a size such as 65536, 64KiB or 1MiB (got "1MB")',
+    );
+    expect(message(() => parseConfig({ sample: { loud: "yes" } }, {}, [sample]))).toBe(
+      'invalid configuration: sample.loud: must be true or false (got "yes")',
+    );
+    expect(message(() => parseConfig({ http: 5 }, {}, []))).toBe(
+      "invalid configuration: http: must be an object (got 5)",
+    );
+    expect(message(() => parseConfig(["a"], {}, []))).toBe(
+      "invalid configuration: the document must be a YAML mapping",
+    );
+  });
+
+  it("refuses unknown keys at every level", () => {
+    expect(message(() => parseConfig({ htp: {} }, {}, [sample]))).toBe(
+      "invalid configuration: htp: unknown key (known keys: http, log-level, database, security, sample)",
+    );
+    expect(message(() => parseConfig({ http: { prot: 1 } }, {}, []))).toMatch(
+      /^invalid configuration: http\.prot: unknown key \(known keys: host, port, trust-proxy, body-limit\)$/,
+    );
+    expect(message(() => parseConfig({ sample: { gretting: "x" } }, {}, [sample]))).toMatch(
+      /^invalid configuration: sample\.gretting: unknown key/,
+    );
+  });
+
+  it("never prints secrets or database URLs in errors", () => {
+    const database = message(() => parseConfig({ database: { url: "mysql://root:hunter2@db" } }, {}, []));
+    expect(database).toBe(
+      "invalid configuration: database.url: must be sqlite:<file>, sqlite::memory: or postgres://user:password@host:port/database",
+    );
+    expect(message(() => parseConfig({ sample: { nested: "abc" } }, {}, [sample]))).not.toContain('abc"');
+  });
+
+  it("lets the environment override the database URL and module keys", () => {
+    const config = parseConfig(
+      { database: { url: "sqlite:./a.db" }, sample: { greeting: "file" } },
+      { VIGIE_DATABASE_URL: "sqlite::memory:", VIGIE_SAMPLE_GREETING: "env" },
+      [sample],
+    );
+    expect(config.database.url).toBe("sqlite::memory:");
+    expect(config.modules.sample?.greeting).toBe("env");
+    // An empty variable is treated as unset.
+    expect(parseConfig({}, { VIGIE_DATABASE_URL: "" }, []).database.url).toBe("sqlite:./data/vigie.db");
+    // An invalid value from the environment is reported under its key.
+    expect(message(() => parseConfig({}, { VIGIE_DATABASE_URL: "nope" }, []))).toMatch(
+      /^invalid configuration: database\.url: must be/,
+    );
+  });
+
+  it("does not modify the raw tree it is given", () => {
+    const raw = { database: { url: "sqlite:./a.db" } };
+    parseConfig(raw, { VIGIE_DATABASE_URL: "sqlite::memory:" }, []);
+    expect(raw.database.url).toBe("sqlite:./a.db");
+  });
+});
+
+describe("loadConfig", () => {
+  const directory = mkdtempSync(join(tmpdir(), "vigie-config-"));
+
+  it("reads the file named by --config, else VIGIE_CONFIG, else uses defaults", async () => {
+    const file = join(directory, "a.yaml");
+    writeFileSync(file, "http:\n  port: 9999\n");
+    expect((await loadConfig(file, {}, [])).http.port).toBe(9999);
+    expect((await loadConfig(undefined, { VIGIE_CONFIG: file }, [])).http.port).toBe(9999);
+    expect((await loadConfig(undefined, {}, [])).http.port).toBe(8080);
+    expect((await loadConfig(file, {}, [])).file).toBe(file);
+  });
+
+  it("accepts an empty file", async () => {
+    const file = join(directory, "empty.yaml");
+    writeFileSync(file, "");
+    expect((await loadConfig(file, {}, [])).http.port).toBe(8080);
+  });
+
+  it("reports a missing file and invalid YAML as configuration errors", async () => {
+    await expect(loadConfig(join(directory, "missing.yaml"), {}, [])).rejects.toThrow(
+      /^invalid configuration: cannot read .*missing\.yaml: ENOENT$/,
+    );
+    const file = join(directory, "bad.yaml");
+    writeFileSync(file, "http: [\n");
+    await expect(loadConfig(file, {}, [])).rejects.toBeInstanceOf(ConfigError);
+    const duplicate = join(directory, "duplicate.yaml");
+    writeFileSync(duplicate, "http:\n  port: 1\n  port: 2\n");
+    await expect(loadConfig(duplicate, {}, [])).rejects.toThrow(/is not valid YAML/);
+  });
+});

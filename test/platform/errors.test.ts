@@ -1,0 +1,137 @@
+import type { InjectOptions } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HttpError } from "../../src/platform/errors.js";
+import { defineModule } from "../../src/platform/module.js";
+import { integer, object, required, string } from "../../src/platform/validation.js";
+import type { VigieServer } from "../../src/server.js";
+import { startTestServer } from "../support/server.js";
+
+const body = object(
+  { name: required(string({ min: 1, max: 5 })), age: required(integer(0, 150)) },
+  { unknownKeys: "ignore" },
+);
+
+const probe = defineModule({
+  name: "probe",
+  configShape: {},
+  migrations: {},
+  plugin: async (app) => {
+    app.post("/probe/echo", async (request) => body(request.body, ""));
+    app.get("/probe/items", async () => ({ items: [] }));
+    app.get("/probe/items/:id", async (request) => {
+      throw new HttpError(404, `item ${(request.params as { id: string }).id} not found`);
+    });
+    app.get("/probe/limited", async () => {
+      throw new HttpError(429, "slow down", { "Retry-After": "7" });
+    });
+    app.get("/probe/crash", async () => {
+      throw new Error("secret detail at /srv/app.js:42");
+    });
+  },
+});
+
+describe("HTTP conventions", () => {
+  let server: VigieServer;
+  beforeAll(async () => {
+    server = await startTestServer({ modules: [probe], config: { http: { "body-limit": "1KiB" } } });
+  });
+  afterAll(() => server.close());
+
+  const inject = (options: InjectOptions) => server.app.inject(options);
+
+  it("accepts JSON with or without a charset", async () => {
+    for (const type of ["application/json", "application/json; charset=utf-8"]) {
+      const response = await inject({
+        method: "POST",
+        url: "/probe/echo",
+        headers: { "content-type": type },
+        payload: JSON.stringify({ name: "ann", age: 3 }),
+      });
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual({ name: "ann", age: 3 });
+    }
+  });
+
+  it("answers 400 for a body that is not JSON, or an empty one", async () => {
+    for (const payload of ["{nope", ""]) {
+      const response = await inject({
+        method: "POST",
+        url: "/probe/echo",
+        headers: { "content-type": "application/json" },
+        payload,
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({ error: "request body is not valid JSON" });
+    }
+  });
+
+  it("answers 400 naming the field and the rule", async () => {
+    const response = await inject({ method: "POST", url: "/probe/echo", payload: { name: "toolong", age: 3 } });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toEqual({ error: "field name: must have at most 5 characters" });
+    const missing = await inject({ method: "POST", url: "/probe/echo", payload: { name: "a" } });
+    expect(missing.json()).toEqual({ error: "field age: is required" });
+  });
+
+  it("answers 415 for another media type", async () => {
+    const response = await inject({
+      method: "POST",
+      url: "/probe/echo",
+      headers: { "content-type": "text/plain" },
+      payload: "hello",
+    });
+    expect(response.statusCode).toBe(415);
+    expect(response.json()).toEqual({ error: "unsupported media type text/plain" });
+  });
+
+  it("answers 413 above the body limit", async () => {
+    const response = await inject({
+      method: "POST",
+      url: "/probe/echo",
+      payload: { name: "a", age: 1, padding: "x".repeat(2000) },
+    });
+    expect(response.statusCode).toBe(413);
+    expect(response.json()).toEqual({ error: "request body is larger than the limit of 1024 bytes" });
+  });
+
+  it("answers 404 naming method and path for an unknown route", async () => {
+    const response = await inject({ method: "GET", url: "/nowhere/at/all?x=1" });
+    expect(response.statusCode).toBe(404);
+    expect(response.headers["content-type"]).toMatch(/^application\/json/);
+    expect(response.json()).toEqual({ error: "route GET /nowhere/at/all not found" });
+  });
+
+  it("answers 405 with Allow for a known path and a wrong method", async () => {
+    const response = await inject({ method: "DELETE", url: "/probe/items/12" });
+    expect(response.statusCode).toBe(405);
+    expect(response.headers.allow).toBe("GET, HEAD");
+    expect(response.json()).toEqual({ error: "method DELETE not allowed on /probe/items/12" });
+  });
+
+  it("keeps the status, message and headers of module errors", async () => {
+    const missing = await inject({ method: "GET", url: "/probe/items/12" });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toEqual({ error: "item 12 not found" });
+    const limited = await inject({ method: "GET", url: "/probe/limited" });
+    expect(limited.statusCode).toBe(429);
+    expect(limited.headers["retry-after"]).toBe("7");
+    expect(limited.json()).toEqual({ error: "slow down" });
+  });
+
+  it("answers 500 with a request id and no detail or stack", async () => {
+    const response = await inject({ method: "GET", url: "/probe/crash" });
+    expect(response.statusCode).toBe(500);
+    const { error } = response.json() as { error: string };
+    expect(error).toMatch(/^internal error \(request id [0-9a-f-]{36}\)$/);
+    expect(response.body).not.toContain("secret detail");
+    expect(response.body).not.toContain("app.js");
+  });
+
+  it("accepts a trailing slash on collection paths", async () => {
+    for (const url of ["/probe/items", "/probe/items/"]) {
+      const response = await inject({ method: "GET", url });
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual({ items: [] });
+    }
+  });
+});
