@@ -1,0 +1,114 @@
+/**
+ * The shapes an action compiles to. Compilation (compiler.ts) turns each node of the configuration
+ * into a {@link Builder} once; building it for a stream (or for each fork of a `by`) gives the
+ * {@link Next} closure that events go through. State lives in those closures, never in globals.
+ */
+import type { Predicate } from "./condition.js";
+import type { EdnValue } from "./edn.js";
+import type { Event } from "./event.js";
+import type { StreamIndex } from "./stream-index.js";
+
+/** What flows between actions: one event, or a list of events (from a window). */
+export type Flow = Event | Event[];
+
+/** Receives what an action forwards. */
+export type Next = (value: Flow) => void;
+
+/** Where `reinject` and `reaper` send events: this stream, the default streams, or a named stream. */
+export type Destination =
+  | { readonly kind: "self" }
+  | { readonly kind: "default" }
+  | { readonly kind: "stream"; readonly name: string };
+
+/** What one running stream offers its actions. */
+export interface Runtime {
+  /** The stream's name (logs, metrics). */
+  readonly stream: string;
+  readonly index: StreamIndex;
+  /** Pushes an event into another stream, the default streams or this one. */
+  reinject(destination: Destination, event: Event): void;
+  /** Logs an event at a level (`info`, `debug`, `error` actions). */
+  log(level: "info" | "debug" | "error", value: Flow): void;
+  /** Records what reaches a `tap` (only `vigie stream test` records; a server ignores taps). */
+  tap(name: string, value: Flow): void;
+  /**
+   * The counter of events an action skipped (`stream_dropped_events_total{stream,action}`),
+   * resolved once when the action is built so that counting costs one call.
+   */
+  dropped(action: string): () => void;
+}
+
+/** Builds a fresh instance of a compiled action (and its children) for a runtime. */
+export type Builder = (runtime: Runtime) => Next;
+
+/** Compiles one action from its params and its compiled children. */
+export interface ActionDefinition {
+  /**
+   * @param params the node's `:params` (EDN), already known to be a sequence
+   * @param children the compiled children
+   * @param path the node's path for errors (`actions.children[0]`)
+   * @throws CompileError when the params are invalid
+   */
+  compile(params: readonly EdnValue[], children: readonly Builder[], path: string): Builder;
+  /** Leaf actions refuse children. */
+  readonly leaf?: boolean;
+}
+
+/** Does nothing: the next of an action without children. */
+export const discard: Next = () => {};
+
+/** One Next that forwards to every child in order. */
+export function fanOut(children: readonly Next[]): Next {
+  if (children.length === 0) return discard;
+  if (children.length === 1) return children[0] as Next;
+  if (children.length === 2) {
+    const [first, second] = children as [Next, Next];
+    return (value) => {
+      first(value);
+      second(value);
+    };
+  }
+  return (value) => {
+    for (const child of children) child(value);
+  };
+}
+
+/** Builds every child for a runtime and joins them with {@link fanOut}. */
+export function buildChildren(children: readonly Builder[], runtime: Runtime): Next {
+  return fanOut(children.map((child) => child(runtime)));
+}
+
+/**
+ * A filter: forwards single events for which `keep` is true; a list (from a window) cannot be
+ * filtered by an event condition and is counted as dropped.
+ */
+export function filtering(action: string, keep: Predicate, children: readonly Builder[]): Builder {
+  return (runtime) => {
+    const next = buildChildren(children, runtime);
+    const drop = runtime.dropped(action);
+    return (value) => {
+      if (Array.isArray(value)) drop();
+      else if (keep(value)) next(value);
+    };
+  };
+}
+
+/**
+ * A transformation of single events: `transform` returns the new event, or `undefined` when it
+ * cannot apply (counted as dropped, streams.md §4 "Errors inside actions").
+ */
+export function transforming(
+  action: string,
+  children: readonly Builder[],
+  transform: (event: Event) => Event | undefined,
+): Builder {
+  return (runtime) => {
+    const next = buildChildren(children, runtime);
+    const drop = runtime.dropped(action);
+    return (value) => {
+      const result = Array.isArray(value) ? undefined : transform(value);
+      if (result === undefined) drop();
+      else next(result);
+    };
+  };
+}

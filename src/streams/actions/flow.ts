@@ -1,0 +1,155 @@
+/**
+ * Actions that route events: sdo, where, split, by (streams.md §4).
+ */
+import { type ActionDefinition, buildChildren, fanOut, filtering, type Next } from "../action.js";
+import { CompileError } from "../compile-error.js";
+import { compileCondition, compileField, type Predicate } from "../condition.js";
+import { type EdnValue, isMap, mapGet, sequenceItems } from "../edn.js";
+import { type Event, type FieldReader, fieldReader, timeOf } from "../event.js";
+import { expectCount, optionsParam, secondsParam } from "./params.js";
+
+/** `sdo`: forwards to all children. */
+export const sdo: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 0, 0, path, "sdo", "");
+    return (runtime) => buildChildren(children, runtime);
+  },
+};
+
+/** `where [condition]`: forwards events matching the condition. */
+export const where: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "where", "[condition]");
+    const matches = compileCondition(params[0], `${path}.params[0]`);
+    return filtering("where", matches, children);
+  },
+};
+
+/**
+ * `split [[c1 c2 ...]]`: the first matching condition's child gets the event; an optional last
+ * child beyond the conditions gets events that matched none.
+ */
+export const split: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "split", "[[condition ...]]");
+    const items = sequenceItems(params[0]);
+    if (items === undefined || items.length === 0) {
+      throw new CompileError(path, ":split takes a vector of conditions");
+    }
+    const conditions = items.map((item, index) => compileCondition(item, `${path}.params[0][${index}]`));
+    if (children.length !== conditions.length && children.length !== conditions.length + 1) {
+      throw new CompileError(
+        path,
+        `:split with ${conditions.length} conditions needs ${conditions.length} children, or one more as default`,
+      );
+    }
+    return (runtime) => {
+      const nexts = children.map((child) => child(runtime));
+      const fallback: Next | undefined = nexts[conditions.length];
+      const drop = runtime.dropped("split");
+      return (value) => {
+        if (Array.isArray(value)) {
+          drop();
+          return;
+        }
+        for (let i = 0; i < conditions.length; i++) {
+          if ((conditions[i] as Predicate)(value)) {
+            (nexts[i] as Next)(value);
+            return;
+          }
+        }
+        fallback?.(value);
+      };
+    };
+  },
+};
+
+/** Separates the values of several fields in a fork key; cannot appear in JSON-encoded values. */
+const KEY_SEPARATOR = "\u0000";
+
+function forkKeyOf(readers: readonly FieldReader[]): (event: Event) => unknown {
+  if (readers.length === 1) {
+    const read = readers[0] as FieldReader;
+    // Strings and numbers are Map keys as they are; other values by their JSON text.
+    return (event) => {
+      const value = read(event);
+      return typeof value === "string" || typeof value === "number" || value === undefined
+        ? value
+        : JSON.stringify(value);
+    };
+  }
+  return (event) => {
+    let key = "";
+    for (const read of readers) {
+      const value = read(event);
+      key += `${typeof value === "string" ? value : (JSON.stringify(value) ?? "")}${KEY_SEPARATOR}`;
+    }
+    return key;
+  };
+}
+
+/**
+ * `by [{:fields [f ...] :gc-interval D :fork-ttl D}]` (or `[[f ...]]`): one independent copy of the
+ * children per distinct tuple of field values. With `:gc-interval`, every that many seconds of event
+ * time, forks that saw no event for `:fork-ttl` seconds (default: the gc interval) are dropped.
+ */
+export const by: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "by", "[{:fields [:field ...]}]");
+    let fieldsValue: EdnValue | undefined = params[0];
+    let gcInterval: number | undefined;
+    let forkTtl: number | undefined;
+    if (isMap(params[0])) {
+      const options = optionsParam(params[0], path, "by", ["fields"], ["gc-interval", "fork-ttl"]);
+      fieldsValue = options.get("fields");
+      if (options.has("gc-interval")) gcInterval = secondsParam(mapGet(params[0], "gc-interval"), path, ":gc-interval");
+      if (options.has("fork-ttl")) forkTtl = secondsParam(mapGet(params[0], "fork-ttl"), path, ":fork-ttl");
+      if (forkTtl !== undefined && gcInterval === undefined) {
+        throw new CompileError(path, ":fork-ttl needs :gc-interval");
+      }
+    }
+    const items = sequenceItems(fieldsValue);
+    if (items === undefined || items.length === 0) {
+      throw new CompileError(path, ":by needs a non-empty vector of fields");
+    }
+    const readers = items.map((item, index) => fieldReader(compileField(item, `${path}.params[0].fields[${index}]`)));
+    const keyOf = forkKeyOf(readers);
+    const ttl = forkTtl ?? gcInterval;
+    return (runtime) => {
+      const forks = new Map<unknown, { next: Next; seen: number }>();
+      const drop = runtime.dropped("by");
+      let clock = Number.NEGATIVE_INFINITY;
+      let nextCollection = Number.NEGATIVE_INFINITY;
+      const collect = (now: number) => {
+        for (const [key, fork] of forks) if (now - fork.seen > (ttl as number)) forks.delete(key);
+      };
+      return (value) => {
+        if (Array.isArray(value)) {
+          drop();
+          return;
+        }
+        const key = keyOf(value);
+        let fork = forks.get(key);
+        if (fork === undefined) {
+          fork = { next: fanOut(children.map((child) => child(runtime))), seen: Number.NEGATIVE_INFINITY };
+          forks.set(key, fork);
+        }
+        if (gcInterval !== undefined) {
+          const time = timeOf(value);
+          if (time !== undefined) {
+            fork.seen = time;
+            if (time > clock) {
+              clock = time;
+              if (nextCollection === Number.NEGATIVE_INFINITY) nextCollection = time + gcInterval;
+              else if (time >= nextCollection) {
+                collect(time);
+                nextCollection = time + gcInterval;
+              }
+            }
+          }
+        }
+        fork.next(value);
+      };
+    };
+  },
+};

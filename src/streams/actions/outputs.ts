@@ -1,0 +1,140 @@
+/**
+ * Actions that send events out of the tree (streams.md §4): index, reaper, reinject, the logging
+ * actions info/debug/error, and tap (for `vigie stream test`).
+ */
+import { type ActionDefinition, buildChildren, type Destination } from "../action.js";
+import { CompileError } from "../compile-error.js";
+import { compileField } from "../condition.js";
+import { type EdnValue, isKeyword, nameOf, sequenceItems } from "../edn.js";
+import { type Event, fieldReader, timeOf } from "../event.js";
+import { expectCount, secondsParam } from "./params.js";
+
+/** Separators of index keys; they cannot occur in field names or JSON-encoded values. */
+const FIELD_SEPARATOR = "\u0001";
+const ENTRY_SEPARATOR = "\u0000";
+
+/**
+ * `index [[f ...]]`: stores each event that has a time in the stream's index under the key made of
+ * the listed fields present in the event; an event with state `expired` removes its key (§5).
+ */
+export const index: ActionDefinition = {
+  leaf: true,
+  compile(params, _children, path) {
+    expectCount(params, 1, 1, path, "index", "[[:field ...]]");
+    const items = sequenceItems(params[0]);
+    if (items === undefined || items.length === 0)
+      throw new CompileError(path, ":index takes a non-empty vector of fields");
+    const fields = items.map((item, position) => {
+      const field = compileField(item, `${path}.params[0][${position}]`);
+      return { name: field.join("."), read: fieldReader(field) };
+    });
+    return (runtime) => {
+      const drop = runtime.dropped("index");
+      return (value) => {
+        if (Array.isArray(value)) {
+          drop();
+          return;
+        }
+        let key = "";
+        for (const { name, read } of fields) {
+          const field = read(value);
+          if (field === undefined) continue;
+          key += `${name}${FIELD_SEPARATOR}${typeof field === "string" ? field : JSON.stringify(field)}${ENTRY_SEPARATOR}`;
+        }
+        if (!runtime.index.put(key, value)) drop();
+      };
+    };
+  },
+};
+
+/** Reads a destination param: nil (this stream), `:default` (the default streams) or a stream name. */
+function destinationParam(value: EdnValue | undefined, path: string): Destination {
+  if (value === undefined || value === null) return { kind: "self" };
+  if (isKeyword(value, "default")) return { kind: "default" };
+  const name = nameOf(value);
+  if (name === undefined || name === "") {
+    throw new CompileError(path, "the destination must be nil, :default or a stream name (keyword or string)");
+  }
+  return { kind: "stream", name };
+}
+
+/** `reinject [stream-or-nil]`: pushes the event into another stream, the default streams, or this one. */
+export const reinject: ActionDefinition = {
+  leaf: true,
+  compile(params, _children, path) {
+    expectCount(params, 0, 1, path, "reinject", "[stream-or-nil]");
+    const destination = destinationParam(params[0], `${path}.params[0]`);
+    return (runtime) => (value) => {
+      if (Array.isArray(value)) for (const event of value) runtime.reinject(destination, event);
+      else runtime.reinject(destination, value);
+    };
+  },
+};
+
+/**
+ * `reaper [D stream-or-nil]`: every D seconds of event time (the largest time the action has seen),
+ * removes the expired events of the stream's index and pushes them, with state `expired`, into the
+ * named stream or (nil) this stream.
+ */
+export const reaper: ActionDefinition = {
+  leaf: true,
+  compile(params, _children, path) {
+    expectCount(params, 1, 2, path, "reaper", "[D stream-or-nil]");
+    const interval = secondsParam(params[0], `${path}.params[0]`, "D");
+    const destination = destinationParam(params[1], `${path}.params[1]`);
+    return (runtime) => {
+      let nextRun: number | undefined;
+      return (value) => {
+        const time = Array.isArray(value) ? undefined : timeOf(value as Event);
+        if (time === undefined) return;
+        if (nextRun === undefined) {
+          nextRun = time + interval;
+          return;
+        }
+        if (time < nextRun) return;
+        nextRun = time + interval;
+        for (const event of runtime.index.removeExpired(time)) {
+          runtime.reinject(destination, { ...event, state: "expired" });
+        }
+      };
+    };
+  },
+};
+
+function logging(level: "info" | "debug" | "error"): ActionDefinition {
+  return {
+    compile(params, children, path) {
+      expectCount(params, 0, 0, path, level, "");
+      return (runtime) => {
+        const next = buildChildren(children, runtime);
+        return (value) => {
+          runtime.log(level, value);
+          next(value);
+        };
+      };
+    },
+  };
+}
+
+/** `info`: logs the event (JSON) with the stream name at info level, and forwards it. */
+export const info = logging("info");
+/** `debug`: as info, at debug level. */
+export const debug = logging("debug");
+/** `error`: as info, at error level. */
+export const error = logging("error");
+
+/** `tap [:name]`: records what reaches it under a name (in `vigie stream test`), and forwards it. */
+export const tap: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "tap", "[:name]");
+    const name = nameOf(params[0]);
+    if (name === undefined || name === "") throw new CompileError(path, ":tap takes a keyword or string name");
+    return (runtime) => {
+      const next = buildChildren(children, runtime);
+      return (value) => {
+        runtime.tap(name, value);
+        next(value);
+      };
+    };
+  },
+};

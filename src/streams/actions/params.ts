@@ -1,0 +1,103 @@
+/**
+ * Reading and checking action params at compile time, with errors that name the node.
+ */
+import { CompileError } from "../compile-error.js";
+import { type EdnValue, isKeyword, isMap, nameOf, sequenceItems } from "../edn.js";
+
+/**
+ * Checks the number of params.
+ * @param shape how the params read, for the error: `[condition]`
+ */
+export function expectCount(
+  params: readonly EdnValue[],
+  min: number,
+  max: number,
+  path: string,
+  action: string,
+  shape: string,
+): void {
+  if (params.length < min || params.length > max) {
+    const got = params.length === 1 ? "1 param" : `${params.length} params`;
+    const wanted = min === max ? String(min) : `${min} to ${max}`;
+    throw new CompileError(path, `:${action} takes ${wanted} param${max === 1 ? "" : "s"} ${shape}, got ${got}`);
+  }
+}
+
+/** A finite number param (EDN integers and floats). */
+export function numberParam(value: EdnValue | undefined, path: string, what: string): number {
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  if (typeof value === "bigint") return Number(value);
+  throw new CompileError(path, `${what} must be a number`);
+}
+
+/** A duration in seconds: a number > 0. */
+export function secondsParam(value: EdnValue | undefined, path: string, what: string): number {
+  const seconds = numberParam(value, path, what);
+  if (seconds <= 0) throw new CompileError(path, `${what} must be a number of seconds greater than 0`);
+  return seconds;
+}
+
+/** A non-negative integer count (window sizes, throttle counts). */
+export function countParam(value: EdnValue | undefined, path: string, what: string, min = 1): number {
+  const count = numberParam(value, path, what);
+  if (!Number.isInteger(count) || count < min)
+    throw new CompileError(path, `${what} must be an integer of at least ${min}`);
+  return count;
+}
+
+/** Keys accepted in every options map and ignored (Mirabelle's compiler writes them). */
+const IGNORED_OPTIONS = new Set(["aggr-fn", "description"]);
+
+/**
+ * An options map param such as `{:duration 10 :delay 2}`, as a map from keyword name to value.
+ * @throws CompileError for a non-map, a missing required key or an unknown key
+ */
+export function optionsParam(
+  value: EdnValue | undefined,
+  path: string,
+  action: string,
+  required: readonly string[],
+  optional: readonly string[] = [],
+): Map<string, EdnValue> {
+  if (!isMap(value)) {
+    throw new CompileError(
+      path,
+      `:${action} takes an options map such as {${required.map((key) => `:${key} ...`).join(" ")}}`,
+    );
+  }
+  const options = new Map<string, EdnValue>();
+  for (const [key, item] of value.map) {
+    if (!isKeyword(key)) throw new CompileError(path, `option keys of :${action} must be keywords`);
+    if (IGNORED_OPTIONS.has(key.key)) continue;
+    if (!required.includes(key.key) && !optional.includes(key.key)) {
+      throw new CompileError(path, `unknown option :${key.key} of :${action}`);
+    }
+    options.set(key.key, item);
+  }
+  for (const key of required) {
+    if (!options.has(key)) throw new CompileError(path, `:${action} needs the option :${key}`);
+  }
+  return options;
+}
+
+/** A list of strings given as one string or a vector of strings (`tag`, `untag`, `tagged-all`). */
+export function stringsParam(params: readonly EdnValue[], path: string, action: string): string[] {
+  expectCount(params, 1, 1, path, action, '["tag"] or [["tag1" "tag2"]]');
+  const value = params[0];
+  if (typeof value === "string") return [value];
+  const items = sequenceItems(value);
+  if (items !== undefined && items.length > 0 && items.every((item) => typeof item === "string")) {
+    return items as string[];
+  }
+  throw new CompileError(path, `:${action} takes a string or a non-empty vector of strings`);
+}
+
+/** A vector of keywords naming top-level fields (`keep-keys`, `sdissoc`). */
+export function keysParam(params: readonly EdnValue[], path: string, action: string): string[] {
+  expectCount(params, 1, 1, path, action, "[[:key ...]]");
+  const items = sequenceItems(params[0]);
+  if (items === undefined || !items.every((item) => nameOf(item) !== undefined)) {
+    throw new CompileError(path, `:${action} takes a vector of keywords`);
+  }
+  return items.map((item) => nameOf(item) as string);
+}

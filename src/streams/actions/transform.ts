@@ -1,0 +1,219 @@
+/**
+ * Actions that change single events (streams.md §4): with, default, tag, untag, increment,
+ * decrement, scale, rename-keys, keep-keys, sdissoc, ddt, ddt-pos, ewma-timeless. Events are never
+ * modified in place: other branches may hold the same object.
+ */
+import { type ActionDefinition, buildChildren, transforming } from "../action.js";
+import { CompileError } from "../compile-error.js";
+import { compileField } from "../condition.js";
+import { ednToJson, isMap, nameOf } from "../edn.js";
+import { type Event, type FieldPath, fieldReader, metricOf, timeOf, withField } from "../event.js";
+import { expectCount, keysParam, numberParam, stringsParam } from "./params.js";
+
+/** `with [{field value ...}]`: sets fields (nested paths as vectors). */
+export const withAction: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "with", "[{:field value ...}]");
+    const map = params[0];
+    if (!isMap(map) || map.map.length === 0)
+      throw new CompileError(path, ":with takes a non-empty map of fields to values");
+    const assignments: Array<[FieldPath, unknown]> = map.map.map(([field, value], index) => [
+      compileField(field, `${path}.params[0][${index}]`),
+      ednToJson(value),
+    ]);
+    const simple = assignments.every(([field]) => field.length === 1);
+    return transforming("with", children, (event) => {
+      if (simple) {
+        const copy = { ...event };
+        for (const [field, value] of assignments) copy[field[0] as string] = value;
+        return copy;
+      }
+      let result = event;
+      for (const [field, value] of assignments) result = withField(result, field, value);
+      return result;
+    });
+  },
+};
+
+/** `default [field value]`: sets the field only when it is missing or null. */
+export const defaultAction: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 2, 2, path, "default", "[field value]");
+    const field = compileField(params[0], `${path}.params[0]`);
+    const value = ednToJson(params[1] ?? null);
+    const read = fieldReader(field);
+    return transforming("default", children, (event) => (read(event) == null ? withField(event, field, value) : event));
+  },
+};
+
+function tagsOf(event: Event): string[] {
+  return Array.isArray(event.tags) ? (event.tags as string[]) : [];
+}
+
+/** `tag ["t"]` / `tag [["t1" "t2"]]`: adds tags, without duplicates. */
+export const tag: ActionDefinition = {
+  compile(params, children, path) {
+    const added = stringsParam(params, path, "tag");
+    return transforming("tag", children, (event) => {
+      const tags = tagsOf(event);
+      const missing = added.filter((name) => !tags.includes(name));
+      return missing.length === 0 && Array.isArray(event.tags) ? event : { ...event, tags: [...tags, ...missing] };
+    });
+  },
+};
+
+/** `untag ["t"]` / `untag [["t1" "t2"]]`: removes tags. */
+export const untag: ActionDefinition = {
+  compile(params, children, path) {
+    const removed = new Set(stringsParam(params, path, "untag"));
+    return transforming("untag", children, (event) =>
+      Array.isArray(event.tags) ? { ...event, tags: tagsOf(event).filter((name) => !removed.has(name)) } : event,
+    );
+  },
+};
+
+function metricChange(action: string, change: (metric: number) => number): ActionDefinition {
+  return {
+    compile(params, children, path) {
+      expectCount(params, 0, 0, path, action, "");
+      return transforming(action, children, (event) => {
+        const metric = metricOf(event);
+        return metric === undefined ? undefined : { ...event, metric: change(metric) };
+      });
+    },
+  };
+}
+
+/** `increment`: metric + 1. */
+export const increment = metricChange("increment", (metric) => metric + 1);
+/** `decrement`: metric − 1. */
+export const decrement = metricChange("decrement", (metric) => metric - 1);
+
+/** `scale [factor]`: metric × factor. */
+export const scale: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "scale", "[factor]");
+    const factor = numberParam(params[0], path, "the factor");
+    return transforming("scale", children, (event) => {
+      const metric = metricOf(event);
+      return metric === undefined ? undefined : { ...event, metric: metric * factor };
+    });
+  },
+};
+
+/** `rename-keys [{old new ...}]`: renames top-level fields. */
+export const renameKeys: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "rename-keys", "[{:old :new ...}]");
+    const map = params[0];
+    if (!isMap(map)) throw new CompileError(path, ":rename-keys takes a map of old to new keys");
+    const renames = map.map.map(([from, to]) => {
+      const source = nameOf(from);
+      const target = nameOf(to);
+      if (source === undefined || target === undefined)
+        throw new CompileError(path, ":rename-keys maps keywords to keywords");
+      return [source, target] as const;
+    });
+    return transforming("rename-keys", children, (event) => {
+      let copy: Event | undefined;
+      for (const [source, target] of renames) {
+        if (!Object.hasOwn(event, source)) continue;
+        copy ??= { ...event };
+        const value = copy[source];
+        delete copy[source];
+        copy[target] = value;
+      }
+      return copy ?? event;
+    });
+  },
+};
+
+/** `keep-keys [[k ...]]`: keeps only these top-level fields. */
+export const keepKeys: ActionDefinition = {
+  compile(params, children, path) {
+    const keys = keysParam(params, path, "keep-keys");
+    return transforming("keep-keys", children, (event) => {
+      const kept: Event = {};
+      for (const key of keys) if (Object.hasOwn(event, key)) kept[key] = event[key];
+      return kept;
+    });
+  },
+};
+
+/** `sdissoc [[k ...]]`: removes these top-level fields. */
+export const sdissoc: ActionDefinition = {
+  compile(params, children, path) {
+    const keys = keysParam(params, path, "sdissoc");
+    return transforming("sdissoc", children, (event) => {
+      const copy = { ...event };
+      for (const key of keys) delete copy[key];
+      return copy;
+    });
+  },
+};
+
+function derivative(action: "ddt" | "ddt-pos"): ActionDefinition {
+  return {
+    compile(params, children, path) {
+      expectCount(params, 0, 0, path, action, "");
+      return (runtime) => {
+        const next = buildChildren(children, runtime);
+        const drop = runtime.dropped(action);
+        let previousMetric: number | undefined;
+        let previousTime = 0;
+        return (value) => {
+          const metric = Array.isArray(value) ? undefined : metricOf(value);
+          const time = Array.isArray(value) ? undefined : timeOf(value);
+          if (metric === undefined || time === undefined) {
+            drop();
+            return;
+          }
+          const lastMetric = previousMetric;
+          const lastTime = previousTime;
+          previousMetric = metric;
+          previousTime = time;
+          if (lastMetric === undefined) return; // the first event only primes the state
+          const elapsed = time - lastTime;
+          if (elapsed <= 0) {
+            drop();
+            return;
+          }
+          const rate = (metric - lastMetric) / elapsed;
+          if (action === "ddt-pos" && rate < 0) return;
+          next({ ...(value as Event), metric: rate });
+        };
+      };
+    },
+  };
+}
+
+/** `ddt`: metric := (metric − previous metric) ÷ (time − previous time); the first event emits nothing. */
+export const ddt = derivative("ddt");
+/** `ddt-pos`: as ddt, dropping negative rates. */
+export const ddtPos = derivative("ddt-pos");
+
+/**
+ * `ewma-timeless [r]`: metric := r·metric + (1−r)·previous, the previous average starting at 0 as
+ * in Riemann's `ewma-timeless`.
+ */
+export const ewmaTimeless: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "ewma-timeless", "[r]");
+    const r = numberParam(params[0], path, "r");
+    if (r < 0 || r > 1) throw new CompileError(path, "r must be between 0 and 1");
+    return (runtime) => {
+      const next = buildChildren(children, runtime);
+      const drop = runtime.dropped("ewma-timeless");
+      let average = 0;
+      return (value) => {
+        const metric = Array.isArray(value) ? undefined : metricOf(value);
+        if (metric === undefined) {
+          drop();
+          return;
+        }
+        average = r * metric + (1 - r) * average;
+        next({ ...(value as Event), metric: average });
+      };
+    };
+  },
+};

@@ -1,0 +1,207 @@
+/**
+ * Windows (streams.md §4): fixed-time-window, fixed-event-window, moving-event-window,
+ * moving-time-window, and the fixed windows that emit one event each: sum, mean, top, bottom, rate.
+ * Every clock is event time (seconds).
+ */
+import { type ActionDefinition, type Builder, buildChildren, type Next } from "../action.js";
+import { CompileError } from "../compile-error.js";
+import type { EdnValue } from "../edn.js";
+import { type Event, timeOf } from "../event.js";
+import { type Aggregate, aggregateEvent, countOf, maxOf, meanOf, minOf, sumOf } from "./collections.js";
+import { countParam, expectCount, numberParam, optionsParam, secondsParam } from "./params.js";
+
+interface Window {
+  readonly index: number;
+  readonly events: Event[];
+}
+
+/**
+ * The state of fixed time windows `[k·D, (k+1)·D)`, aligned on the Unix epoch. A window closes when
+ * an event at or after its end + delay arrives; late events within the delay join their window,
+ * later ones are refused.
+ */
+class FixedTimeWindows {
+  /** Open windows, oldest first; usually one, more only with a delay. */
+  readonly #open: Window[] = [];
+  /** Windows with an index below this one are closed. */
+  #closedBelow = Number.NEGATIVE_INFINITY;
+  #maxTime = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    readonly duration: number,
+    readonly delay: number,
+    readonly emit: (events: Event[]) => void,
+  ) {}
+
+  /** @returns false when the event is too late for its window (or has no time) */
+  add(event: Event): boolean {
+    const time = timeOf(event);
+    if (time === undefined) return false;
+    const index = Math.floor(time / this.duration);
+    if (index < this.#closedBelow) return false;
+    const open = this.#open;
+    const last = open[open.length - 1];
+    if (last !== undefined && last.index === index) last.events.push(event);
+    else this.#insert(index, event);
+    if (time > this.#maxTime) {
+      this.#maxTime = time;
+      const closedBelow = Math.floor((time - this.delay) / this.duration);
+      if (closedBelow > this.#closedBelow) {
+        this.#closedBelow = closedBelow;
+        while (open.length > 0 && (open[0] as Window).index < closedBelow) this.emit((open.shift() as Window).events);
+      }
+    }
+    return true;
+  }
+
+  #insert(index: number, event: Event): void {
+    const open = this.#open;
+    let position = open.length;
+    while (position > 0 && (open[position - 1] as Window).index > index) position -= 1;
+    const existing = open[position - 1];
+    if (existing !== undefined && existing.index === index) existing.events.push(event);
+    else open.splice(position, 0, { index, events: [event] });
+  }
+}
+
+function windowOptions(params: readonly EdnValue[], path: string, action: string): { duration: number; delay: number } {
+  expectCount(params, 1, 1, path, action, "[{:duration D :delay L}]");
+  const options = optionsParam(params[0], path, action, ["duration"], ["delay"]);
+  const duration = secondsParam(options.get("duration"), path, ":duration");
+  const delay = options.has("delay") ? numberParam(options.get("delay"), path, ":delay") : 0;
+  if (delay < 0) throw new CompileError(path, ":delay must be a number of seconds of at least 0");
+  return { duration, delay };
+}
+
+function timeWindowBuilder(
+  action: string,
+  duration: number,
+  delay: number,
+  children: readonly Builder[],
+  toOutput: (events: Event[], next: Next, drop: () => void) => void,
+): Builder {
+  return (runtime) => {
+    const next = buildChildren(children, runtime);
+    const drop = runtime.dropped(action);
+    const windows = new FixedTimeWindows(duration, delay, (events) => toOutput(events, next, drop));
+    return (value) => {
+      if (Array.isArray(value) || !windows.add(value)) drop();
+    };
+  };
+}
+
+/** `fixed-time-window [{:duration D :delay L}]`: emits the list of events of each window. */
+export const fixedTimeWindow: ActionDefinition = {
+  compile(params, children, path) {
+    const { duration, delay } = windowOptions(params, path, "fixed-time-window");
+    return timeWindowBuilder("fixed-time-window", duration, delay, children, (events, next) => next(events));
+  },
+};
+
+function aggregatingWindow(action: string, aggregate: Aggregate): ActionDefinition {
+  return {
+    compile(params, children, path) {
+      const { duration, delay } = windowOptions(params, path, action);
+      return timeWindowBuilder(action, duration, delay, children, (events, next, drop) => {
+        const event = aggregateEvent(events, aggregate);
+        if (event === undefined) drop();
+        else next(event);
+      });
+    },
+  };
+}
+
+/** `sum [{:duration D}]`: one event per window, metric = sum of the metrics. */
+export const sum = aggregatingWindow("sum", sumOf);
+/** `mean [{:duration D}]`: metric = mean. */
+export const mean = aggregatingWindow("mean", meanOf);
+/** `top [{:duration D}]`: metric = max. */
+export const top = aggregatingWindow("top", maxOf);
+/** `bottom [{:duration D}]`: metric = min. */
+export const bottom = aggregatingWindow("bottom", minOf);
+
+/** `rate [{:duration D}]`: metric = number of events ÷ D (events per second). */
+export const rate: ActionDefinition = {
+  compile(params, children, path) {
+    const { duration, delay } = windowOptions(params, path, "rate");
+    return timeWindowBuilder("rate", duration, delay, children, (events, next) => {
+      const event = aggregateEvent(events, countOf);
+      if (event !== undefined) next({ ...event, metric: (event.metric as number) / duration });
+    });
+  },
+};
+
+/** `fixed-event-window [{:size n}]`: emits every n events as a list. */
+export const fixedEventWindow: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "fixed-event-window", "[{:size n}]");
+    const size = countParam(optionsParam(params[0], path, "fixed-event-window", ["size"]).get("size"), path, ":size");
+    return (runtime) => {
+      const next = buildChildren(children, runtime);
+      const drop = runtime.dropped("fixed-event-window");
+      let buffer: Event[] = [];
+      return (value) => {
+        if (Array.isArray(value)) {
+          drop();
+          return;
+        }
+        buffer.push(value);
+        if (buffer.length === size) {
+          const full = buffer;
+          buffer = [];
+          next(full);
+        }
+      };
+    };
+  },
+};
+
+/** `moving-event-window [{:size n}]`: on every event emits the last n events. */
+export const movingEventWindow: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "moving-event-window", "[{:size n}]");
+    const size = countParam(optionsParam(params[0], path, "moving-event-window", ["size"]).get("size"), path, ":size");
+    return (runtime) => {
+      const next = buildChildren(children, runtime);
+      const drop = runtime.dropped("moving-event-window");
+      let buffer: Event[] = [];
+      return (value) => {
+        if (Array.isArray(value)) {
+          drop();
+          return;
+        }
+        // A new array each time: children may keep the list they received.
+        buffer = buffer.length < size ? [...buffer, value] : [...buffer.slice(1), value];
+        next(buffer);
+      };
+    };
+  },
+};
+
+/** `moving-time-window [{:duration D}]`: on every event emits the events of the last D seconds. */
+export const movingTimeWindow: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "moving-time-window", "[{:duration D}]");
+    const options = optionsParam(params[0], path, "moving-time-window", ["duration"]);
+    const duration = secondsParam(options.get("duration"), path, ":duration");
+    return (runtime) => {
+      const next = buildChildren(children, runtime);
+      const drop = runtime.dropped("moving-time-window");
+      let buffer: Event[] = [];
+      let clock = Number.NEGATIVE_INFINITY;
+      return (value) => {
+        const time = Array.isArray(value) ? undefined : timeOf(value);
+        if (time === undefined) {
+          drop();
+          return;
+        }
+        if (time > clock) clock = time;
+        const horizon = clock - duration;
+        const kept = buffer.filter((event) => (timeOf(event) as number) > horizon);
+        if (time > horizon) kept.push(value as Event);
+        buffer = kept;
+        next(buffer);
+      };
+    };
+  },
+};

@@ -1,0 +1,164 @@
+/**
+ * Where-conditions (streams.md §3), compiled once into closures:
+ *
+ * ```
+ * condition := [op field arg?]        field := :key | [:key :nested-key ...]
+ *            | [:and condition ...] | [:or condition ...] | [:not condition]
+ *            | [:always-true] | [:true]
+ * ```
+ *
+ * A condition never throws: a missing field or a value of the wrong type makes a comparison, sign
+ * or regex test false (`:not=` and `:absent` true, `:nil?` true). `:not` is an addition over the
+ * original Mirabelle grammar.
+ */
+import { CompileError } from "./compile-error.js";
+import { type EdnValue, ednToJson, isKeyword, nameOf, sequenceItems } from "./edn.js";
+import { type Event, type FieldPath, fieldReader, valuesEqual } from "./event.js";
+
+/** A compiled condition. */
+export type Predicate = (event: Event) => boolean;
+
+/**
+ * Reads a field designator: a keyword (`:host`) or a vector of keywords (`[:attributes :host]`).
+ * @throws CompileError when it is neither
+ */
+export function compileField(value: EdnValue | undefined, path: string): FieldPath {
+  if (isKeyword(value)) return [value.key];
+  const items = sequenceItems(value);
+  if (items !== undefined && items.length > 0 && items.every((item) => isKeyword(item))) {
+    return items.map((item) => (item as { key: string }).key);
+  }
+  throw new CompileError(path, "a field must be a keyword or a vector of keywords");
+}
+
+const COMPARISONS: Readonly<Record<string, (value: number, argument: number) => boolean>> = {
+  ">": (value, argument) => value > argument,
+  ">=": (value, argument) => value >= argument,
+  "<": (value, argument) => value < argument,
+  "<=": (value, argument) => value <= argument,
+};
+
+function argumentOf(items: EdnValue[], op: string, path: string): EdnValue {
+  if (items.length !== 3) throw new CompileError(path, `${op} takes a field and one argument`);
+  return items[2] as EdnValue;
+}
+
+/**
+ * Compiles a where-condition.
+ * @param path where the condition is in the configuration, for error messages
+ * @throws CompileError naming the path and the problem
+ */
+export function compileCondition(condition: EdnValue | undefined, path: string): Predicate {
+  const items = sequenceItems(condition);
+  if (items === undefined || items.length === 0 || !isKeyword(items[0])) {
+    throw new CompileError(path, "a condition must be a vector starting with an operator keyword");
+  }
+  const op = items[0].key;
+  const operator = `:${op}`;
+  switch (op) {
+    case "always-true":
+    case "true":
+      if (items.length !== 1) throw new CompileError(path, `${operator} takes no argument`);
+      return () => true;
+    case "and":
+    case "or": {
+      if (items.length < 2) throw new CompileError(path, `${operator} needs at least one condition`);
+      const parts = items.slice(1).map((item, index) => compileCondition(item, `${path}[${index + 1}]`));
+      if (parts.length === 1) return parts[0] as Predicate;
+      if (parts.length === 2) {
+        const [a, b] = parts as [Predicate, Predicate];
+        return op === "and" ? (event) => a(event) && b(event) : (event) => a(event) || b(event);
+      }
+      return op === "and"
+        ? (event) => parts.every((part) => part(event))
+        : (event) => parts.some((part) => part(event));
+    }
+    case "not": {
+      if (items.length !== 2) throw new CompileError(path, ":not takes exactly one condition");
+      const inner = compileCondition(items[1], `${path}[1]`);
+      return (event) => !inner(event);
+    }
+    default:
+      break;
+  }
+  if (items.length < 2) throw new CompileError(path, `${operator} needs a field`);
+  const read = fieldReader(compileField(items[1], `${path}[1]`));
+  switch (op) {
+    case "=":
+    case "not=": {
+      const argument = ednToJson(argumentOf(items, operator, path));
+      if (op === "=") return (event) => valuesEqual(read(event), argument);
+      return (event) => !valuesEqual(read(event), argument);
+    }
+    case ">":
+    case ">=":
+    case "<":
+    case "<=": {
+      const argument = argumentOf(items, operator, path);
+      if (typeof argument !== "number" && typeof argument !== "bigint") {
+        throw new CompileError(path, `${operator} compares with a number`);
+      }
+      const bound = Number(argument);
+      const compare = COMPARISONS[op] as (value: number, argument: number) => boolean;
+      return (event) => {
+        const value = read(event);
+        return typeof value === "number" && compare(value, bound);
+      };
+    }
+    case "pos?":
+    case "neg?":
+    case "zero?": {
+      if (items.length !== 2) throw new CompileError(path, `${operator} takes a field only`);
+      const sign = op === "pos?" ? 1 : op === "neg?" ? -1 : 0;
+      return (event) => {
+        const value = read(event);
+        return typeof value === "number" && Math.sign(value) === sign && !Number.isNaN(value);
+      };
+    }
+    case "contains":
+    case "absent": {
+      const argument = ednToJson(argumentOf(items, operator, path));
+      const contains = (event: Event) => {
+        const value = read(event);
+        return Array.isArray(value) && value.some((item) => valuesEqual(item, argument));
+      };
+      return op === "contains" ? contains : (event) => !contains(event);
+    }
+    case "regex": {
+      const source = nameOf(argumentOf(items, operator, path));
+      const pattern = typeof source === "string" ? source : regexSource(items[2]);
+      if (pattern === undefined) throw new CompileError(path, ":regex takes a string pattern");
+      let regex: RegExp;
+      try {
+        // The whole value must match, as Java's String.matches does.
+        regex = new RegExp(`^(?:${pattern})$`);
+      } catch (error) {
+        throw new CompileError(
+          path,
+          `invalid regular expression ${JSON.stringify(pattern)}: ${(error as Error).message}`,
+        );
+      }
+      return (event) => {
+        const value = read(event);
+        return typeof value === "string" && regex.test(value);
+      };
+    }
+    case "nil?":
+    case "not-nil?": {
+      if (items.length !== 2) throw new CompileError(path, `${operator} takes a field only`);
+      if (op === "nil?") return (event) => read(event) == null;
+      return (event) => read(event) != null;
+    }
+    default:
+      throw new CompileError(path, `unknown condition operator ${operator}`);
+  }
+}
+
+/** The pattern of an EDN regex literal `#"..."` (edn-data reads it as a tagged value). */
+function regexSource(value: EdnValue | undefined): string | undefined {
+  if (typeof value === "object" && value !== null && "tag" in value && "val" in value) {
+    const inner = (value as { val: unknown }).val;
+    return typeof inner === "string" ? inner : undefined;
+  }
+  return undefined;
+}

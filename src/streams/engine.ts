@@ -1,0 +1,181 @@
+/**
+ * The running streams: compiled configurations with their state and index, default routing,
+ * reinjection between streams, and the per-stream counters (streams.md §4–§6, §10). Plain
+ * TypeScript: the HTTP plugin, the ingestion routes and `vigie stream test` all drive this class.
+ */
+import type { Destination, Flow, Next, Runtime } from "./action.js";
+import { type CompiledConfig, compileConfig } from "./compiler.js";
+import type { EdnValue } from "./edn.js";
+import type { Event } from "./event.js";
+import { StreamIndex } from "./stream-index.js";
+
+/** How deep reinjection may nest (a stream reinjecting into itself would otherwise never end). */
+export const MAX_REINJECT_DEPTH = 16;
+
+/** Where a stream comes from: the API (kept in memory or persisted) or a stream directory file. */
+export type StreamOrigin = { readonly kind: "api" } | { readonly kind: "file"; readonly file: string };
+
+/** Observers of the engine: counters and logs. All optional; defaults do nothing. */
+export interface EngineHooks {
+  /** The counter of events entering a stream, resolved once per stream: called with a count. */
+  events?(stream: string): (count: number) => void;
+  /** The counter of events an action of a stream skipped, resolved once per action instance. */
+  dropped?(stream: string, action: string): () => void;
+  /** Called when a stream is removed or replaced, to forget its metric series. */
+  forget?(stream: string): void;
+  /** Logs a value reaching an `info`/`debug`/`error` action. */
+  log?(level: "info" | "debug" | "error", stream: string, value: Flow): void;
+  /** Records a value reaching a `tap` action. */
+  tap?(stream: string, name: string, value: Flow): void;
+}
+
+const nothing = () => {};
+
+/** One running stream. */
+export class Stream {
+  readonly index = new StreamIndex();
+  readonly #entry: Next;
+  readonly #countEvents: (count: number) => void;
+  readonly #dropException: () => void;
+
+  constructor(
+    readonly name: string,
+    /** The configuration's top map as received (EDN). */
+    readonly config: EdnValue,
+    readonly compiled: CompiledConfig,
+    readonly origin: StreamOrigin,
+    engine: StreamEngine,
+    hooks: EngineHooks,
+  ) {
+    this.#countEvents = hooks.events?.(name) ?? nothing;
+    this.#dropException = hooks.dropped?.(name, "exception") ?? nothing;
+    const runtime: Runtime = {
+      stream: name,
+      index: this.index,
+      reinject: (destination, event) => engine.reinject(this, destination, event),
+      log: (level, value) => hooks.log?.(level, name, value),
+      tap: (tapName, value) => hooks.tap?.(name, tapName, value),
+      dropped: (action) => hooks.dropped?.(name, action) ?? nothing,
+    };
+    this.#entry = compiled.build(runtime);
+  }
+
+  /** Whether the stream receives pushes sent to `default`. */
+  get isDefault(): boolean {
+    return this.compiled.default;
+  }
+
+  /** Sends events through the stream, in order; returns when every one went through. */
+  push(events: readonly Event[]): void {
+    this.#countEvents(events.length);
+    const entry = this.#entry;
+    for (const event of events) {
+      try {
+        entry(event);
+      } catch {
+        // An action must never abort a push (streams.md §4); count what a bug let through.
+        this.#dropException();
+      }
+    }
+  }
+
+  /** Sends one event through the stream. */
+  pushOne(event: Event): void {
+    this.#countEvents(1);
+    try {
+      this.#entry(event);
+    } catch {
+      this.#dropException();
+    }
+  }
+}
+
+/** The set of running streams. */
+export class StreamEngine {
+  readonly #streams = new Map<string, Stream>();
+  #defaults: readonly Stream[] = [];
+  #depth = 0;
+
+  constructor(readonly hooks: EngineHooks = {}) {}
+
+  /**
+   * Compiles and starts a stream, replacing any stream of that name (the new one starts with fresh
+   * state and an empty index).
+   * @throws CompileError when the configuration does not compile (nothing changes then)
+   */
+  add(name: string, config: EdnValue, origin: StreamOrigin): Stream {
+    const compiled = compileConfig(config);
+    if (this.#streams.has(name)) this.hooks.forget?.(name);
+    const stream = new Stream(name, config, compiled, origin, this, this.hooks);
+    this.#streams.set(name, stream);
+    this.#refreshDefaults();
+    return stream;
+  }
+
+  /** Removes a stream; false when there is none of that name. */
+  remove(name: string): boolean {
+    const removed = this.#streams.delete(name);
+    if (removed) {
+      this.hooks.forget?.(name);
+      this.#refreshDefaults();
+    }
+    return removed;
+  }
+
+  /** The stream of that name, if any. */
+  get(name: string): Stream | undefined {
+    return this.#streams.get(name);
+  }
+
+  /** Every stream, in no particular order. */
+  all(): IterableIterator<Stream> {
+    return this.#streams.values();
+  }
+
+  /** The names of the streams, sorted. */
+  names(): string[] {
+    return [...this.#streams.keys()].sort();
+  }
+
+  /** The streams with `:default true`. */
+  get defaults(): readonly Stream[] {
+    return this.#defaults;
+  }
+
+  /** Pushes events to every default stream (none is fine). */
+  pushDefault(events: readonly Event[]): void {
+    for (const stream of this.#defaults) stream.push(events);
+  }
+
+  /**
+   * Delivers an event reinjected by an action of `from` (reinject, reaper). Nested reinjection
+   * deeper than {@link MAX_REINJECT_DEPTH}, or into a stream that does not exist, is counted as
+   * dropped by the `reinject` action of `from`.
+   */
+  reinject(from: Stream, destination: Destination, event: Event): void {
+    if (this.#depth >= MAX_REINJECT_DEPTH) {
+      this.#dropReinjected(from);
+      return;
+    }
+    this.#depth += 1;
+    try {
+      if (destination.kind === "self") from.pushOne(event);
+      else if (destination.kind === "default") for (const stream of this.#defaults) stream.pushOne(event);
+      else {
+        const target = this.#streams.get(destination.name);
+        if (target === undefined) this.#dropReinjected(from);
+        else target.pushOne(event);
+      }
+    } finally {
+      this.#depth -= 1;
+    }
+  }
+
+  #dropReinjected(from: Stream): void {
+    (this.hooks.dropped?.(from.name, "reinject") ?? nothing)();
+  }
+
+  #refreshDefaults(): void {
+    this.#defaults = [...this.#streams.values()].filter((stream) => stream.isDefault);
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Events (streams.md §1): JSON objects with a free schema. Conventional fields: host, service,
+ * state, metric, time (Unix seconds, fractional allowed), ttl (seconds), description, tags.
+ */
+
+/** An event: a JSON object. */
+export type Event = Record<string, unknown>;
+
+/** Seconds an event stays valid when it has no `ttl` (applied when reading, never written). */
+export const DEFAULT_TTL_SECONDS = 120;
+
+/** A path to a field: `["host"]` for `:host`, `["attributes", "host"]` for `[:attributes :host]`. */
+export type FieldPath = readonly string[];
+
+/** Reads a field from an event; compiled once per path so the hot path does no path parsing. */
+export type FieldReader = (event: Event) => unknown;
+
+/** Compiles a reader for `path`; a missing step or a non-object on the way reads `undefined`. */
+export function fieldReader(path: FieldPath): FieldReader {
+  if (path.length === 1) {
+    const key = path[0] as string;
+    return (event) => event[key];
+  }
+  if (path.length === 2) {
+    const [first, second] = path as [string, string];
+    return (event) => {
+      const inner = event[first];
+      return typeof inner === "object" && inner !== null ? (inner as Event)[second] : undefined;
+    };
+  }
+  return (event) => {
+    let value: unknown = event;
+    for (const key of path) {
+      if (typeof value !== "object" || value === null) return undefined;
+      value = (value as Event)[key];
+    }
+    return value;
+  };
+}
+
+/**
+ * Returns a copy of `event` with the field at `path` set to `value`, copying the objects along the
+ * path so that the original event (which other branches may hold) is left untouched.
+ */
+export function withField(event: Event, path: FieldPath, value: unknown): Event {
+  const [key, ...rest] = path as [string, ...string[]];
+  if (rest.length === 0) return { ...event, [key]: value };
+  const inner = event[key];
+  const base = typeof inner === "object" && inner !== null && !Array.isArray(inner) ? (inner as Event) : {};
+  return { ...event, [key]: withField(base, rest, value) };
+}
+
+/** The event's time in seconds when it is a finite number, else `undefined`. */
+export function timeOf(event: Event): number | undefined {
+  const time = event.time;
+  return typeof time === "number" && Number.isFinite(time) ? time : undefined;
+}
+
+/** The event's metric when it is a finite number, else `undefined`. */
+export function metricOf(event: Event): number | undefined {
+  const metric = event.metric;
+  return typeof metric === "number" && Number.isFinite(metric) ? metric : undefined;
+}
+
+/**
+ * Whether an event is expired at clock `now` (seconds): its state is `expired`, or it has a time and
+ * `now - time > ttl` strictly, ttl defaulting to {@link DEFAULT_TTL_SECONDS} (streams.md §1).
+ */
+export function isExpired(event: Event, now: number): boolean {
+  if (event.state === "expired") return true;
+  const time = timeOf(event);
+  if (time === undefined) return false;
+  const ttl = typeof event.ttl === "number" ? event.ttl : DEFAULT_TTL_SECONDS;
+  return now - time > ttl;
+}
+
+/**
+ * Equality of JSON values as where-conditions and `changed` see it: numbers by value (1 equals 1.0),
+ * arrays and objects by content.
+ */
+export function valuesEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!valuesEqual(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const keysA = Object.keys(a);
+  if (keysA.length !== Object.keys(b).length) return false;
+  for (const key of keysA) {
+    if (!Object.hasOwn(b, key) || !valuesEqual((a as Event)[key], (b as Event)[key])) return false;
+  }
+  return true;
+}

@@ -1,0 +1,62 @@
+/**
+ * The index of a stream (streams.md §5): the latest event per key, in memory. The key is made of the
+ * listed fields present in the event; an event with state `expired` removes its key. The clock
+ * (`current-time`) is the largest event time seen by `index` actions and never goes backwards.
+ */
+import type { Predicate } from "./condition.js";
+import { type Event, isExpired, timeOf } from "./event.js";
+
+interface Entry {
+  readonly key: string;
+  readonly event: Event;
+  readonly time: number;
+}
+
+/** The latest event per key of one stream. */
+export class StreamIndex {
+  readonly #entries = new Map<string, Entry>();
+  #currentTime = 0;
+
+  /** The index clock in seconds; 0 before the first indexed event. */
+  get currentTime(): number {
+    return this.#currentTime;
+  }
+
+  /** How many events the index holds (`stream_index_size`). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * Stores an event under `key` (built by the `index` action from the listed fields), or removes
+   * the key when the event's state is `expired`. Events without a numeric time are not indexed.
+   * @returns false when the event has no time
+   */
+  put(key: string, event: Event): boolean {
+    const time = timeOf(event);
+    if (time === undefined) return false;
+    if (time > this.#currentTime) this.#currentTime = time;
+    if (event.state === "expired") this.#entries.delete(key);
+    else this.#entries.set(key, { key, event, time });
+    return true;
+  }
+
+  /** Every indexed event matching `predicate`, sorted by time then key. */
+  search(predicate: Predicate): Event[] {
+    const found: Entry[] = [];
+    for (const entry of this.#entries.values()) if (predicate(entry.event)) found.push(entry);
+    found.sort((a, b) => a.time - b.time || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return found.map((entry) => entry.event);
+  }
+
+  /** Removes and returns the events expired at clock `now` (seconds), sorted by time then key. */
+  removeExpired(now: number): Event[] {
+    const expired: Entry[] = [];
+    for (const entry of this.#entries.values()) {
+      if (isExpired(entry.event, now)) expired.push(entry);
+    }
+    for (const entry of expired) this.#entries.delete(entry.key);
+    expired.sort((a, b) => a.time - b.time || (a.key < b.key ? -1 : 1));
+    return expired.map((entry) => entry.event);
+  }
+}

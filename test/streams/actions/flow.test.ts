@@ -1,0 +1,99 @@
+import { describe, expect, it } from "vitest";
+import type { Event } from "../../../src/streams/event.js";
+import { run } from "../harness.js";
+
+describe("sdo, where, split", () => {
+  it("sdo forwards to every child in order", () => {
+    const { tap } = run(
+      "{:action :sdo :children [{:action :tap :params [:a]} {:action :increment :children [{:action :tap :params [:b]}]}]}",
+      [{ metric: 1 }],
+    );
+    expect(tap("a")).toEqual([{ metric: 1 }]);
+    expect(tap("b")).toEqual([{ metric: 2 }]);
+  });
+
+  it("where forwards matching events only", () => {
+    const { tap } = run("{:action :where :params [[:> :metric 10]] :children [{:action :tap :params [:t]}]}", [
+      { metric: 5 },
+      { metric: 15 },
+    ]);
+    expect(tap("t")).toEqual([{ metric: 15 }]);
+  });
+
+  it("split gives each event to the first matching condition's child, or to the default child", () => {
+    const { tap } = run(
+      `{:action :split :params [[[:> :metric 10] [:> :metric 5]]]
+        :children [{:action :tap :params [:high]} {:action :tap :params [:mid]} {:action :tap :params [:low]}]}`,
+      [{ metric: 20 }, { metric: 7 }, { metric: 1 }],
+    );
+    expect(tap("high")).toEqual([{ metric: 20 }]);
+    expect(tap("mid")).toEqual([{ metric: 7 }]);
+    expect(tap("low")).toEqual([{ metric: 1 }]);
+  });
+});
+
+describe("by", () => {
+  it("keeps an independent copy of the children per distinct field value", () => {
+    const events: Event[] = [
+      { host: "a", time: 1 },
+      { host: "b", time: 2 },
+      { host: "a", time: 3 },
+      { host: "b", time: 4 },
+      { host: "a", time: 5 },
+    ];
+    const { tap } = run(
+      "{:action :by :params [{:fields [:host]}] :children [{:action :fixed-event-window :params [{:size 2}] :children [{:action :tap :params [:w]}]}]}",
+      events,
+    );
+    // Without isolation, a and b would share one window of size 2.
+    expect(tap("w")).toEqual([
+      [events[0], events[2]],
+      [events[1], events[3]],
+    ]);
+  });
+
+  it("forks on tuples of several fields, nested paths included", () => {
+    const { tap } = run(
+      '{:action :by :params [{:fields [:host [:labels :dc]]}] :children [{:action :changed :params [{:field :state :init "ok"}] :children [{:action :tap :params [:c]}]}]}',
+      [
+        { host: "a", labels: { dc: "x" }, state: "critical" },
+        { host: "a", labels: { dc: "y" }, state: "critical" },
+        { host: "a", labels: { dc: "x" }, state: "critical" },
+      ],
+    );
+    expect(tap("c")).toHaveLength(2);
+  });
+
+  it("accepts the vector shorthand [[:host]]", () => {
+    const { tap } = run("{:action :by :params [[:host]] :children [{:action :coll-count}]}", [{ host: "a" }]);
+    expect(tap("x")).toEqual([]);
+  });
+
+  it("drops forks idle for :fork-ttl, checked every :gc-interval seconds of event time", () => {
+    const config =
+      "{:action :by :params [{:fields [:host] :gc-interval 10 :fork-ttl 20}] :children [{:action :fixed-event-window :params [{:size 2}] :children [{:action :tap :params [:w]}]}]}";
+    const events: Event[] = [
+      { host: "old", time: 0 },
+      { host: "new", time: 5 },
+      { host: "new", time: 30 }, // gc at 30: "old" (seen at 0) is idle for 30 > 20 s and goes
+      { host: "old", time: 31 }, // a fresh fork: its window starts empty
+      { host: "old", time: 32 },
+    ];
+    const { tap } = run(config, events);
+    expect(tap("w")).toEqual([
+      [events[1], events[2]],
+      [events[3], events[4]],
+    ]);
+  });
+
+  it("keeps forks without gc-interval", () => {
+    const config =
+      "{:action :by :params [{:fields [:host]}] :children [{:action :fixed-event-window :params [{:size 2}] :children [{:action :tap :params [:w]}]}]}";
+    const events: Event[] = [
+      { host: "old", time: 0 },
+      { host: "new", time: 1000 },
+      { host: "old", time: 2000 },
+    ];
+    expect(run(config, events).tap("w")).toEqual([[events[0], events[2]]]);
+  });
+});
