@@ -22,19 +22,17 @@ export class EdnError extends Error {
  * @throws EdnError for empty input, an unterminated form or several top-level values
  */
 export function parseEdn(text: string): EdnValue {
+  // edn-data's parser reads the items of a list: wrap the text in one, as its parseEDNString does,
+  // but keep every item so that trailing values and unterminated forms can be refused.
   const parser = new EDNListParser();
   let values: unknown[];
   try {
-    // The streaming parser emits a value only once it sees a delimiter after it.
-    values = parser.next(`${text}\n`);
+    values = parser.next(`(${text}\n)`);
   } catch (error) {
     throw new EdnError(`invalid EDN: ${(error as Error).message}`);
   }
-  if (parser.stack.length > 0 || parser.mode !== 0) throw new EdnError("invalid EDN: unexpected end of input");
-  if (values.length === 0) {
-    if (/^\s*nil\s*$/.test(text)) return null;
-    throw new EdnError("invalid EDN: no value");
-  }
+  if (!parser.isDone()) throw new EdnError("invalid EDN: unexpected end of input");
+  if (values.length === 0) throw new EdnError("invalid EDN: no value");
   if (values.length > 1) throw new EdnError("invalid EDN: more than one top-level value");
   return values[0] as EdnValue;
 }

@@ -18,6 +18,7 @@ export function expectCount(
 ): void {
   if (params.length < min || params.length > max) {
     const got = params.length === 1 ? "1 param" : `${params.length} params`;
+    if (max === 0) throw new CompileError(path, `:${action} takes no params, got ${got}`);
     const wanted = min === max ? String(min) : `${min} to ${max}`;
     throw new CompileError(path, `:${action} takes ${wanted} param${max === 1 ? "" : "s"} ${shape}, got ${got}`);
   }

@@ -1,0 +1,224 @@
+/**
+ * The streams HTTP API (streams.md §6): stream configurations, pushes, index searches.
+ */
+import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
+import { HttpError } from "../platform/errors.js";
+import { CompileError } from "./compile-error.js";
+import { compileCondition, type Predicate } from "./condition.js";
+import { persistedFile, removeStreamFile, writeStreamFile } from "./directories.js";
+import { type EdnValue, isMap, mapSet, parseEdn, toEdn } from "./edn.js";
+import type { Stream, StreamEngine } from "./engine.js";
+import type { Event } from "./event.js";
+import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "./names.js";
+
+/** What the routes need besides the engine. */
+export interface StreamRoutesOptions {
+  readonly engine: StreamEngine;
+  /** The first stream directory (where `:persist true` writes), if any. */
+  readonly persistDirectory: string | undefined;
+  /** Body limit of pushes, in bytes. */
+  readonly ingestionBodyLimit: number;
+  /** A guard for every route when `security.require-token` is true. */
+  readonly guard: preHandlerHookHandler | undefined;
+}
+
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+/** Decodes a base64 (or base64url) field holding UTF-8 EDN text. */
+function decodeBase64(value: unknown, field: string): string {
+  if (typeof value !== "string" || value.length === 0 || !BASE64.test(value)) {
+    throw new HttpError(400, `field ${field}: must be a non-empty base64 string`);
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(value, "base64"));
+  } catch {
+    throw new HttpError(400, `field ${field}: must encode UTF-8 text`);
+  }
+}
+
+/** Parses EDN for a request, mapping errors to 400 with the given prefix. */
+function ednOf(text: string, prefix: string): EdnValue {
+  try {
+    return parseEdn(text);
+  } catch (error) {
+    throw new HttpError(400, `${prefix}: ${(error as Error).message}`);
+  }
+}
+
+/** Whether a stream lives in its own persisted file (other streams files are the operator's). */
+function isPersisted(stream: Stream | undefined, directory: string): boolean {
+  return stream?.origin.kind === "file" && stream.origin.file === persistedFile(directory, stream.name);
+}
+
+function notFound(name: string): HttpError {
+  return new HttpError(404, `stream ${name} not found`);
+}
+
+function bodyObject(body: unknown): Record<string, unknown> {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new HttpError(400, "request body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
+}
+
+/**
+ * Checks pushed events and gives those without `time` the current time (streams.md §1); nothing
+ * else is added. Events are the request's own objects, so setting `time` in place is safe.
+ */
+export function acceptEvents(body: unknown, now: number): Event[] {
+  const object = bodyObject(body);
+  let events: unknown[];
+  let field: string;
+  if (object.events !== undefined) {
+    if (object.event !== undefined) throw new HttpError(400, 'request body must have "event" or "events", not both');
+    if (!Array.isArray(object.events)) throw new HttpError(400, "field events: must be an array of objects");
+    events = object.events;
+    field = "events";
+  } else if (object.event !== undefined) {
+    events = [object.event];
+    field = "event";
+  } else {
+    throw new HttpError(400, 'request body must have "event" (an object) or "events" (an array of objects)');
+  }
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i];
+    const where = field === "event" ? "event" : `events[${i}]`;
+    if (typeof event !== "object" || event === null || Array.isArray(event)) {
+      throw new HttpError(400, `field ${where}: must be an object`);
+    }
+    const record = event as Event;
+    const time = record.time;
+    if (time === undefined || time === null) record.time = now;
+    else if (typeof time !== "number" || !Number.isFinite(time)) {
+      throw new HttpError(400, `field ${where}.time: must be a number of seconds`);
+    }
+    const ttl = record.ttl;
+    if (ttl !== undefined && ttl !== null && (typeof ttl !== "number" || !Number.isFinite(ttl))) {
+      throw new HttpError(400, `field ${where}.ttl: must be a number of seconds`);
+    }
+  }
+  return events as Event[];
+}
+
+/** Reads a GET request's body (Fastify does not parse bodies of GET requests). */
+async function rawBody(request: FastifyRequest, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request.raw) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new HttpError(413, `request body is larger than the limit of ${limit} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function searchQuery(request: FastifyRequest, bodyLimit: number): Promise<Predicate> {
+  const fromUrl = (request.query as Record<string, unknown>).query;
+  let query: unknown = fromUrl;
+  if (query === undefined) {
+    let body = request.body;
+    if (request.method === "GET") {
+      const text = await rawBody(request, bodyLimit);
+      if (text.trim() !== "") {
+        try {
+          body = JSON.parse(text);
+        } catch {
+          throw new HttpError(400, "request body is not valid JSON");
+        }
+      }
+    }
+    if (body !== undefined && body !== null) query = bodyObject(body).query;
+  }
+  if (query === undefined) throw new HttpError(400, "field query: is required (in the body or as ?query=)");
+  const condition = ednOf(decodeBase64(query, "query"), "invalid query");
+  try {
+    return compileCondition(condition, "query");
+  } catch (error) {
+    if (error instanceof CompileError) throw new HttpError(400, `invalid query: ${error.problem}`);
+    throw error;
+  }
+}
+
+/** Registers the streams routes. */
+export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOptions): Promise<void> {
+  const { engine, persistDirectory, ingestionBodyLimit, guard } = options;
+  const routeOptions = guard === undefined ? {} : { preHandler: guard };
+
+  const streamOf = (name: string) => {
+    const stream = engine.get(name);
+    if (stream === undefined) throw notFound(name);
+    return stream;
+  };
+
+  app.post("/api/v1/stream/:name", routeOptions, async (request, reply) => {
+    const { name } = request.params as { name: string };
+    if (!isStreamName(name)) throw new HttpError(400, `stream name ${STREAM_NAME_RULE}`);
+    if (name === DEFAULT_STREAM)
+      throw new HttpError(400, 'stream name "default" is reserved for pushes to the default streams');
+    const config = ednOf(decodeBase64(bodyObject(request.body).config, "config"), "invalid stream config");
+    if (!isMap(config)) throw new HttpError(400, "invalid stream config: the configuration must be an EDN map");
+    const previous = engine.get(name);
+    let stream: ReturnType<StreamEngine["add"]>;
+    try {
+      // Compile first: a configuration that does not compile changes nothing.
+      stream = engine.add(name, config, { kind: "api" });
+    } catch (error) {
+      if (error instanceof CompileError) throw new HttpError(400, error.message);
+      throw error;
+    }
+    if (stream.compiled.persist) {
+      if (persistDirectory === undefined) {
+        engine.remove(name);
+        throw new HttpError(400, "invalid stream config: :persist needs streams.directories to be configured");
+      }
+      const file = await writeStreamFile(persistDirectory, name, config);
+      engine.add(name, config, { kind: "file", file });
+    } else if (persistDirectory !== undefined && isPersisted(previous, persistDirectory)) {
+      // A stream replaced by one that is not persisted must not come back at the next start.
+      await removeStreamFile(persistDirectory, name);
+    }
+    reply.code(201);
+    return { message: "stream added" };
+  });
+
+  app.get("/api/v1/stream", routeOptions, async () => ({ streams: engine.names() }));
+
+  app.get("/api/v1/stream/:name", routeOptions, async (request) => {
+    const stream = streamOf((request.params as { name: string }).name);
+    const config = isMap(stream.config) ? mapSet(stream.config, "default", stream.isDefault) : stream.config;
+    return {
+      config: Buffer.from(toEdn(config), "utf8").toString("base64"),
+      "current-time": stream.index.currentTime,
+    };
+  });
+
+  app.delete("/api/v1/stream/:name", routeOptions, async (request) => {
+    const { name } = request.params as { name: string };
+    const stream = streamOf(name);
+    engine.remove(name);
+    if (persistDirectory !== undefined && isPersisted(stream, persistDirectory)) {
+      await removeStreamFile(persistDirectory, name);
+    }
+    return { message: "stream removed" };
+  });
+
+  app.put("/api/v1/stream/:name", { ...routeOptions, bodyLimit: ingestionBodyLimit }, async (request) => {
+    const { name } = request.params as { name: string };
+    const events = acceptEvents(request.body, Date.now() / 1000);
+    if (name === DEFAULT_STREAM) engine.pushDefault(events);
+    else streamOf(name).push(events);
+    return { message: "ok" };
+  });
+
+  const search = async (request: FastifyRequest) => {
+    const stream = streamOf((request.params as { name: string }).name);
+    const predicate = await searchQuery(request, app.initialConfig.bodyLimit ?? 1024 * 1024);
+    return { events: stream.index.search(predicate) };
+  };
+  app.get("/api/v1/index/:name/search", routeOptions, search);
+  app.post("/api/v1/index/:name/search", routeOptions, search);
+
+  app.get("/api/v1/index/:name/current-time", routeOptions, async (request) => ({
+    "current-time": streamOf((request.params as { name: string }).name).index.currentTime,
+  }));
+}
