@@ -1,0 +1,73 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runCli, temporaryDirectory } from "../support/process.js";
+
+const root = resolve(import.meta.dirname, "../..");
+
+describe("vigie stream test", () => {
+  it("passes the examples under examples/streams/", async () => {
+    const result = await runCli(
+      [
+        "stream",
+        "test",
+        "--config",
+        "examples/streams/vigie.yaml",
+        "examples/streams/tests/http-test.edn",
+        "examples/streams/tests/cpu-test.edn",
+      ],
+      { cwd: root },
+    );
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toBe("All tests successful\n");
+    expect(result.code).toBe(0);
+  });
+
+  it("prints expected and actual for each failing tap and exits 1", async () => {
+    const directory = temporaryDirectory();
+    mkdirSync(join(directory, "streams"));
+    writeFileSync(
+      join(directory, "streams", "s.edn"),
+      "{:s {:default true :actions {:action :increment :children [{:action :tap :params [:out]}]}}}",
+    );
+    writeFileSync(join(directory, "vigie.yaml"), `streams:\n  directories: [${join(directory, "streams")}]\n`);
+    writeFileSync(
+      join(directory, "tests.edn"),
+      `{:good {:input [{:metric 1}] :taps {:out [{:metric 2}]}}
+        :bad {:target :s :input [{:metric 1}] :taps {:out [{:metric 3}]}}
+        :nowhere {:target :missing :input [] :taps {}}}`,
+    );
+    const result = await runCli([
+      "stream",
+      "test",
+      "--config",
+      join(directory, "vigie.yaml"),
+      join(directory, "tests.edn"),
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`FAIL ${join(directory, "tests.edn")} bad: tap out`);
+    expect(result.stdout).toContain('  expected: [{"metric":3}]');
+    expect(result.stdout).toContain('  actual:   [{"metric":2}]');
+    expect(result.stdout).toContain("nowhere: unknown target stream :missing");
+    expect(result.stdout).toContain("2 of 3 tests failed");
+    expect(result.stdout).not.toContain("good");
+  });
+
+  it("exits 1 naming the file when a streams file does not compile", async () => {
+    const directory = temporaryDirectory();
+    writeFileSync(join(directory, "broken.edn"), "{:s {:actions {:action :fooo}}}");
+    writeFileSync(join(directory, "vigie.yaml"), `streams:\n  directories: [${directory}]\n`);
+    writeFileSync(join(directory, "tests.edn"), "{}");
+    const result = await runCli([
+      "stream",
+      "test",
+      "--config",
+      join(directory, "vigie.yaml"),
+      join(directory, "tests.edn"),
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `streams file ${join(directory, "broken.edn")}: stream s: invalid stream config: actions: unknown action :fooo`,
+    );
+  });
+});
