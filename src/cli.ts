@@ -3,10 +3,17 @@
  * The `vigie` command line (platform.md §1). Exit codes: 0 normal stop, 1 runtime failure, 2
  * invalid configuration or invalid usage.
  */
+import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { Command, CommanderError } from "commander";
 import { ConfigError, loadConfig, type VigieConfig } from "./platform/config.js";
-import { buildServer, modules } from "./server.js";
+import { type Database, openDatabase } from "./platform/database.js";
+import { HttpError } from "./platform/errors.js";
+import { ValidationError } from "./platform/validation.js";
+import { hashPassword, UserStore, userDescription, userName, userPassword, userRole } from "./registry/index.js";
+import { allMigrations, buildServer, modules } from "./server.js";
+import { loadStreamDirectories } from "./streams/directories.js";
+import { formatStreamTestResults, runStreamTests } from "./streams/stream-test.js";
 
 /** Exit codes of platform.md §1. */
 const EXIT_OK = 0;
@@ -39,6 +46,8 @@ async function serve(options: { config?: string }): Promise<void> {
   try {
     server = await buildServer(config);
   } catch (error) {
+    // A module may refuse its environment at start-up (VIGIE_ADMIN_PASSWORD too short).
+    if (error instanceof ConfigError) fail(error.message, EXIT_USAGE);
     fail(`cannot start: ${(error as Error).message}`, EXIT_FAILURE);
   }
   const { app, context } = server;
@@ -93,6 +102,105 @@ async function check(options: { config?: string }): Promise<void> {
   process.stdout.write(`configuration ${config.file ?? "(defaults, no file)"} is valid\n`);
 }
 
+/** Removes one trailing line break (`\n` or `\r\n`), the one `echo` or an editor adds. */
+function withoutTrailingNewline(text: string): string {
+  return text.replace(/\r?\n$/, "");
+}
+
+/** Reads all of standard input (a pipe or a file); on a terminal, one line typed without echo. */
+async function readPassword(): Promise<string> {
+  const input = process.stdin;
+  if (!input.isTTY) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of input) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
+  }
+  process.stderr.write("password: ");
+  input.setRawMode(true);
+  input.setEncoding("utf8");
+  let typed = "";
+  try {
+    for await (const chunk of input) {
+      for (const character of chunk as string) {
+        if (character === "\r" || character === "\n" || character === "\u0004") return typed;
+        if (character === "\u0003") fail("interrupted", EXIT_FAILURE);
+        typed = character === "\u007f" || character === "\b" ? typed.slice(0, -1) : typed + character;
+      }
+    }
+    return typed;
+  } finally {
+    input.setRawMode(false);
+    input.pause();
+    process.stderr.write("\n");
+  }
+}
+
+/** Validates one value of `user create`; exits 2 naming the option and the rule. */
+function checked<T>(validate: (value: unknown, path: string) => T, value: unknown, what: string): T {
+  try {
+    return validate(value, what);
+  } catch (error) {
+    if (error instanceof ValidationError) fail(`invalid ${error.message}`, EXIT_USAGE);
+    throw error;
+  }
+}
+
+async function createUser(options: {
+  name: string;
+  role: string;
+  description?: string;
+  passwordFile?: string;
+  config?: string;
+}): Promise<void> {
+  const config = await configFrom(options.config);
+  const name = checked(userName, options.name, "--name");
+  const role = checked(userRole, options.role, "--role");
+  const description = checked(userDescription, options.description ?? "", "--description");
+  let text: string;
+  if (options.passwordFile === undefined) {
+    text = await readPassword();
+  } else {
+    try {
+      text = await readFile(options.passwordFile, "utf8");
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? String(error);
+      fail(`cannot read the password file ${options.passwordFile}: ${code}`, EXIT_USAGE);
+    }
+  }
+  const password = checked(userPassword, withoutTrailingNewline(text), "password");
+
+  let database: Database;
+  try {
+    database = await openDatabase(config.database.url, allMigrations());
+  } catch (error) {
+    fail(`cannot open the database: ${(error as Error).message}`, EXIT_FAILURE);
+  }
+  try {
+    const passwordHash = await hashPassword(password);
+    await new UserStore(database).create({ name, description, role, active: true, passwordHash }, Date.now());
+  } catch (error) {
+    await database.close();
+    if (error instanceof HttpError) fail(error.message, EXIT_FAILURE);
+    throw error;
+  }
+  await database.close();
+  process.stdout.write(`user ${name} created\n`);
+}
+
+async function testStreams(files: string[], options: { config?: string }): Promise<void> {
+  const config = await configFrom(options.config);
+  const directories = (config.modules.streams?.directories as string[] | undefined) ?? [];
+  let streams: Awaited<ReturnType<typeof loadStreamDirectories>>;
+  try {
+    streams = await loadStreamDirectories(directories);
+  } catch (error) {
+    fail((error as Error).message, EXIT_FAILURE);
+  }
+  const { text, ok } = formatStreamTestResults(await runStreamTests(streams, files));
+  process.stdout.write(text);
+  process.exit(ok ? EXIT_OK : EXIT_FAILURE);
+}
+
 /** Builds the command tree. */
 function program(): Command {
   const root = new Command("vigie")
@@ -111,6 +219,27 @@ function program(): Command {
     .description("validate a configuration file; exit 0 when valid, 2 otherwise")
     .option("-c, --config <file>", "YAML configuration file (default: $VIGIE_CONFIG)")
     .action(check);
+  const user = root.command("user").description("manage registry users directly in the configured database");
+  user
+    .command("create")
+    .description(
+      "create an active registry user; the password is read from standard input (one trailing newline removed) or --password-file",
+    )
+    .requiredOption("--name <name>", "user name: 1-64 characters of A-Z a-z 0-9 . _ -")
+    .requiredOption("--role <role>", "admin or tech")
+    .option("--description <text>", "free text, at most 1000 characters", "")
+    .option("--password-file <file>", "read the password from this file instead of standard input")
+    .option("-c, --config <file>", "YAML configuration file (default: $VIGIE_CONFIG, else built-in defaults)")
+    .action(createUser);
+  const stream = root.command("stream").description("work with stream configurations");
+  stream
+    .command("test")
+    .description(
+      "run stream test files against the streams of streams.directories, without a server; exit 0 when all pass, 1 otherwise",
+    )
+    .argument("<files...>", "test files: EDN maps from test name to {:input [...] :target ... :taps {...}}")
+    .option("-c, --config <file>", "YAML configuration file (default: $VIGIE_CONFIG)")
+    .action(testStreams);
   return root;
 }
 

@@ -13,13 +13,22 @@ import { HttpError, installErrorHandling } from "./platform/errors.js";
 import { Lifecycle } from "./platform/lifecycle.js";
 import { createMetricsRegistry, installHttpMetrics } from "./platform/metrics.js";
 import type { AnyModule, ModuleContext } from "./platform/module.js";
+import { registryModule } from "./registry/index.js";
+import { streamsModule } from "./streams/index.js";
 
 /**
  * The modules of Vigie, in registration order. Each is one Fastify plugin enabled by
  * `<name>.enabled` in the configuration; its migrations run whether it is enabled or not, so
  * enabling it later needs no other step.
  */
-export const modules: readonly AnyModule[] = [];
+export const modules: readonly AnyModule[] = [registryModule, streamsModule];
+
+/** Every migration of the platform and of `moduleList`, so a database is created complete. */
+export function allMigrations(moduleList: readonly AnyModule[] = modules): Record<string, Migration> {
+  const migrations: Record<string, Migration> = { ...platformMigrations };
+  for (const module of moduleList) Object.assign(migrations, module.migrations);
+  return migrations;
+}
 
 /** A built server: the Fastify app (not yet listening) and what the platform shares. */
 export interface VigieServer {
@@ -44,23 +53,19 @@ export interface BuildOptions {
  */
 export async function buildServer(config: VigieConfig, options: BuildOptions = {}): Promise<VigieServer> {
   const moduleList = options.modules ?? modules;
-  const migrations: Record<string, Migration> = { ...platformMigrations };
-  for (const module of moduleList) Object.assign(migrations, module.migrations);
-  const database = await openDatabase(config.database.url, migrations);
-
-  let app: FastifyInstance;
+  const app = Fastify({
+    ...(options.logger === undefined ? { logger: { level: config["log-level"] } } : { loggerInstance: options.logger }),
+    trustProxy: config.http["trust-proxy"],
+    bodyLimit: config.http["body-limit"],
+    routerOptions: { ignoreTrailingSlash: true },
+    // Per-request logs are written at debug level by our own hook (hot ingestion routes stay quiet).
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => randomUUID(),
+  });
+  const database = await openDatabase(config.database.url, allMigrations(moduleList), (error) =>
+    app.log.warn({ err: error }, "database connection lost; it is replaced on next use"),
+  );
   try {
-    app = Fastify({
-      ...(options.logger === undefined
-        ? { logger: { level: config["log-level"] } }
-        : { loggerInstance: options.logger }),
-      trustProxy: config.http["trust-proxy"],
-      bodyLimit: config.http["body-limit"],
-      routerOptions: { ignoreTrailingSlash: true },
-      // Per-request logs are written at debug level by our own hook (hot ingestion routes stay quiet).
-      logController: new LogController({ disableRequestLogging: true }),
-      genReqId: () => randomUUID(),
-    });
     const context = await setUp(app, config, database, moduleList);
     await app.ready();
     return {

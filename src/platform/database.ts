@@ -81,7 +81,7 @@ function openSqlite(url: string): { kysely: Kysely<PlatformTables>; dataDirector
 
 const PG_INT8_OID = 20;
 
-function openPostgres(url: string): Kysely<PlatformTables> {
+function openPostgres(url: string, onIdleError: (error: Error) => void): Kysely<PlatformTables> {
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
@@ -93,6 +93,9 @@ function openPostgres(url: string): Kysely<PlatformTables> {
         oid === PG_INT8_OID ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
+  // An idle connection that the server drops (restart, failover) is reported here and replaced;
+  // without a listener pg would throw it as an uncaught exception and stop the process.
+  pool.on("error", onIdleError);
   return new Kysely({ dialect: new PostgresDialect({ pool }) });
 }
 
@@ -102,12 +105,17 @@ function openPostgres(url: string): Kysely<PlatformTables> {
  * @param url `sqlite:<file>`, `sqlite::memory:` or `postgres://...`
  * @param migrations every module's migrations by unique name (`<module>-<number>-<what>`); each
  *   runs once, inside the one transaction of the run, recorded in `vigie_migration`
+ * @param onIdleError called when PostgreSQL drops an idle connection (it is replaced on next use)
  * @throws Error when the database cannot be opened or a migration fails (nothing is applied then)
  */
-export async function openDatabase(url: string, migrations: Readonly<Record<string, Migration>>): Promise<Database> {
+export async function openDatabase(
+  url: string,
+  migrations: Readonly<Record<string, Migration>>,
+  onIdleError: (error: Error) => void = () => {},
+): Promise<Database> {
   const dialect = dialectOf(url);
   const { kysely, dataDirectory } =
-    dialect === "sqlite" ? openSqlite(url) : { kysely: openPostgres(url), dataDirectory: resolve("data") };
+    dialect === "sqlite" ? openSqlite(url) : { kysely: openPostgres(url, onIdleError), dataDirectory: resolve("data") };
   try {
     const migrator = new Migrator({
       db: kysely,

@@ -24,7 +24,7 @@ describe("streams against the real process", () => {
     const url = (path: string) => `${vigie?.baseUrl}${path}`;
     const json = async (path: string, init?: RequestInit) => {
       const response = await fetch(url(path), init);
-      return { status: response.status, body: await response.json() };
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
     const send = (method: string, path: string, body: unknown) =>
       json(path, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -48,7 +48,7 @@ describe("streams against the real process", () => {
     const deadline = Date.now() + 10_000;
     let names: string[] = [];
     while (Date.now() < deadline) {
-      names = (await json("/api/v1/stream")).body.streams;
+      names = (await json("/api/v1/stream")).body.streams as string[];
       if (names.includes("extra")) break;
       await new Promise((wait) => setTimeout(wait, 100));
     }

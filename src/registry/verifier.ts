@@ -1,0 +1,98 @@
+/**
+ * The verifier of registry tokens that the registry registers with the platform's auth hook
+ * (platform.md §5): SHA-256 of the token, then the in-process cache, else one indexed lookup that
+ * joins the user. A cache hit answers synchronously, so a guarded route awaits no promise.
+ */
+import type { TokenVerification } from "../platform/auth.js";
+import type { LastUsedRecorder } from "./last-used.js";
+import type { CachedToken, TokenCache } from "./token-cache.js";
+import { hashToken, isTokenFormat, type TokenOwner } from "./tokens.js";
+
+/** Reads a token and its user by the token's SHA-256. */
+export type FindOwner = (hash: string) => Promise<TokenOwner | undefined>;
+
+const INVALID: TokenVerification = { outcome: "invalid" };
+const EXPIRED: TokenVerification = { outcome: "expired" };
+const INACTIVE: TokenVerification = { outcome: "inactive" };
+
+interface Verified extends CachedToken {
+  /** The answer for a valid use, built once per lookup rather than per request. */
+  readonly ok: TokenVerification;
+}
+
+/** Maps tokens to users: outcomes ok, invalid (unknown or malformed), expired, inactive. */
+export class RegistryVerifier {
+  readonly #findOwner: FindOwner;
+  readonly #cache: TokenCache;
+  readonly #lastUsed: LastUsedRecorder;
+  readonly #now: () => number;
+  /** Lookups in flight by token hash, so a burst with a new token asks the database once. */
+  readonly #inFlight = new Map<string, Promise<Verified | undefined>>();
+
+  constructor(options: { findOwner: FindOwner; cache: TokenCache; lastUsed: LastUsedRecorder; now: () => number }) {
+    this.#findOwner = options.findOwner;
+    this.#cache = options.cache;
+    this.#lastUsed = options.lastUsed;
+    this.#now = options.now;
+  }
+
+  /**
+   * Verifies a token (the platform's `TokenVerifier`). Synchronous on a cache hit or a malformed
+   * token; otherwise resolves after one database lookup.
+   *
+   * @throws (rejects) when the database fails; the guard answers 500
+   */
+  readonly verify = (token: string): TokenVerification | Promise<TokenVerification> => {
+    if (!isTokenFormat(token)) return INVALID;
+    const hash = hashToken(token);
+    const cached = this.#cache.get(hash) as Verified | undefined;
+    if (cached !== undefined) return this.#outcome(cached);
+    let lookup = this.#inFlight.get(hash);
+    if (lookup === undefined) {
+      lookup = this.#lookUp(hash);
+      this.#inFlight.set(hash, lookup);
+      const settled = () => this.#inFlight.delete(hash);
+      lookup.then(settled, settled);
+    }
+    return lookup.then((verified) => (verified === undefined ? INVALID : this.#outcome(verified)));
+  };
+
+  /** Forgets what is cached of a user's tokens, after the user changed or was deleted. */
+  invalidateUser(userId: string): void {
+    this.#cache.invalidateUser(userId);
+    // A lookup that started before the change may have read the old row: later requests ask again.
+    this.#inFlight.clear();
+  }
+
+  /** Forgets a deleted token. */
+  invalidateToken(tokenId: string): void {
+    this.#cache.invalidateToken(tokenId);
+    this.#inFlight.clear();
+    this.#lastUsed.forget(tokenId);
+  }
+
+  async #lookUp(hash: string): Promise<Verified | undefined> {
+    const generation = this.#cache.generation;
+    const owner = await this.#findOwner(hash);
+    if (owner === undefined) return undefined;
+    const principal = { id: owner.userId, name: owner.userName, role: owner.role };
+    const verified: Verified = {
+      tokenId: owner.tokenId,
+      principal,
+      active: owner.active,
+      expiresAt: owner.expiresAt,
+      ok: { outcome: "ok", principal },
+    };
+    this.#lastUsed.known(owner.tokenId, owner.lastUsedAt);
+    this.#cache.set(hash, verified, generation);
+    return verified;
+  }
+
+  #outcome(verified: Verified): TokenVerification {
+    const now = this.#now();
+    if (verified.expiresAt <= now) return EXPIRED;
+    if (!verified.active) return INACTIVE;
+    this.#lastUsed.used(verified.tokenId, now);
+    return verified.ok;
+  }
+}

@@ -1,0 +1,113 @@
+import { createHash } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { ValidationError } from "../../src/platform/validation.js";
+import {
+  DAY_MS,
+  generateToken,
+  hashToken,
+  isTokenFormat,
+  newTokenBody,
+  rfc3339,
+  TOKEN_PREFIX,
+  tokenView,
+} from "../../src/registry/tokens.js";
+
+function rule(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ValidationError) return error.message;
+    throw error;
+  }
+  throw new Error("expected a ValidationError");
+}
+
+describe("token format", () => {
+  it("is vigie_ and 32 random bytes in base64url (43 characters)", () => {
+    const token = generateToken();
+    expect(token.startsWith(TOKEN_PREFIX)).toBe(true);
+    expect(token).toMatch(/^vigie_[A-Za-z0-9_-]{43}$/);
+    expect(Buffer.from(token.slice(TOKEN_PREFIX.length), "base64url")).toHaveLength(32);
+    expect(isTokenFormat(token)).toBe(true);
+  });
+
+  it("never repeats", () => {
+    const tokens = new Set(Array.from({ length: 1000 }, generateToken));
+    expect(tokens.size).toBe(1000);
+  });
+
+  it("refuses anything else without a lookup", () => {
+    const token = generateToken();
+    expect(isTokenFormat(token.slice(0, -1))).toBe(false);
+    expect(isTokenFormat(`${token}A`)).toBe(false);
+    expect(isTokenFormat(token.replace("vigie_", "vigi3_"))).toBe(false);
+    expect(isTokenFormat(`vigie_${"=".repeat(43)}`)).toBe(false);
+    expect(isTokenFormat("")).toBe(false);
+  });
+});
+
+describe("token hash", () => {
+  it("is the SHA-256 of the token in lower-case hex", () => {
+    expect(hashToken("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const token = generateToken();
+    expect(hashToken(token)).toBe(createHash("sha256").update(token).digest("hex"));
+    expect(hashToken(token)).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe("token request body", () => {
+  it("defaults validity to 365 days and ignores unknown keys", () => {
+    expect(newTokenBody({ name: "ci", user: "ann", password: "x", extra: 1 }, "")).toEqual({
+      name: "ci",
+      user: "ann",
+      password: "x",
+      validity: 365,
+    });
+  });
+
+  it("accepts validity 1 to 3650 days", () => {
+    expect(newTokenBody({ name: "a", user: "b", password: "c", validity: 1 }, "").validity).toBe(1);
+    expect(newTokenBody({ name: "a", user: "b", password: "c", validity: 3650 }, "").validity).toBe(3650);
+    for (const validity of [0, 3651, 1.5, "10", -1, null]) {
+      expect(rule(() => newTokenBody({ name: "a", user: "b", password: "c", validity }, ""))).toBe(
+        "validity: must be an integer between 1 and 3650",
+      );
+    }
+  });
+
+  it("names the missing or invalid field", () => {
+    expect(rule(() => newTokenBody({ user: "b", password: "c" }, ""))).toBe("name: is required");
+    expect(rule(() => newTokenBody({ name: "a b", user: "b", password: "c" }, ""))).toBe(
+      "name: must contain only the characters A-Z a-z 0-9 . _ -",
+    );
+    expect(rule(() => newTokenBody({ name: "a", password: "c" }, ""))).toBe("user: is required");
+    expect(rule(() => newTokenBody({ name: "a", user: "b" }, ""))).toBe("password: is required");
+    expect(rule(() => newTokenBody({ name: "a", user: "b", password: "" }, ""))).toBe("password: must not be empty");
+    expect(rule(() => newTokenBody({ name: "a", user: "b", password: "x".repeat(1025) }, ""))).toBe(
+      "password: must have at most 1024 characters",
+    );
+    expect(rule(() => newTokenBody([], ""))).toBe("must be an object");
+  });
+});
+
+describe("token view", () => {
+  it("shows RFC 3339 UTC dates and null before the first use", () => {
+    const createdAt = Date.UTC(2025, 0, 2, 3, 4, 5, 6);
+    const view = tokenView({
+      id: "id",
+      userId: "user",
+      name: "ci",
+      createdAt,
+      expiresAt: createdAt + 365 * DAY_MS,
+      lastUsedAt: null,
+    });
+    expect(view).toEqual({
+      id: "id",
+      name: "ci",
+      "created-at": "2025-01-02T03:04:05.006Z",
+      "expires-at": "2026-01-02T03:04:05.006Z",
+      "last-used-at": null,
+    });
+    expect(rfc3339(0)).toBe("1970-01-01T00:00:00.000Z");
+  });
+});
