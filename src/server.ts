@@ -3,9 +3,16 @@
  * health, auth hook point, reloads) and every enabled module (platform.md §7).
  */
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  LogController,
+} from "fastify";
 import type { Migration } from "kysely";
 import type { Registry } from "prom-client";
+import { commentsModule } from "./comments/index.js";
 import { Auth } from "./platform/auth.js";
 import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
@@ -21,7 +28,18 @@ import { streamsModule } from "./streams/index.js";
  * `<name>.enabled` in the configuration; its migrations run whether it is enabled or not, so
  * enabling it later needs no other step.
  */
-export const modules: readonly AnyModule[] = [registryModule, streamsModule];
+export const modules: readonly AnyModule[] = [registryModule, commentsModule, streamsModule];
+
+/** Characters a path parameter may have before the router answers 414. */
+const MAX_PATH_SEGMENT = 1024;
+
+function answerFrameworkError(error: FastifyError, reply: FastifyReply): void {
+  if (error.code === "FST_ERR_MAX_PARAM_LENGTH") {
+    reply.code(414).send({ error: `a path segment is longer than ${MAX_PATH_SEGMENT} characters` });
+  } else {
+    reply.code(400).send({ error: "the URL is not valid" });
+  }
+}
 
 /** Every migration of the platform and of `moduleList`, so a database is created complete. */
 export function allMigrations(moduleList: readonly AnyModule[] = modules): Record<string, Migration> {
@@ -57,7 +75,11 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     ...(options.logger === undefined ? { logger: { level: config["log-level"] } } : { loggerInstance: options.logger }),
     trustProxy: config.http["trust-proxy"],
     bodyLimit: config.http["body-limit"],
-    routerOptions: { ignoreTrailingSlash: true },
+    // Long enough for every name the specs allow (healthcheck names: 255 characters), so that the
+    // modules answer over-long names with their own 400/404.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_SEGMENT },
+    // Errors Fastify raises before routing, answered in the platform's {"error"} format.
+    frameworkErrors: (error, _request, reply) => answerFrameworkError(error, reply as unknown as FastifyReply),
     // Per-request logs are written at debug level by our own hook (hot ingestion routes stay quiet).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),

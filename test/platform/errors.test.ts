@@ -135,3 +135,18 @@ describe("HTTP conventions", () => {
     }
   });
 });
+
+describe("router limits", () => {
+  it("answers 414 in the platform's error format for a path segment over 1024 characters", async () => {
+    const server = await startTestServer({ modules: [probe] });
+    try {
+      const long = await server.app.inject({ method: "GET", url: `/probe/items/${"x".repeat(1025)}` });
+      expect(long.statusCode).toBe(414);
+      expect(long.json()).toEqual({ error: "a path segment is longer than 1024 characters" });
+      const fine = await server.app.inject({ method: "GET", url: `/probe/items/${"x".repeat(300)}` });
+      expect(fine.json()).toEqual({ error: `item ${"x".repeat(300)} not found` });
+    } finally {
+      await server.close();
+    }
+  });
+});

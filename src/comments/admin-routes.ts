@@ -1,0 +1,79 @@
+/**
+ * The admin API of comments (comments.md §6): read, approve and delete comments, read and clear the
+ * event log of a website. Every route needs the comments admin token or a registry token of an
+ * active admin user (platform.md §5); none sends CORS headers.
+ */
+import type { FastifyInstance, preHandlerHookHandler } from "fastify";
+import { HttpError } from "../platform/errors.js";
+import type { ArticleParams } from "./cors.js";
+import { commentIdOf } from "./resources.js";
+import type { CommentStore } from "./storage.js";
+import type { Websites } from "./websites.js";
+
+/** What the admin routes need. */
+export interface AdminRoutesOptions {
+  readonly websites: Websites;
+  readonly store: CommentStore;
+  /** The guard of every admin route (auth before any other check, so nothing leaks to strangers). */
+  readonly guard: preHandlerHookHandler;
+}
+
+interface CommentParams extends ArticleParams {
+  id: string;
+}
+
+function commentNotFound(id: string): HttpError {
+  return new HttpError(404, `comment ${id} not found`);
+}
+
+/** Registers the routes of comments.md §6 under `/api/admin/`. */
+export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOptions): void {
+  const { websites, store, guard } = options;
+  const route = { preHandler: guard };
+
+  /** The website, article and stored id of a comment path. @throws HttpError 404 */
+  const locate = (params: CommentParams): { website: string; article: string; id: string } => {
+    const website = websites.getWithArticle(params.website, params.article).name;
+    const id = commentIdOf(params.id);
+    if (id === undefined) throw commentNotFound(params.id);
+    return { website, article: params.article, id };
+  };
+
+  app.get<{ Params: ArticleParams }>("/api/admin/comment/:website/:article", route, async (request) => {
+    const { website, article } = request.params;
+    return store.list(websites.getWithArticle(website, article).name, article, false);
+  });
+
+  app.delete<{ Params: ArticleParams }>("/api/admin/comment/:website/:article", route, async (request) => {
+    const { website, article } = request.params;
+    await store.deleteAll(websites.getWithArticle(website, article).name, article);
+    return { message: "Comments deleted" };
+  });
+
+  app.get<{ Params: CommentParams }>("/api/admin/comment/:website/:article/:id", route, async (request) => {
+    const { website, article, id } = locate(request.params);
+    const comment = await store.get(website, article, id);
+    if (comment === undefined) throw commentNotFound(request.params.id);
+    return comment;
+  });
+
+  app.post<{ Params: CommentParams }>("/api/admin/comment/:website/:article/:id", route, async (request) => {
+    const { website, article, id } = locate(request.params);
+    if (!(await store.approve(website, article, id))) throw commentNotFound(request.params.id);
+    return { message: "Comment approved" };
+  });
+
+  app.delete<{ Params: CommentParams }>("/api/admin/comment/:website/:article/:id", route, async (request) => {
+    const { website, article, id } = locate(request.params);
+    if (!(await store.delete(website, article, id))) throw commentNotFound(request.params.id);
+    return { message: "Comment deleted" };
+  });
+
+  app.get<{ Params: { website: string } }>("/api/admin/event/:website", route, async (request) => {
+    return store.events(websites.get(request.params.website).name);
+  });
+
+  app.delete<{ Params: { website: string } }>("/api/admin/event/:website", route, async (request) => {
+    return store.deleteEvents(websites.get(request.params.website).name);
+  });
+}

@@ -1,0 +1,128 @@
+/**
+ * The `comments:` section of the configuration (comments.md §1), its environment overrides and the
+ * name rules of §2 applied to configured websites and articles. Unknown keys are refused at every
+ * level (platform.md §2).
+ */
+import type { Duration } from "../platform/duration.js";
+import {
+  array,
+  boolean,
+  childPath,
+  duration,
+  type Infer,
+  integer,
+  object,
+  oneOf,
+  optional,
+  required,
+  type Shape,
+  secret,
+  string,
+  ValidationError,
+  type Validator,
+  withDefault,
+} from "../platform/validation.js";
+import { ANSWER_MAX_LENGTH } from "./comment-validation.js";
+import { ANY_ORIGIN, ARTICLE_NAME, ARTICLE_NAME_RULE, WEBSITE_NAME, WEBSITE_NAME_RULE } from "./websites.js";
+
+/** Environment variables overriding keys of the section (comments.md §1). */
+export const COMMENTS_ENVIRONMENT: Readonly<Record<string, string>> = {
+  VIGIE_COMMENTS_ADMIN_TOKEN: "admin-token",
+  VIGIE_COMMENTS_CHALLENGE_SECRET: "challenge.secret",
+};
+
+/** The default challenge TTL and rate-limit window (comments.md §1). */
+const TEN_MINUTES: Duration = { text: "10m", milliseconds: 600_000 };
+
+const ORIGIN_RULE = "must be * or an origin such as https://blog.example.org (scheme, host and optional port, no path)";
+
+/**
+ * An entry of `allowed-origins`: `*`, or an http(s) origin, returned serialised the way browsers
+ * send it in `Origin` (lower-case host, default port left out, no trailing slash).
+ */
+const origin: Validator<string> = (value, path) => {
+  if (value === ANY_ORIGIN) return value;
+  if (typeof value === "string") {
+    try {
+      const url = new URL(value);
+      const bare = url.username === "" && url.password === "" && url.search === "" && url.hash === "";
+      if ((url.protocol === "http:" || url.protocol === "https:") && bare && url.pathname === "/") return url.origin;
+    } catch {
+      // not a URL: refused below
+    }
+  }
+  throw new ValidationError(path, ORIGIN_RULE, value);
+};
+
+/**
+ * A secret given in the file or the environment: never echoed in errors. Leading or trailing white
+ * space is refused because tokens are read trimmed from the `Authorization` header.
+ */
+const secretText = secret(
+  string({ min: 1, pattern: /^\S(?:[\s\S]*\S)?$/, patternRule: "must not start or end with white space" }),
+);
+
+const question = object(
+  {
+    question: required(string({ min: 1, trim: true })),
+    // A visitor's answer has at most 64 characters (comments.md §5): a longer one could never match.
+    answer: required(string({ min: 1, max: ANSWER_MAX_LENGTH, trim: true })),
+  },
+  { unknownKeys: "reject" },
+);
+
+const challengeObject = object(
+  {
+    secret: optional(secretText),
+    ttl: withDefault(duration(1_000), TEN_MINUTES),
+    type: withDefault(oneOf(["math", "questions"] as const), "math"),
+    questions: withDefault(array(question), []),
+  },
+  { unknownKeys: "reject", optional: true },
+);
+
+/** `challenge`: `questions` must list at least one question when `type` is `questions`. */
+const challenge: Validator<Infer<typeof challengeObject>> = (value, path) => {
+  const parsed = challengeObject(value, path);
+  if (parsed.type === "questions" && parsed.questions.length === 0) {
+    throw new ValidationError(childPath(path, "questions"), "must list at least one question when type is questions");
+  }
+  return parsed;
+};
+
+const website = object(
+  {
+    name: required(string({ pattern: WEBSITE_NAME, rule: WEBSITE_NAME_RULE })),
+    "allowed-origins": withDefault(array(origin), []),
+    "auto-approve": withDefault(boolean(), false),
+    articles: withDefault(array(string({ pattern: ARTICLE_NAME, rule: ARTICLE_NAME_RULE })), []),
+  },
+  { unknownKeys: "reject" },
+);
+
+/** `websites`: names unique, since a name identifies a website in every path. */
+const websites: Validator<Array<Infer<typeof website>>> = (value, path) => {
+  const list = array(website)(value, path);
+  const seen = new Set<string>();
+  list.forEach((entry, index) => {
+    if (seen.has(entry.name)) {
+      throw new ValidationError(`${path}[${index}].name`, "must not repeat the name of another website", entry.name);
+    }
+    seen.add(entry.name);
+  });
+  return list;
+};
+
+/** The keys of `comments:` besides `enabled` (comments.md §1). Durations are parsed. */
+export const commentsConfigShape = {
+  "admin-token": optional(secretText),
+  challenge,
+  "rate-limit": object(
+    {
+      comments: withDefault(integer(1, 1_000_000), 5),
+      per: withDefault(duration(1_000), TEN_MINUTES),
+    },
+    { unknownKeys: "reject", optional: true },
+  ),
+  websites: withDefault(websites, []),
+} satisfies Shape;

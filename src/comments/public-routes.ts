@@ -1,0 +1,130 @@
+/**
+ * The public API of comments (comments.md §4–5): issue a challenge, post a comment, list the
+ * approved comments of an article. CORS for the website's allowed origins on all three.
+ */
+import type { FastifyError, FastifyInstance, onErrorHookHandler } from "fastify";
+import { fieldError, HttpError } from "../platform/errors.js";
+import { ValidationError } from "../platform/validation.js";
+import {
+  CHALLENGE_ALREADY_USED,
+  ChallengeClock,
+  type ChallengeSettings,
+  challengeExpiresAt,
+  issueChallenge,
+  type Question,
+  verifyChallenge,
+} from "./challenge.js";
+import { parseCommentFields } from "./comment-validation.js";
+import { type ArticleParams, corsHeaders, preflight } from "./cors.js";
+import { escapeHtml } from "./html-escape.js";
+import type { CommentMetrics } from "./metrics.js";
+import { rateLimitMessage } from "./rate-limit.js";
+import type { CommentStore } from "./storage.js";
+import type { Websites } from "./websites.js";
+
+/** Body limit of the add-comment route, in bytes (comments.md §5). */
+export const COMMENT_BODY_LIMIT = 64 * 1024;
+
+/** At most one purge of expired challenges and rate-limit hits per this many milliseconds. */
+const PURGE_INTERVAL_MS = 60_000;
+
+/** What the public routes need. */
+export interface PublicRoutesOptions {
+  readonly websites: Websites;
+  readonly store: CommentStore;
+  readonly metrics: CommentMetrics;
+  readonly challenge: ChallengeSettings;
+  /** Draws the question of a new challenge. */
+  readonly nextQuestion: () => Question;
+  /** The clock, milliseconds since the Unix epoch. */
+  readonly now?: () => number;
+}
+
+/** Registers `GET /api/v1/challenge/…`, `GET|POST /api/v1/comment/…` and their `OPTIONS`. */
+export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutesOptions): void {
+  const { websites, store, metrics, challenge, nextQuestion } = options;
+  const now = options.now ?? Date.now;
+  const onRequest = corsHeaders(websites);
+  const clock = new ChallengeClock();
+  let lastPurge = 0;
+
+  app.get<{ Params: ArticleParams }>("/api/v1/challenge/:website/:article", { onRequest }, async (request, reply) => {
+    const { website: name, article } = request.params;
+    const website = websites.getWithArticle(name, article);
+    const issued = issueChallenge(challenge, nextQuestion(), website.name, article, clock.next(now()));
+    metrics.challengeIssued(website.name);
+    // A challenge is for one visitor: no cache may hand it to another.
+    reply.header("Cache-Control", "no-store");
+    return issued;
+  });
+  app.options("/api/v1/challenge/:website/:article", { onRequest }, preflight(websites, "GET, HEAD, OPTIONS"));
+
+  app.get<{ Params: ArticleParams }>("/api/v1/comment/:website/:article", { onRequest }, async (request) => {
+    const { website: name, article } = request.params;
+    const website = websites.getWithArticle(name, article);
+    return store.list(website.name, article, true);
+  });
+  app.options("/api/v1/comment/:website/:article", { onRequest }, preflight(websites, "GET, HEAD, POST, OPTIONS"));
+
+  // Bodies the parser refuses (not JSON, too large, wrong media type) are invalid comments too.
+  const countRefusedBody: onErrorHookHandler = (request, _reply, error: FastifyError, done) => {
+    const website = websites.find((request.params as ArticleParams).website);
+    if (website !== undefined && error.code?.startsWith("FST_ERR_CTP_")) metrics.rejected(website.name, "invalid");
+    done();
+  };
+
+  app.post<{ Params: ArticleParams }>(
+    "/api/v1/comment/:website/:article",
+    { onRequest, onError: countRefusedBody, bodyLimit: COMMENT_BODY_LIMIT },
+    async (request, reply) => {
+      const { website: name, article } = request.params;
+      const time = now();
+      // Order of checks (comments.md §5): fields (400), website and article (404), challenge (400),
+      // rate limit (429), then store.
+      let fields: ReturnType<typeof parseCommentFields>;
+      try {
+        fields = parseCommentFields(request.body);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        const known = websites.find(name);
+        if (known !== undefined) metrics.rejected(known.name, "invalid");
+        throw fieldError(error);
+      }
+      const website = websites.getWithArticle(name, article);
+      const failure = verifyChallenge(challenge, fields, website.name, article, time);
+      if (failure !== undefined) {
+        metrics.rejected(website.name, "challenge");
+        throw new HttpError(400, failure);
+      }
+      const result = await store.add({
+        website: website.name,
+        article,
+        author: escapeHtml(fields.author),
+        authorWebsite: fields.authorWebsite,
+        content: escapeHtml(fields.content),
+        approved: website.autoApprove,
+        signature: fields.signature,
+        challengeExpiresAt: challengeExpiresAt(challenge, fields.timestamp),
+        clientAddress: request.ip,
+        now: time,
+      });
+      if (result.outcome === "challenge-used") {
+        metrics.rejected(website.name, "challenge");
+        throw new HttpError(400, CHALLENGE_ALREADY_USED);
+      }
+      if (result.outcome === "rate-limited") {
+        metrics.rejected(website.name, "rate_limit");
+        const seconds = result.retryAfterSeconds;
+        throw new HttpError(429, rateLimitMessage(seconds), { "Retry-After": String(seconds) });
+      }
+      metrics.added(website.name);
+      if (time - lastPurge >= PURGE_INTERVAL_MS) {
+        lastPurge = time;
+        // Housekeeping must not fail an accepted comment: log and go on.
+        await store.purge(time).catch((error: unknown) => request.log.warn({ err: error }, "comments purge failed"));
+      }
+      reply.code(201);
+      return { message: "Comment added" };
+    },
+  );
+}

@@ -1,0 +1,49 @@
+/**
+ * The resources of the comments API (comments.md §3), exactly as they are serialised: field names
+ * in kebab-case, timestamps in milliseconds since the Unix epoch.
+ */
+
+/** A comment as every endpoint returns it. The client address is never part of it. */
+export interface Comment {
+  /** UUID v4, set by the server. */
+  readonly id: string;
+  /** HTML-escaped. */
+  readonly content: string;
+  /** HTML-escaped. */
+  readonly author: string;
+  /** Present only when given. */
+  readonly "author-website"?: string;
+  readonly approved: boolean;
+  /** Creation time, milliseconds since the Unix epoch. */
+  readonly timestamp: number;
+}
+
+/** The only event type so far. */
+export const NEW_COMMENT = "new-comment";
+
+/** An entry of a website's event log. */
+export interface CommentEvent {
+  /** UUID v4. */
+  readonly id: string;
+  /** Milliseconds since the Unix epoch. */
+  readonly timestamp: number;
+  readonly article: string;
+  readonly "comment-id": string;
+  readonly type: typeof NEW_COMMENT;
+  readonly message: string;
+}
+
+/** The message of a `new-comment` event (comments.md §3). */
+export function newCommentMessage(commentId: string, article: string): string {
+  return `New comment ${commentId} on article ${article}`;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The id of a comment in a path, lower-cased as ids are stored (UUIDs are case-insensitive,
+ * RFC 9562 §4), or `undefined` when it is not a UUID and so cannot name a comment (comments.md §2).
+ */
+export function commentIdOf(text: string): string | undefined {
+  return UUID.test(text) ? text.toLowerCase() : undefined;
+}
