@@ -7,6 +7,7 @@ import { array, size, string, withDefault } from "../platform/validation.js";
 import { type FileStream, loadStreamDirectories } from "./directories.js";
 import { toEdn } from "./edn.js";
 import { StreamEngine } from "./engine.js";
+import { ingestionRoutes } from "./ingestion.js";
 import { metricHooks } from "./metrics.js";
 import { streamRoutes } from "./plugin.js";
 
@@ -48,11 +49,18 @@ export const streamsModule = defineModule({
       applyFileStreams(running, await loadStreamDirectories(directories));
     });
 
+    const guard = context.config.security["require-token"] ? context.auth.require("tech") : undefined;
+    await app.register(ingestionRoutes, {
+      engine: running,
+      metrics: context.metrics,
+      bodyLimit: section["ingestion-body-limit"],
+      guard,
+    });
     await streamRoutes(app, {
       engine: running,
       persistDirectory: section.directories[0],
       ingestionBodyLimit: section["ingestion-body-limit"],
-      guard: context.config.security["require-token"] ? context.auth.require("tech") : undefined,
+      guard,
     });
   },
 });

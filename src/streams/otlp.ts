@@ -1,0 +1,216 @@
+/**
+ * OpenTelemetry traces (streams.md §9): OTLP/HTTP `ExportTraceServiceRequest` bodies, protobuf or
+ * JSON (https://opentelemetry.io/docs/specs/otlp/), turned into one event per span.
+ *
+ * Event fields: `service` (resource attribute `service.name`), `name`, `trace-id`, `span-id`,
+ * `parent-span-id` (lower-case hex, absent for a root span), `kind`, `state` (status: `unset`,
+ * `ok`, `error`), `description` (status message, when there is one), `time` (end, seconds),
+ * `start-time` (seconds), `metric` (duration, seconds), `attributes`, `resource`, `scope`
+ * (`name`, `version`), and `events` and `links` when the span has some.
+ */
+import { fileURLToPath } from "node:url";
+import protobuf from "protobufjs";
+import type { Event } from "./event.js";
+
+/** A body that is not a valid ExportTraceServiceRequest. */
+export class OtlpError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "OtlpError";
+  }
+}
+
+// The schema lives in proto/ at the root, two levels up from both src/streams/ and dist/streams/.
+const schema = protobuf.loadSync(fileURLToPath(new URL("../../proto/otlp-trace.proto", import.meta.url)));
+const ExportTraceServiceRequest = schema.lookupType("vigie.otlp.ExportTraceServiceRequest");
+const ExportTraceServiceResponse = schema.lookupType("vigie.otlp.ExportTraceServiceResponse");
+
+/** The empty `ExportTraceServiceResponse`, protobuf-encoded (zero bytes: every field is default). */
+export const EMPTY_PROTOBUF_RESPONSE: Buffer = Buffer.from(
+  ExportTraceServiceResponse.encode(ExportTraceServiceResponse.create({})).finish(),
+);
+
+const KINDS = ["unspecified", "internal", "server", "client", "producer", "consumer"] as const;
+const KIND_NAMES: Readonly<Record<string, number>> = {
+  SPAN_KIND_UNSPECIFIED: 0,
+  SPAN_KIND_INTERNAL: 1,
+  SPAN_KIND_SERVER: 2,
+  SPAN_KIND_CLIENT: 3,
+  SPAN_KIND_PRODUCER: 4,
+  SPAN_KIND_CONSUMER: 5,
+};
+const STATES = ["unset", "ok", "error"] as const;
+const STATE_NAMES: Readonly<Record<string, number>> = { STATUS_CODE_UNSET: 0, STATUS_CODE_OK: 1, STATUS_CODE_ERROR: 2 };
+
+type Json = Record<string, unknown>;
+
+function record(value: unknown): Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Json) : {};
+}
+
+function list(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+/**
+ * An id as lower-case hex: protobuf gives bytes; OTLP/JSON gives hex strings (OTLP spec, "JSON
+ * Protobuf Encoding": trace and span ids are hex, not base64).
+ */
+function hexId(value: unknown): string {
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("hex");
+  if (typeof value === "string") {
+    if (!/^[0-9a-fA-F]*$/.test(value)) throw new OtlpError(`invalid id ${JSON.stringify(value)}: must be hex`);
+    return value.toLowerCase();
+  }
+  return "";
+}
+
+/** Nanoseconds (a decimal string, a number or a protobufjs Long) to seconds. */
+function seconds(value: unknown): number {
+  if (value === undefined || value === null) return 0;
+  const text = String(value);
+  if (!/^\d+$/.test(text)) throw new OtlpError(`invalid time ${JSON.stringify(text)}: must be nanoseconds`);
+  // Whole seconds and the remainder apart keep sub-microsecond precision beyond 2^53 ns.
+  const nanoseconds = BigInt(text);
+  return Number(nanoseconds / 1_000_000_000n) + Number(nanoseconds % 1_000_000_000n) / 1e9;
+}
+
+/**
+ * An int64 attribute value as a number when it is exactly representable (|v| ≤ 2^53), else as its
+ * decimal string (streams.md §9).
+ */
+function int64(value: unknown): number | string {
+  const text = String(value);
+  if (!/^-?\d+$/.test(text)) throw new OtlpError(`invalid integer ${JSON.stringify(text)}`);
+  const big = BigInt(text);
+  return big <= 9007199254740992n && big >= -9007199254740992n ? Number(big) : text;
+}
+
+/** An `AnyValue` as JSON: strings, booleans, numbers, arrays and objects; bytes as base64. */
+function anyValue(value: unknown): unknown {
+  const any = record(value);
+  if (any.stringValue !== undefined) return String(any.stringValue);
+  if (any.boolValue !== undefined) return Boolean(any.boolValue);
+  if (any.intValue !== undefined) return int64(any.intValue);
+  if (any.doubleValue !== undefined) return Number(any.doubleValue);
+  if (any.arrayValue !== undefined) return list(record(any.arrayValue).values).map(anyValue);
+  if (any.kvlistValue !== undefined) return keyValues(record(any.kvlistValue).values);
+  if (any.bytesValue !== undefined) {
+    const bytes = any.bytesValue;
+    return bytes instanceof Uint8Array
+      ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64")
+      : String(bytes);
+  }
+  return null;
+}
+
+/** A list of `KeyValue` as a JSON object key → value. */
+function keyValues(values: unknown): Json {
+  const object: Json = {};
+  for (const entry of list(values)) {
+    const { key, value } = record(entry);
+    if (typeof key === "string") object[key] = anyValue(value);
+  }
+  return object;
+}
+
+function enumIndex(value: unknown, names: Readonly<Record<string, number>>): number {
+  if (typeof value === "number") return value;
+  if (typeof value === "string") return names[value] ?? 0;
+  return 0;
+}
+
+function spanEvent(span: Json, resource: Json, scope: Json): Event {
+  const start = seconds(span.startTimeUnixNano);
+  const end = seconds(span.endTimeUnixNano);
+  const status = record(span.status);
+  const event: Event = {
+    service: resource["service.name"],
+    name: typeof span.name === "string" ? span.name : "",
+    "trace-id": hexId(span.traceId),
+    "span-id": hexId(span.spanId),
+  };
+  const parent = hexId(span.parentSpanId);
+  if (parent !== "") event["parent-span-id"] = parent;
+  event.kind = KINDS[enumIndex(span.kind, KIND_NAMES)] ?? "unspecified";
+  event.state = STATES[enumIndex(status.code, STATE_NAMES)] ?? "unset";
+  if (typeof status.message === "string" && status.message !== "") event.description = status.message;
+  event.time = end;
+  event["start-time"] = start;
+  event.metric = end - start;
+  event.attributes = keyValues(span.attributes);
+  event.resource = resource;
+  event.scope = {
+    name: typeof scope.name === "string" ? scope.name : "",
+    version: typeof scope.version === "string" ? scope.version : "",
+  };
+  const events = list(span.events);
+  if (events.length > 0) {
+    event.events = events.map((item) => {
+      const spanEventItem = record(item);
+      return {
+        name: typeof spanEventItem.name === "string" ? spanEventItem.name : "",
+        time: seconds(spanEventItem.timeUnixNano),
+        attributes: keyValues(spanEventItem.attributes),
+      };
+    });
+  }
+  const links = list(span.links);
+  if (links.length > 0) {
+    event.links = links.map((item) => {
+      const link = record(item);
+      const mapped: Json = { "trace-id": hexId(link.traceId), "span-id": hexId(link.spanId) };
+      if (typeof link.traceState === "string" && link.traceState !== "") mapped["trace-state"] = link.traceState;
+      mapped.attributes = keyValues(link.attributes);
+      return mapped;
+    });
+  }
+  return event;
+}
+
+/** Maps a decoded request (protobufjs object or parsed OTLP/JSON) to one event per span. */
+function requestEvents(request: Json): Event[] {
+  const events: Event[] = [];
+  for (const resourceSpans of list(request.resourceSpans)) {
+    const { resource, scopeSpans } = record(resourceSpans);
+    const resourceAttributes = keyValues(record(resource).attributes);
+    for (const scopeSpansItem of list(scopeSpans)) {
+      const { scope, spans } = record(scopeSpansItem);
+      for (const span of list(spans)) events.push(spanEvent(record(span), resourceAttributes, record(scope)));
+    }
+  }
+  return events;
+}
+
+/**
+ * Decodes a protobuf `ExportTraceServiceRequest`.
+ * @throws OtlpError when the bytes are not a valid request
+ */
+export function decodeProtobufTraces(body: Uint8Array): Event[] {
+  let message: protobuf.Message;
+  try {
+    message = ExportTraceServiceRequest.decode(body);
+  } catch (error) {
+    throw new OtlpError(`invalid protobuf: ${(error as Error).message}`);
+  }
+  // Longs as decimal strings so that 64-bit times and integers keep every digit.
+  return requestEvents(ExportTraceServiceRequest.toObject(message, { longs: String, defaults: false }) as Json);
+}
+
+/**
+ * Decodes an OTLP/JSON `ExportTraceServiceRequest` (lowerCamelCase fields, hex ids, 64-bit
+ * integers as strings or numbers, enums as integers or names).
+ * @throws OtlpError when the text is not JSON or not a request object
+ */
+export function decodeJsonTraces(text: string): Event[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new OtlpError("request body is not valid JSON");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new OtlpError("request body must be a JSON object");
+  }
+  return requestEvents(parsed as Json);
+}

@@ -1,0 +1,166 @@
+import { fileURLToPath } from "node:url";
+import protobuf from "protobufjs";
+import { describe, expect, it } from "vitest";
+import type { Event } from "../../src/streams/event.js";
+import { RemoteWriteDecoder, RemoteWriteError } from "../../src/streams/remote-write-decoder.js";
+
+const schema = protobuf.loadSync(fileURLToPath(new URL("../../proto/remote-write.proto", import.meta.url)));
+const WriteRequest = schema.lookupType("prometheus.WriteRequest");
+
+interface Series {
+  labels: Array<{ name: string; value: string }>;
+  samples: Array<{ value: number; timestamp: number }>;
+  exemplars?: unknown[];
+}
+
+function encode(timeseries: Series[], metadata: unknown[] = []): Uint8Array {
+  return WriteRequest.encode(WriteRequest.fromObject({ timeseries, metadata })).finish();
+}
+
+/** The mapping of streams.md §8, computed from protobufjs' decoding: the reference. */
+function reference(bytes: Uint8Array): Event[] {
+  const request = WriteRequest.toObject(WriteRequest.decode(bytes), { longs: Number, defaults: true }) as {
+    timeseries: Series[];
+  };
+  const events: Event[] = [];
+  for (const series of request.timeseries) {
+    for (const sample of series.samples) {
+      const event: Event = {};
+      let service: string | undefined;
+      for (const { name, value } of series.labels) {
+        if (name === "__name__") service = value;
+        else event[name] = value;
+      }
+      if (service !== undefined) event.service = service;
+      event.metric = sample.value;
+      event.time = sample.timestamp / 1000;
+      events.push(event);
+    }
+  }
+  return events;
+}
+
+function decode(bytes: Uint8Array, decoder = new RemoteWriteDecoder()): Event[] {
+  const events: Event[] = [];
+  decoder.decode(bytes, (event) => events.push(event));
+  return events;
+}
+
+/** A deterministic pseudo-random generator, so failures can be replayed. */
+function random(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+describe("RemoteWriteDecoder", () => {
+  it("maps every sample to an event: labels as fields, __name__ as service, value as metric, time in seconds", () => {
+    const bytes = encode([
+      {
+        labels: [
+          { name: "__name__", value: "http_requests_total" },
+          { name: "instance", value: "127.0.0.1:8080" },
+          { name: "job", value: "vigie" },
+        ],
+        samples: [
+          { value: 12, timestamp: 1_700_000_000_123 },
+          { value: 13.5, timestamp: 1_700_000_015_123 },
+        ],
+      },
+      { labels: [{ name: "job", value: "other" }], samples: [{ value: -1, timestamp: 5 }] },
+    ]);
+    expect(decode(bytes)).toEqual([
+      { instance: "127.0.0.1:8080", job: "vigie", service: "http_requests_total", metric: 12, time: 1_700_000_000.123 },
+      {
+        instance: "127.0.0.1:8080",
+        job: "vigie",
+        service: "http_requests_total",
+        metric: 13.5,
+        time: 1_700_000_015.123,
+      },
+      { job: "other", metric: -1, time: 0.005 },
+    ]);
+  });
+
+  it("agrees with protobufjs on varied inputs", () => {
+    const next = random(42);
+    const words = ["", "a", "job", "é-ü-中文", "x".repeat(300), "instance", "le", "0.5", "__name__2"];
+    for (let round = 0; round < 200; round++) {
+      const timeseries: Series[] = [];
+      const seriesCount = Math.floor(next() * 20);
+      for (let s = 0; s < seriesCount; s++) {
+        const labels = [];
+        const labelCount = Math.floor(next() * 25);
+        if (next() < 0.8) labels.push({ name: "__name__", value: `metric_${Math.floor(next() * 5)}` });
+        for (let l = 0; l < labelCount; l++) {
+          labels.push({
+            name: `${words[Math.floor(next() * words.length)]}${l}`,
+            value: words[Math.floor(next() * words.length)] as string,
+          });
+        }
+        const samples = [];
+        const sampleCount = Math.floor(next() * 4);
+        for (let k = 0; k < sampleCount; k++) {
+          const value = next() < 0.1 ? Number.POSITIVE_INFINITY : (next() - 0.5) * 10 ** Math.floor(next() * 20);
+          samples.push({ value, timestamp: Math.floor(next() * 2 ** 42) - (next() < 0.05 ? 2 ** 41 : 0) });
+        }
+        timeseries.push({
+          labels,
+          samples,
+          exemplars: next() < 0.2 ? [{ labels: [{ name: "trace_id", value: "abc" }], value: 1, timestamp: 3 }] : [],
+        });
+      }
+      const metadata = next() < 0.3 ? [{ type: 1, metricFamilyName: "m", help: "h", unit: "" }] : [];
+      const bytes = encode(timeseries, metadata);
+      expect(decode(bytes), `round ${round}`).toEqual(reference(bytes));
+    }
+  });
+
+  it("reuses one decoder across requests (cached label strings stay correct)", () => {
+    const decoder = new RemoteWriteDecoder();
+    const first = encode([{ labels: [{ name: "host", value: "a" }], samples: [{ value: 1, timestamp: 1000 }] }]);
+    const second = encode([{ labels: [{ name: "host", value: "b" }], samples: [{ value: 2, timestamp: 2000 }] }]);
+    expect(decode(first, decoder)).toEqual([{ host: "a", metric: 1, time: 1 }]);
+    expect(decode(second, decoder)).toEqual([{ host: "b", metric: 2, time: 2 }]);
+    expect(decode(first, decoder)).toEqual([{ host: "a", metric: 1, time: 1 }]);
+  });
+
+  it("skips staleness markers and keeps other NaNs", () => {
+    const sample = (high: number, low: number, timestamp: number) => {
+      const bytes = Buffer.alloc(11);
+      bytes[0] = 0x09; // field 1, fixed64
+      bytes.writeUInt32LE(low, 1);
+      bytes.writeUInt32LE(high, 5);
+      bytes[9] = 0x10; // field 2, varint
+      bytes[10] = timestamp;
+      return bytes;
+    };
+    const label = Buffer.from([0x0a, 0x03, 0x0a, 0x01, 0x61]); // Label{name: "a"}... wrapped below
+    const series = Buffer.concat([
+      Buffer.from([0x0a, label.length]),
+      label,
+      Buffer.from([0x12, 11]),
+      sample(0x7ff00000, 0x00000002, 1),
+      Buffer.from([0x12, 11]),
+      sample(0x7ff80000, 0x00000000, 2),
+    ]);
+    const request = Buffer.concat([Buffer.from([0x0a, series.length]), series]);
+    const events = decode(request);
+    expect(events).toHaveLength(1);
+    expect(events[0]?.time).toBe(0.002);
+    expect(Number.isNaN(events[0]?.metric)).toBe(true);
+  });
+
+  it("refuses truncated and malformed messages", () => {
+    const bytes = encode([
+      { labels: [{ name: "__name__", value: "up" }], samples: [{ value: 1, timestamp: 1_700_000_000_000 }] },
+    ]);
+    for (let cut = 1; cut < bytes.length; cut++) {
+      expect(() => decode(bytes.subarray(0, cut)), `cut at ${cut}`).toThrow(RemoteWriteError);
+    }
+    expect(() => decode(Uint8Array.from([0x0f]))).toThrow("unsupported wire type 7");
+    expect(() => decode(Uint8Array.from([0x0a, 0x7f, 0x01]))).toThrow("length beyond the end of the message");
+  });
+});
