@@ -1,0 +1,146 @@
+// Remote write benchmark (streams.md §10): samples per second decompressed, decoded and pushed into
+// a stream with a `where` and an `index`, for a realistic request (1 000 series × 1 sample, as
+// Prometheus sends), with 20 and with 5 labels per series, beside the cost of snappy decompression
+// alone and of protobufjs reflection decoding, measured in the same run; then the same request
+// through HTTP against the real server.
+// Run: npm run bench -- remote-write
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+import protobuf from "protobufjs";
+import { compressSync, uncompressSync } from "snappy";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const { parseEdn } = await import(join(root, "dist/streams/edn.js"));
+const { StreamEngine } = await import(join(root, "dist/streams/engine.js"));
+const { RemoteWriteDecoder } = await import(join(root, "dist/streams/remote-write-decoder.js"));
+const WriteRequest = protobuf.loadSync(join(root, "proto/remote-write.proto")).lookupType("prometheus.WriteRequest");
+
+const SERIES = 1_000;
+const STREAM = `{:actions {:action :where :params [[:= :job "node"]]
+                 :children [{:action :index :params [[:service :instance]]}]}}`;
+
+/** A request like node_exporter's through Prometheus: sorted labels, one sample per series. */
+function request(labelCount) {
+  const timeseries = [];
+  for (let s = 0; s < SERIES; s++) {
+    const labels = [
+      { name: "__name__", value: `node_metric_${s % 50}_total` },
+      { name: "instance", value: `10.0.${Math.floor(s / 250)}.${s % 250}:9100` },
+      { name: "job", value: "node" },
+    ];
+    for (let l = labels.length; l < labelCount; l++)
+      labels.push({ name: `label_${l}`, value: `value_${(s * 7 + l) % 40}` });
+    labels.sort((a, b) => (a.name < b.name ? -1 : 1));
+    timeseries.push({ labels, samples: [{ value: s * 1.5, timestamp: 1_700_000_000_000 + s }] });
+  }
+  return compressSync(Buffer.from(WriteRequest.encode(WriteRequest.fromObject({ timeseries })).finish()));
+}
+
+function samplesPerSecond(run, seconds = 2) {
+  for (let i = 0; i < 20; i++) run(); // warm-up
+  let requests = 0;
+  const started = process.hrtime.bigint();
+  const deadline = started + BigInt(seconds * 1e9);
+  while (process.hrtime.bigint() < deadline) {
+    for (let i = 0; i < 10; i++) run();
+    requests += 10;
+  }
+  return (requests * SERIES) / (Number(process.hrtime.bigint() - started) / 1e9);
+}
+
+function inProcess(labelCount) {
+  const body = request(labelCount);
+  const snappyOnly = samplesPerSecond(() => uncompressSync(body));
+  const reflection = samplesPerSecond(() => {
+    const decoded = WriteRequest.toObject(WriteRequest.decode(uncompressSync(body)), { longs: Number });
+    const events = [];
+    for (const series of decoded.timeseries) {
+      for (const sample of series.samples) {
+        const event = {};
+        for (const label of series.labels) event[label.name === "__name__" ? "service" : label.name] = label.value;
+        event.metric = sample.value;
+        event.time = sample.timestamp / 1000;
+        events.push(event);
+      }
+    }
+  }, 1);
+  const engine = new StreamEngine();
+  const stream = engine.add("bench", parseEdn(STREAM), { kind: "api" });
+  const decoder = new RemoteWriteDecoder();
+  const vigie = samplesPerSecond(() => {
+    const events = [];
+    decoder.decode(uncompressSync(body), (event) => events.push(event));
+    stream.push(events);
+  });
+  if (stream.index.size !== SERIES) throw new Error(`index holds ${stream.index.size} events, expected ${SERIES}`);
+  const target = labelCount >= 20 ? 250_000 : 500_000;
+  console.log(`  ${labelCount} labels per series (${body.length} bytes compressed):`);
+  console.log(`    snappy decompression alone (baseline):      ${fmt(snappyOnly)} samples/s`);
+  console.log(`    protobufjs reflection + events (reference): ${fmt(reflection)} samples/s`);
+  console.log(`    Vigie: decompress + decode + where + index: ${fmt(vigie)} samples/s (target ≥ ${fmt(target)})`);
+  console.log(
+    `    Vigie / snappy alone: ${(vigie / snappyOnly).toFixed(2)}; Vigie / protobufjs: ${(vigie / reflection).toFixed(1)}×`,
+  );
+}
+
+async function freePort() {
+  return new Promise((done) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => done(port));
+    });
+  });
+}
+
+async function overHttp() {
+  const directory = mkdtempSync(join(tmpdir(), "vigie-bench-"));
+  const port = await freePort();
+  const config = join(directory, "vigie.yaml");
+  writeFileSync(
+    config,
+    `http:\n  port: ${port}\nlog-level: warn\ndatabase:\n  url: sqlite:${join(directory, "vigie.db")}\n`,
+  );
+  const server = spawn(process.execPath, [join(root, "dist/cli.js"), "serve", "--config", config], {
+    stdio: "inherit",
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) break;
+    } catch {}
+    await new Promise((done) => setTimeout(done, 100));
+  }
+  await fetch(`${base}/api/v1/stream/bench`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ config: Buffer.from(STREAM).toString("base64") }),
+  });
+  const duration = Number(process.env.BENCH_SECONDS ?? 5);
+  const result = await autocannon({
+    url: `${base}/api/v1/tsdb/remote-write/bench`,
+    method: "POST",
+    connections: 4,
+    duration,
+    headers: { "content-type": "application/x-protobuf", "content-encoding": "snappy" },
+    body: request(20),
+  });
+  server.kill("SIGTERM");
+  console.log(
+    `  HTTP, 20 labels, 4 connections, ${duration} s: ${fmt(result.requests.average)} requests/s = ${fmt(result.requests.average * SERIES)} samples/s (${result.non2xx} non-2xx)`,
+  );
+}
+
+function fmt(value) {
+  return Math.round(value).toLocaleString("en-US");
+}
+
+console.log("remote write, 1 000 series × 1 sample per request, in-process:");
+inProcess(20);
+inProcess(5);
+await overHttp();
