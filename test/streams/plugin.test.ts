@@ -310,4 +310,22 @@ describe("streams API", () => {
     const after = (await (server as VigieServer).app.inject({ method: "GET", url: "/metrics" })).body;
     expect(after).not.toContain('stream="cpu"');
   });
+
+  it("requires a registry token on every route with security.require-token", async () => {
+    server = await startTestServer({ modules: [streamsModule], config: { security: { "require-token": true } } });
+    for (const [method, url] of [
+      ["GET", "/api/v1/stream"],
+      ["POST", "/api/v1/stream/s"],
+      ["PUT", "/api/v1/stream/default"],
+      ["GET", "/api/v1/index/s/current-time"],
+      ["POST", "/api/v1/tsdb/remote-write/default"],
+      ["POST", "/api/v1/opentelemetry/v1/traces/default"],
+    ] as const) {
+      expect(await inject({ method, url, payload: {} }), `${method} ${url}`).toEqual({
+        status: 401,
+        body: { error: "missing token" },
+      });
+    }
+    expect((await (server as VigieServer).app.inject({ method: "GET", url: "/metrics" })).statusCode).toBe(200);
+  });
 });
