@@ -12,16 +12,13 @@
 //
 // `node bench/comments.mjs baseline-server <port> <json file>` is the bare server (child process).
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
+import { freePort, startVigie, waitFor } from "./lib/vigie.mjs";
 
 const here = fileURLToPath(import.meta.url);
-const root = join(dirname(here), "..");
-const cli = join(root, "dist", "cli.js");
 const seconds = Math.min(10, Number(process.env.BENCH_SECONDS ?? 5));
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const WEBSITE = "bench";
@@ -51,31 +48,6 @@ async function baselineServer(port, file) {
   });
   await app.listen({ host: "127.0.0.1", port });
   process.on("SIGTERM", () => app.close().then(() => process.exit(0)));
-}
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(url, child) {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${url}: the server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((wait) => setTimeout(wait, 100));
-  }
-  throw new Error(`${url} did not answer within 20 s`);
 }
 
 /** The answer of `what is the result of: a op b`. */
@@ -172,31 +144,20 @@ function line(label, vigie, bare, unit) {
 }
 
 async function main() {
-  const directory = mkdtempSync(join(tmpdir(), "vigie-bench-comments-"));
   const children = [];
+  let vigie;
   try {
-    const port = await freePort();
-    const configFile = join(directory, "vigie.yaml");
-    writeFileSync(
-      configFile,
-      [
-        `http:\n  port: ${port}`,
-        "log-level: warn",
-        `database:\n  url: sqlite:${join(directory, "vigie.db")}`,
+    vigie = await startVigie({
+      yaml: [
         "comments:",
         "  admin-token: bench-admin-token",
         "  rate-limit: {comments: 1000000, per: 10m}",
         `  websites:\n    - name: ${WEBSITE}\n      auto-approve: true`,
         "",
       ].join("\n"),
-    );
-    const vigie = spawn(process.execPath, [cli, "serve", "--config", configFile], {
-      cwd: directory,
-      stdio: ["ignore", "ignore", "inherit"],
     });
-    children.push(vigie);
-    const vigieUrl = `http://127.0.0.1:${port}`;
-    await waitFor(`${vigieUrl}/healthz`, vigie);
+    const vigieUrl = vigie.base;
+    const directory = vigie.directory;
 
     for (let index = 0; index < SEEDED; index++) {
       await postSolved(vigieUrl, ARTICLE, `Comment number ${index} of the seeded article, a sentence or two long.`);
@@ -238,6 +199,9 @@ async function main() {
     await Promise.all(
       children.map((child) => new Promise((done) => (child.exitCode !== null ? done() : child.on("exit", done)))),
     );
-    rmSync(directory, { recursive: true, force: true });
+    if (vigie !== undefined) {
+      await vigie.stop();
+      rmSync(vigie.directory, { recursive: true, force: true });
+    }
   }
 }

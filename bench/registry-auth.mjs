@@ -14,60 +14,14 @@
 // preHandler calls it.
 //
 // Environment: BENCH_SECONDS (per phase, default 5), BENCH_CONNECTIONS (default 10).
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import autocannon from "autocannon";
+import { cpuSeconds, root, startVigie } from "./lib/vigie.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const cli = join(root, "dist", "cli.js");
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const TARGET_MICROSECONDS = 200;
-
-/** Clock ticks per second of /proc/<pid>/stat times. */
-function clockTicks() {
-  const result = spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" });
-  const ticks = Number(result.stdout?.trim());
-  return Number.isFinite(ticks) && ticks > 0 ? ticks : 100;
-}
-const TICKS = clockTicks();
-
-/** CPU seconds (user + system) the process has used so far. */
-function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // The command name (field 2) may contain spaces: count fields after its closing parenthesis.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / TICKS;
-}
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForHealth(baseUrl, child) {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`vigie exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${baseUrl}/healthz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((wait) => setTimeout(wait, 100));
-  }
-  throw new Error("vigie did not answer /healthz within 20 s");
-}
 
 async function load(url, headers, duration) {
   const result = await autocannon({ url, headers, connections, duration, pipelining: 1 });
@@ -127,22 +81,11 @@ async function guardAlone() {
   }
 }
 
-const directory = mkdtempSync(join(tmpdir(), "vigie-bench-"));
-const port = await freePort();
-const baseUrl = `http://127.0.0.1:${port}`;
-const configFile = join(directory, "vigie.yaml");
-writeFileSync(
-  configFile,
-  `http:\n  host: 127.0.0.1\n  port: ${port}\nlog-level: warn\ndatabase:\n  url: sqlite:${join(directory, "vigie.db")}\n`,
-);
-const child = spawn(process.execPath, [cli, "serve", "--config", configFile], {
-  cwd: directory,
-  env: { ...process.env, VIGIE_ADMIN_NAME: "bench", VIGIE_ADMIN_PASSWORD: "bench-password" },
-  stdio: ["ignore", "inherit", "inherit"],
-});
+const vigie = await startVigie({ env: { VIGIE_ADMIN_NAME: "bench", VIGIE_ADMIN_PASSWORD: "bench-password" } });
+const baseUrl = vigie.base;
+const child = vigie.child;
 let exitCode = 0;
 try {
-  await waitForHealth(baseUrl, child);
   const created = await fetch(`${baseUrl}/api/v1/registry/token`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -171,7 +114,7 @@ try {
   const row = (label, result) =>
     `  ${label.padEnd(36)} ${result.perSecond.toFixed(0).padStart(7)} req/s  ${result.cpuMicroseconds.toFixed(1).padStart(7)} µs CPU/request  (${result.requests} requests)`;
   console.log(
-    `registry-auth: SQLite, ${connections} connections, 2 × ${seconds} s per route, server CPU from /proc (${TICKS} ticks/s)`,
+    `registry-auth: SQLite, ${connections} connections, 2 × ${seconds} s per route, server CPU from /proc/<pid>/stat`,
   );
   console.log(row("open  GET /healthz", openResult));
   console.log(row("auth  GET /api/v1/registry/token", authResult));
@@ -190,8 +133,7 @@ try {
   console.error(`registry-auth failed: ${error.stack ?? error}`);
   exitCode = 1;
 } finally {
-  child.kill("SIGTERM");
-  await new Promise((resolve) => (child.exitCode === null ? child.once("exit", resolve) : resolve()));
-  rmSync(directory, { recursive: true, force: true });
+  await vigie.stop();
+  rmSync(vigie.directory, { recursive: true, force: true });
 }
 process.exit(exitCode);

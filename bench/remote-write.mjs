@@ -4,17 +4,12 @@
 // alone and of protobufjs reflection decoding, measured in the same run; then the same request
 // through HTTP against the real server.
 // Run: npm run bench -- remote-write
-import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import autocannon from "autocannon";
 import protobuf from "protobufjs";
 import { compressSync, uncompressSync } from "snappy";
+import { fmt, root, startVigie } from "./lib/vigie.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { parseEdn } = await import(join(root, "dist/streams/edn.js"));
 const { StreamEngine } = await import(join(root, "dist/streams/engine.js"));
 const { RemoteWriteDecoder } = await import(join(root, "dist/streams/remote-write-decoder.js"));
@@ -88,34 +83,9 @@ function inProcess(labelCount) {
   );
 }
 
-async function freePort() {
-  return new Promise((done) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => done(port));
-    });
-  });
-}
-
 async function overHttp() {
-  const directory = mkdtempSync(join(tmpdir(), "vigie-bench-"));
-  const port = await freePort();
-  const config = join(directory, "vigie.yaml");
-  writeFileSync(
-    config,
-    `http:\n  port: ${port}\nlog-level: warn\ndatabase:\n  url: sqlite:${join(directory, "vigie.db")}\n`,
-  );
-  const server = spawn(process.execPath, [join(root, "dist/cli.js"), "serve", "--config", config], {
-    stdio: "inherit",
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) break;
-    } catch {}
-    await new Promise((done) => setTimeout(done, 100));
-  }
+  const vigie = await startVigie();
+  const base = vigie.base;
   await fetch(`${base}/api/v1/stream/bench`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -130,14 +100,10 @@ async function overHttp() {
     headers: { "content-type": "application/x-protobuf", "content-encoding": "snappy" },
     body: request(20),
   });
-  server.kill("SIGTERM");
+  await vigie.stop();
   console.log(
     `  HTTP, 20 labels, 4 connections, ${duration} s: ${fmt(result.requests.average)} requests/s = ${fmt(result.requests.average * SERIES)} samples/s (${result.non2xx} non-2xx)`,
   );
-}
-
-function fmt(value) {
-  return Math.round(value).toLocaleString("en-US");
 }
 
 console.log("remote write, 1 000 series × 1 sample per request, in-process:");

@@ -5,15 +5,11 @@
 //   (b) HTTP push with batches of 500 events against the real server, beside GET /healthz;
 //   (c) memory of 100 000 distinct `by` keys with their windows.
 // Run: npm run bench -- streams
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import autocannon from "autocannon";
+import { fmt, root, startVigie } from "./lib/vigie.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { parseEdn } = await import(join(root, "dist/streams/edn.js"));
 const { StreamEngine } = await import(join(root, "dist/streams/engine.js"));
 
@@ -122,34 +118,9 @@ function memory() {
   );
 }
 
-async function freePort() {
-  return new Promise((done) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => done(port));
-    });
-  });
-}
-
 async function http() {
-  const directory = mkdtempSync(join(tmpdir(), "vigie-bench-"));
-  const port = await freePort();
-  const config = join(directory, "vigie.yaml");
-  writeFileSync(
-    config,
-    `http:\n  port: ${port}\nlog-level: warn\ndatabase:\n  url: sqlite:${join(directory, "vigie.db")}\n`,
-  );
-  const server = spawn(process.execPath, [join(root, "dist/cli.js"), "serve", "--config", config], {
-    stdio: "inherit",
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) break;
-    } catch {}
-    await new Promise((done) => setTimeout(done, 100));
-  }
+  const vigie = await startVigie();
+  const base = vigie.base;
   const b64 = Buffer.from(PIPELINE).toString("base64");
   await fetch(`${base}/api/v1/stream/bench`, {
     method: "POST",
@@ -174,7 +145,7 @@ async function http() {
       },
     ],
   });
-  server.kill("SIGTERM");
+  await vigie.stop();
   const ok = push.non2xx === 0 && push.errors === 0;
   console.log(`(b) HTTP push, batches of ${BATCH} events, ${duration} s each phase`);
   console.log(`    GET /healthz (baseline): ${fmt(health.requests.average)} requests/s`);
@@ -182,10 +153,6 @@ async function http() {
     `    PUT /api/v1/stream/bench: ${fmt(push.requests.average)} requests/s = ${fmt(push.requests.average * BATCH)} events/s${ok ? "" : ` (${push.non2xx} non-2xx, ${push.errors} errors)`}; target ≥ 300 000 events/s`,
   );
   console.log(`    push requests / healthz requests: ${(push.requests.average / health.requests.average).toFixed(3)}`);
-}
-
-function fmt(value) {
-  return Math.round(value).toLocaleString("en-US");
 }
 
 inProcess();
