@@ -13,6 +13,7 @@ import Fastify, {
 import type { Migration } from "kysely";
 import type { Registry } from "prom-client";
 import { commentsModule } from "./comments/index.js";
+import { healthchecksModule } from "./healthchecks/index.js";
 import { Auth } from "./platform/auth.js";
 import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
@@ -28,7 +29,7 @@ import { streamsModule } from "./streams/index.js";
  * `<name>.enabled` in the configuration; its migrations run whether it is enabled or not, so
  * enabling it later needs no other step.
  */
-export const modules: readonly AnyModule[] = [registryModule, commentsModule, streamsModule];
+export const modules: readonly AnyModule[] = [registryModule, commentsModule, healthchecksModule, streamsModule];
 
 /** Characters a path parameter may have before the router answers 414. */
 const MAX_PATH_SEGMENT = 1024;

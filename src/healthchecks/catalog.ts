@@ -1,0 +1,301 @@
+/**
+ * The registered healthchecks of one server and every change to them (healthchecks.md §5–7): API
+ * upserts and deletions (stored first, then applied), bulk replacement, configuration-file reloads
+ * and the restore at start-up. Each registered check is scheduled; its executions feed the latest
+ * results and the metrics.
+ */
+import { setMaxListeners } from "node:events";
+import { isDeepStrictEqual } from "node:util";
+import { ValidationError } from "../platform/validation.js";
+import type { ConfiguredCheck } from "./configuration.js";
+import {
+  type Definition,
+  type DefinitionRules,
+  type DefinitionView,
+  KINDS,
+  type Kind,
+  type Source,
+  toJson,
+  validateDefinition,
+  viewOf,
+} from "./definition.js";
+import type { Execution, Executor } from "./execute.js";
+import type { CheckSeries, HealthcheckMetrics } from "./metrics.js";
+import type { HealthcheckResult, ResultStore } from "./results.js";
+import type { Scheduler } from "./scheduler.js";
+import type { HealthcheckStorage } from "./storage.js";
+
+/** A registered, scheduled check. */
+export interface Registration {
+  readonly definition: Definition;
+  /** Changes when an identical definition comes from the other source (the schedule stays). */
+  source: Source;
+  /** What GET /healthcheck/<name> returns. */
+  view: DefinitionView;
+  readonly series: CheckSeries;
+}
+
+/** What the catalog logs (a pino logger fits). */
+export interface CatalogLogger {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  error(details: object, message: string): void;
+}
+
+/** What the catalog works with. */
+export interface CatalogOptions {
+  readonly storage: HealthcheckStorage;
+  readonly scheduler: Scheduler;
+  readonly results: ResultStore;
+  readonly metrics: HealthcheckMetrics;
+  readonly executor: Executor;
+  readonly logger: CatalogLogger;
+  /** The rules of the running configuration (min-interval). */
+  readonly rules: DefinitionRules;
+}
+
+/** How a configuration reload changed the configuration-file checks. */
+export interface ReloadSummary {
+  readonly added: string[];
+  readonly changed: string[];
+  readonly removed: string[];
+  /** Names the file lists that an API check of the same name keeps. */
+  readonly shadowed: string[];
+}
+
+type Change = "added" | "changed" | "unchanged";
+
+function byName(a: { name: string }, b: { name: string }): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** The healthchecks of one server. */
+export class Catalog {
+  readonly #checks = new Map<string, Registration>();
+  readonly #stopController = new AbortController();
+  #tail: Promise<unknown> = Promise.resolve();
+  readonly #options: CatalogOptions;
+
+  constructor(options: CatalogOptions) {
+    this.#options = options;
+    // Every execution in flight listens to the stop signal (up to max-concurrency of them, plus
+    // one-off runs): not a leak, so Node's warning past 10 listeners does not apply.
+    setMaxListeners(0, this.#stopController.signal);
+  }
+
+  /** Every registered check, sorted by name. */
+  list(): Registration[] {
+    return [...this.#checks.values()].sort((a, b) => byName(a.definition, b.definition));
+  }
+
+  /** The check `name`, or `undefined`. */
+  get(name: string): Registration | undefined {
+    return this.#checks.get(name);
+  }
+
+  /** Number of registered checks. */
+  get size(): number {
+    return this.#checks.size;
+  }
+
+  /**
+   * Registers the checks at start-up: the API checks stored in the database, and the
+   * configuration-file checks. An API check wins over a configuration check of the same name (it
+   * was created through the API after the file listed it, or replaced it). A stored check that the
+   * current rules refuse (min-interval raised since) is logged and left in the database, unscheduled.
+   */
+  start(configured: readonly ConfiguredCheck[]): Promise<void> {
+    return this.#serialize(async () => {
+      const api: Definition[] = [];
+      for (const stored of await this.#options.storage.list()) {
+        try {
+          if (!(KINDS as readonly string[]).includes(stored.kind)) throw new Error(`unknown kind ${stored.kind}`);
+          const definition = validateDefinition(stored.kind as Kind, stored.definition, this.#options.rules, {
+            unknownKeys: "ignore",
+          });
+          api.push(definition);
+        } catch (error) {
+          this.#options.logger.error(
+            { healthcheck: stored.name, err: error },
+            `stored healthcheck ${stored.name} is invalid and was not restored: ${(error as Error).message}`,
+          );
+        }
+      }
+      const apiNames = new Set(api.map((definition) => definition.name));
+      for (const { definition } of configured) {
+        if (apiNames.has(definition.name)) {
+          this.#options.logger.warn(
+            { healthcheck: definition.name },
+            `configuration healthcheck ${definition.name} is replaced by the API healthcheck of the same name`,
+          );
+          continue;
+        }
+        this.#apply(definition, "configuration");
+      }
+      for (const definition of api) this.#apply(definition, "api");
+      this.#options.logger.info(
+        { api: api.length, configuration: this.size - api.length },
+        `${this.size} healthchecks scheduled`,
+      );
+    });
+  }
+
+  /**
+   * Adds or replaces a check through the API (whatever the kind or source of the check it
+   * replaces): stored first, then scheduled. An identical definition changes nothing in the
+   * schedule.
+   *
+   * @throws Error when the database write fails (nothing changes then)
+   */
+  upsert(definition: Definition): Promise<void> {
+    return this.#serialize(async () => {
+      await this.#options.storage.save(definition);
+      this.#apply(definition, "api");
+    });
+  }
+
+  /**
+   * Deletes a check of either source, its result and its metric series. A configuration-file check
+   * comes back at the next reload or restart, since the file still lists it.
+   *
+   * @returns false when no check has that name
+   */
+  delete(name: string): Promise<boolean> {
+    return this.#serialize(async () => {
+      const registration = this.#checks.get(name);
+      if (registration === undefined) return false;
+      if (registration.source === "api") await this.#options.storage.delete(name);
+      this.#drop(registration);
+      return true;
+    });
+  }
+
+  /**
+   * Makes the API checks exactly `definitions` (healthchecks.md §6): one database transaction, then
+   * each definition added or replaced (identical ones untouched) and every other API check removed.
+   * Configuration-file checks are never removed; one named in the payload becomes an API check.
+   *
+   * @param definitions validated, with unique names
+   * @throws Error when the transaction fails (nothing changes then)
+   */
+  replaceApiChecks(definitions: readonly Definition[]): Promise<void> {
+    return this.#serialize(async () => {
+      await this.#options.storage.replaceAll(definitions);
+      const wanted = new Set(definitions.map((definition) => definition.name));
+      for (const registration of [...this.#checks.values()]) {
+        if (registration.source === "api" && !wanted.has(registration.definition.name)) this.#drop(registration);
+      }
+      for (const definition of definitions) this.#apply(definition, "api");
+    });
+  }
+
+  /**
+   * Applies the configuration-file checks of a reloaded configuration (healthchecks.md §7): added,
+   * changed and removed ones are applied, identical ones keep their schedule, API checks are
+   * untouched. The definitions are validated again against the running rules (min-interval is not
+   * reloadable); on any error nothing changes.
+   *
+   * @throws Error `invalid configuration: healthchecks.http-checks[0].interval: must be at least 1s`
+   */
+  reload(configured: readonly ConfiguredCheck[]): Promise<ReloadSummary> {
+    return this.#serialize(async () => {
+      for (const { definition, path } of configured) {
+        try {
+          // Unknown keys were refused when the file was parsed; `kind` is part of the JSON form.
+          validateDefinition(definition.kind, toJson(definition), this.#options.rules, { unknownKeys: "ignore" }, path);
+        } catch (error) {
+          if (error instanceof ValidationError) throw new Error(`invalid configuration: ${error.message}`);
+          throw error;
+        }
+      }
+      const summary: ReloadSummary = { added: [], changed: [], removed: [], shadowed: [] };
+      const wanted = new Set(configured.map(({ definition }) => definition.name));
+      for (const registration of [...this.#checks.values()]) {
+        if (registration.source === "configuration" && !wanted.has(registration.definition.name)) {
+          this.#drop(registration);
+          summary.removed.push(registration.definition.name);
+        }
+      }
+      for (const { definition } of configured) {
+        if (this.#checks.get(definition.name)?.source === "api") {
+          summary.shadowed.push(definition.name);
+          continue;
+        }
+        const change = this.#apply(definition, "configuration");
+        if (change !== "unchanged") summary[change].push(definition.name);
+      }
+      this.#options.logger.info(summary, "configuration healthchecks reloaded");
+      return summary;
+    });
+  }
+
+  /** Runs a one-off check at once (healthchecks.md §5): nothing is stored, scheduled or kept. */
+  runOnce(definition: Definition): Promise<Execution> {
+    return this.#options.executor.execute(definition, this.#stopController.signal);
+  }
+
+  /** Stops every schedule and abandons executions in flight (the module is closing). */
+  stop(): void {
+    this.#stopController.abort(new Error("the healthchecks module is stopping"));
+    this.#options.scheduler.stop();
+  }
+
+  /** Runs changes one after the other, so the database and the memory apply them in the same order. */
+  #serialize<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#tail.then(work, work);
+    this.#tail = run.catch(() => {});
+    return run;
+  }
+
+  #apply(definition: Definition, source: Source): Change {
+    if (this.#stopController.signal.aborted) return "unchanged";
+    const existing = this.#checks.get(definition.name);
+    if (existing !== undefined && isDeepStrictEqual(existing.definition, definition)) {
+      if (existing.source !== source) {
+        existing.source = source;
+        existing.view = viewOf(definition, source);
+      }
+      return "unchanged";
+    }
+    if (existing !== undefined) {
+      // The result belongs to the old definition; the series stays when the labels do.
+      this.#options.results.delete(definition.name);
+    }
+    const registration: Registration = {
+      definition,
+      source,
+      view: viewOf(definition, source),
+      series: this.#options.metrics.series(definition.name, definition.labels),
+    };
+    this.#checks.set(definition.name, registration);
+    const interval = definition.interval?.milliseconds;
+    if (interval === undefined) throw new Error(`healthcheck ${definition.name} has no interval`);
+    this.#options.scheduler.add(definition.name, interval, () => this.#run(registration));
+    return existing === undefined ? "added" : "changed";
+  }
+
+  #drop(registration: Registration): void {
+    const name = registration.definition.name;
+    this.#checks.delete(name);
+    this.#options.scheduler.remove(name);
+    this.#options.results.delete(name);
+    this.#options.metrics.remove(name);
+  }
+
+  async #run(registration: Registration): Promise<void> {
+    const execution = await this.#options.executor.execute(registration.definition, this.#stopController.signal);
+    // Deleted or replaced while it ran: the result belongs to nobody.
+    if (this.#checks.get(registration.definition.name) !== registration) return;
+    const result: HealthcheckResult = {
+      name: registration.definition.name,
+      configuration: registration.view,
+      success: execution.success,
+      timestamp: execution.timestamp,
+      message: execution.message,
+      duration: execution.duration,
+      ...(registration.definition.labels === undefined ? {} : { labels: registration.definition.labels }),
+    };
+    this.#options.results.set(result);
+    registration.series.observe(execution.success, execution.duration / 1000);
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The `healthchecks` section of the configuration (healthchecks.md §7): the module's settings and
+ * the checks listed in the file, which have source `configuration` and are re-read on SIGHUP.
+ */
+import type { Duration } from "../platform/duration.js";
+import {
+  duration,
+  integer,
+  type Shape,
+  type ShapeOf,
+  ValidationError,
+  type Validator,
+  withDefault,
+} from "../platform/validation.js";
+import type { AllowApiCommands } from "./api-commands.js";
+import {
+  type Definition,
+  type DefinitionOf,
+  type DefinitionRules,
+  KINDS,
+  type Kind,
+  validateDefinition,
+} from "./definition.js";
+
+/** `healthchecks.min-interval` when not set. */
+export const DEFAULT_MIN_INTERVAL: Duration = { text: "1s", milliseconds: 1_000 };
+
+/** `healthchecks.max-concurrency` when not set (healthchecks.md §4). */
+export const DEFAULT_MAX_CONCURRENCY = 512;
+
+/** The key of each kind's list of checks: `http-checks`, `tcp-checks`, ... */
+export type ChecksKey = `${Kind}-checks`;
+
+/** The key listing checks of `kind`. */
+export function checksKey(kind: Kind): ChecksKey {
+  return `${kind}-checks`;
+}
+
+const allowApiCommands: Validator<AllowApiCommands> = (value, path) => {
+  if (value === "auto" || value === true || value === false) return value;
+  throw new ValidationError(path, "must be auto, true or false", value);
+};
+
+/**
+ * Builds the section's shape. The check lists depend on `min-interval` (the interval rule) and on
+ * each other (names are unique across kinds), while a shape validates each key alone. The platform
+ * validates the keys of a section synchronously in the order of its shape (platform/validation.ts,
+ * `object`), so `min-interval`, first, starts the state of one parse and the lists, after it, read
+ * and extend it; `vigie config check` thus reports these errors too.
+ */
+function buildShape() {
+  let rules: DefinitionRules = { minInterval: DEFAULT_MIN_INTERVAL };
+  let names = new Map<string, string>();
+
+  const minInterval: Validator<Duration> = (value, path) => {
+    const parsed = value === undefined ? DEFAULT_MIN_INTERVAL : duration()(value, path);
+    rules = { minInterval: parsed };
+    names = new Map();
+    return parsed;
+  };
+
+  const checks = <K extends Kind>(kind: K): Validator<DefinitionOf<K>[]> => {
+    return (value, path) => {
+      if (value === undefined || value === null) return [];
+      if (!Array.isArray(value)) throw new ValidationError(path, "must be an array", value);
+      return value.map((item, index) => {
+        const itemPath = `${path}[${index}]`;
+        const definition = validateDefinition(kind, item, rules, { unknownKeys: "reject" }, itemPath);
+        if (definition["one-off"]) {
+          throw new ValidationError(`${itemPath}.one-off`, "must be false in the configuration file", true);
+        }
+        const previous = names.get(definition.name);
+        if (previous !== undefined) {
+          throw new ValidationError(
+            `${itemPath}.name`,
+            `must be unique (${previous} has the same name)`,
+            definition.name,
+          );
+        }
+        names.set(definition.name, itemPath);
+        return definition;
+      });
+    };
+  };
+
+  return {
+    "min-interval": minInterval,
+    "max-concurrency": withDefault(integer(1, 1_000_000), DEFAULT_MAX_CONCURRENCY),
+    "allow-api-commands": withDefault(allowApiCommands, "auto" as AllowApiCommands),
+    "http-checks": checks("http"),
+    "tcp-checks": checks("tcp"),
+    "dns-checks": checks("dns"),
+    "tls-checks": checks("tls"),
+    "command-checks": checks("command"),
+  } satisfies Shape;
+}
+
+/** The shape of the `healthchecks` section (`enabled` is added by the platform). */
+export const healthchecksShape = buildShape();
+
+/** The validated section: settings and checks. */
+export type HealthchecksSection = ShapeOf<typeof healthchecksShape>;
+
+/** A configuration-file check and where it is in the file (for error messages). */
+export interface ConfiguredCheck {
+  readonly definition: Definition;
+  /** `healthchecks.http-checks[0]`. */
+  readonly path: string;
+}
+
+/** The checks a section lists, kinds in the order of {@link KINDS}. */
+export function configuredChecks(section: HealthchecksSection): ConfiguredCheck[] {
+  return KINDS.flatMap((kind) =>
+    (section[checksKey(kind)] as readonly Definition[]).map((definition, index) => ({
+      definition,
+      path: `healthchecks.${checksKey(kind)}[${index}]`,
+    })),
+  );
+}

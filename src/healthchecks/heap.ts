@@ -1,0 +1,95 @@
+/**
+ * A binary min-heap whose items know their position, so that any item can be removed in
+ * O(log n): the timer structure of the scheduler (healthchecks.md §4).
+ */
+
+/** An item of a {@link MinHeap}: the heap keeps `heapIndex` up to date (-1 outside the heap). */
+export interface HeapItem {
+  heapIndex: number;
+}
+
+/** A binary min-heap ordered by `before` (true when `a` must come out before `b`). */
+export class MinHeap<T extends HeapItem> {
+  readonly #items: T[] = [];
+
+  constructor(private readonly before: (a: T, b: T) => boolean) {}
+
+  /** Number of items. */
+  get size(): number {
+    return this.#items.length;
+  }
+
+  /** The first item, left in place. */
+  peek(): T | undefined {
+    return this.#items[0];
+  }
+
+  /** Adds an item that is not in the heap. O(log n). */
+  push(item: T): void {
+    item.heapIndex = this.#items.length;
+    this.#items.push(item);
+    this.#up(item.heapIndex);
+  }
+
+  /** Removes and returns the first item. O(log n). */
+  pop(): T | undefined {
+    const first = this.#items[0];
+    if (first !== undefined) this.remove(first);
+    return first;
+  }
+
+  /** Removes an item; false when it is not in the heap. O(log n). */
+  remove(item: T): boolean {
+    const index = item.heapIndex;
+    if (index < 0 || this.#items[index] !== item) return false;
+    const last = this.#items.pop() as T;
+    item.heapIndex = -1;
+    if (last !== item) {
+      this.#items[index] = last;
+      last.heapIndex = index;
+      this.#down(index);
+      this.#up(last.heapIndex);
+    }
+    return true;
+  }
+
+  /** Removes every item. */
+  clear(): void {
+    for (const item of this.#items) item.heapIndex = -1;
+    this.#items.length = 0;
+  }
+
+  #swap(i: number, j: number): void {
+    const a = this.#items[i] as T;
+    const b = this.#items[j] as T;
+    this.#items[i] = b;
+    this.#items[j] = a;
+    b.heapIndex = i;
+    a.heapIndex = j;
+  }
+
+  #up(index: number): void {
+    let child = index;
+    while (child > 0) {
+      const parent = (child - 1) >> 1;
+      if (!this.before(this.#items[child] as T, this.#items[parent] as T)) return;
+      this.#swap(child, parent);
+      child = parent;
+    }
+  }
+
+  #down(index: number): void {
+    let parent = index;
+    const length = this.#items.length;
+    for (;;) {
+      const left = 2 * parent + 1;
+      const right = left + 1;
+      let smallest = parent;
+      if (left < length && this.before(this.#items[left] as T, this.#items[smallest] as T)) smallest = left;
+      if (right < length && this.before(this.#items[right] as T, this.#items[smallest] as T)) smallest = right;
+      if (smallest === parent) return;
+      this.#swap(parent, smallest);
+      parent = smallest;
+    }
+  }
+}

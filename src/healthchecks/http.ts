@@ -1,0 +1,338 @@
+/**
+ * The http executor (healthchecks.md §3): one request through undici, judged on its status and,
+ * with body-regexp, on its body. The whole exchange (connect, TLS handshake, headers, body read) is
+ * bounded by the check's timeout.
+ *
+ * It uses undici's dispatcher handler interface rather than `request()`: the verdict is settled by
+ * the check's own timer whatever phase undici is in (`request()` only honours an abort once the
+ * connection is up), and no response stream is built for a body that is mostly discarded, which
+ * matters at thousands of runs per second (healthchecks.md §8).
+ */
+import { isIP } from "node:net";
+import { Agent, type Dispatcher, interceptors } from "undici";
+import type { HttpDefinition } from "./definition.js";
+import { failure, type Outcome, SUCCESS } from "./outcome.js";
+import { hasTlsFiles, readTlsFiles, TlsFileError, type TlsFiles } from "./tls-files.js";
+
+/** The User-Agent of http checks (healthchecks.md §3), unless the check sets its own. */
+export const USER_AGENT = "vigie-healthcheck";
+
+/** Redirects followed when `redirect` is true (healthchecks.md §1). */
+export const MAX_REDIRECTS = 10;
+
+/** Bytes of a failing response's body quoted in the failure message (healthchecks.md §3). */
+export const FAILURE_BODY_BYTES = 1000;
+
+/** Bytes of the body that body-regexp is matched against; the rest is not read. */
+export const MATCHED_BODY_BYTES = 10 * 1024 * 1024;
+
+/**
+ * Bytes of a successful body read (and dropped) when no body-regexp needs it: enough for the
+ * connection to be reused after a typical health page; a longer body is cut.
+ */
+const DISCARDED_BODY_BYTES = 64 * 1024;
+
+/** Shared agents kept at most; the least recently used one is closed beyond. */
+const MAX_SHARED_AGENTS = 64;
+
+const HTML_ENTITIES: Readonly<Record<string, string>> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+/** Escapes the characters that are special in HTML, so a quoted body cannot inject markup. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (character) => HTML_ENTITIES[character] as string);
+}
+
+/**
+ * The path of the request: the check's path with its `query` merged into the query string; the
+ * `query` values win over parameters of the same name already in the path.
+ */
+export function requestPath(definition: Pick<HttpDefinition, "path" | "query">): string {
+  const query = definition.query;
+  if (query === undefined || Object.keys(query).length === 0) return definition.path;
+  const url = new URL(definition.path, "http://vigie.invalid");
+  for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
+  return `${url.pathname}${url.search}`;
+}
+
+function requestHeaders(definition: HttpDefinition): Record<string, string> {
+  const headers: Record<string, string> = {};
+  let userAgent = true;
+  for (const [key, value] of Object.entries(definition.headers ?? {})) {
+    const lower = key.toLowerCase();
+    if (lower === "user-agent") userAgent = false;
+    if (lower === "host" && definition.host !== undefined) continue;
+    headers[key] = value;
+  }
+  if (userAgent) headers["user-agent"] = USER_AGENT;
+  if (definition.host !== undefined) headers.host = definition.host;
+  return headers;
+}
+
+/** Dispatch options with the two undici options its types do not list. */
+type RequestOptions = Dispatcher.DispatchOptions & { servername?: string; throwOnMaxRedirect?: boolean };
+
+/** What a definition sends, computed once per definition (definitions are immutable). */
+const REQUESTS = new WeakMap<HttpDefinition, RequestOptions>();
+
+function requestOptions(definition: HttpDefinition): RequestOptions {
+  let options = REQUESTS.get(definition);
+  if (options === undefined) {
+    const host = isIP(definition.target) === 6 ? `[${definition.target}]` : definition.target;
+    options = {
+      origin: `${definition.protocol}://${host}:${definition.port}`,
+      path: requestPath(definition),
+      method: definition.method,
+      headers: requestHeaders(definition),
+      body: definition.body ?? null,
+    };
+    // Without server-name, undici verifies the target (or the Host override), as the spec's
+    // default says; an explicit name applies to every hop.
+    if (definition["server-name"] !== undefined) options.servername = definition["server-name"];
+    if (definition.redirect) options.throwOnMaxRedirect = true;
+    REQUESTS.set(definition, options);
+  }
+  return options;
+}
+
+/** A dispatcher without and with redirect following, over one undici Agent. */
+interface Dispatchers {
+  readonly agent: Agent;
+  readonly direct: Dispatcher;
+  readonly redirecting: Dispatcher;
+}
+
+function createDispatchers(definition: HttpDefinition, files?: TlsFiles): Dispatchers {
+  const agent = new Agent({
+    // undici's own connect timeout would otherwise keep a hopeless attempt alive after the check
+    // has given up on it.
+    connect: { rejectUnauthorized: !definition.insecure, timeout: definition.timeout.milliseconds, ...files },
+    ...(definition["source-ip"] === undefined ? {} : { localAddress: definition["source-ip"] }),
+  });
+  return {
+    agent,
+    direct: agent,
+    redirecting: agent.compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTS })),
+  };
+}
+
+/** Aborts undici's side of an exchange whose verdict is already settled. */
+class Settled extends Error {
+  constructor() {
+    super("the healthcheck has settled");
+    this.name = "Settled";
+  }
+}
+
+// undici's redirect handler reports too many redirects with this message.
+const MAX_REDIRECTS_MESSAGE = "max redirects";
+
+/** One request of an http check, from dispatch to verdict. */
+class Exchange implements Dispatcher.DispatchHandler {
+  #controller: Dispatcher.DispatchController | undefined;
+  #settled = false;
+  #status = 0;
+  /** Body bytes to keep: the failure quote, the regexp input, or none. */
+  #keep = 0;
+  #chunks: Buffer[] = [];
+  #length = 0;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly definition: HttpDefinition,
+    private readonly done: (outcome: Outcome) => void,
+  ) {
+    this.#timer = setTimeout(
+      () => this.#fail(`timeout after ${definition.timeout.text}`),
+      definition.timeout.milliseconds,
+    );
+    // An execution in flight must not keep a stopping process alive.
+    this.#timer.unref();
+  }
+
+  /** Gives up (the module is stopping). */
+  stop(): void {
+    this.#fail("the healthchecks module is stopping");
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#settled) controller.abort(new Settled());
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.#status = statusCode;
+    if (!this.definition["valid-status"].includes(statusCode)) this.#keep = FAILURE_BODY_BYTES;
+    else if ((this.definition["body-regexp"]?.length ?? 0) > 0) this.#keep = MATCHED_BODY_BYTES;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#length += chunk.length;
+    if (this.#keep > 0) this.#chunks.push(chunk);
+    // Enough read: stop here rather than download the rest.
+    if (this.#length >= (this.#keep > 0 ? this.#keep : DISCARDED_BODY_BYTES)) {
+      this.#judge();
+      controller.abort(new Settled());
+    }
+  }
+
+  onResponseEnd(): void {
+    this.#judge();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (error instanceof Settled) return;
+    if (error instanceof Error && error.message === MAX_REDIRECTS_MESSAGE) {
+      this.#fail(`more than ${MAX_REDIRECTS} redirects`);
+    } else {
+      this.#fail(error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  /** Fails before undici could start (invalid options). */
+  fail(reason: string): void {
+    this.#fail(reason);
+  }
+
+  /** The first `limit` bytes of the body, decoded as UTF-8 (a character cut at the end is replaced). */
+  #body(limit: number): string {
+    return Buffer.concat(this.#chunks).subarray(0, limit).toString("utf8");
+  }
+
+  #judge(): void {
+    if (this.#settled) return;
+    if (!this.definition["valid-status"].includes(this.#status)) {
+      const body = escapeHtml(this.#body(FAILURE_BODY_BYTES));
+      this.#settle(failure(`HTTP request failed: status ${this.#status}. Body: '${body}'`));
+      return;
+    }
+    const regexps = this.definition["body-regexp"] ?? [];
+    if (regexps.length > 0) {
+      const body = this.#body(MATCHED_BODY_BYTES);
+      for (const pattern of regexps) {
+        if (!new RegExp(pattern).test(body)) {
+          this.#settle(failure(`body does not match regexp ${pattern}`));
+          return;
+        }
+      }
+    }
+    this.#settle(SUCCESS);
+  }
+
+  #fail(reason: string): void {
+    if (this.#settled) return;
+    this.#settle(failure(`HTTP request failed: ${reason}`));
+    // A timeout or a stop: free undici's side too (before the request started, onRequestStart does).
+    this.#controller?.abort(new Settled());
+  }
+
+  #settle(outcome: Outcome): void {
+    this.#settled = true;
+    clearTimeout(this.#timer);
+    this.#chunks = [];
+    this.done(outcome);
+  }
+}
+
+/**
+ * Runs http checks. Checks without client certificate files share keep-alive connections through
+ * one undici Agent per (insecure, source-ip, timeout); checks with files get an Agent of their own
+ * per execution, so renewed files are read. Call {@link HttpExecutor.close} when done.
+ */
+export class HttpExecutor {
+  /** Shared dispatchers, least recently used first. */
+  readonly #shared = new Map<string, Dispatchers>();
+  readonly #inFlight = new Set<Exchange>();
+  readonly #watched = new WeakSet<AbortSignal>();
+
+  #sharedDispatchers(definition: HttpDefinition): Dispatchers {
+    const key = `${definition.insecure}|${definition["source-ip"] ?? ""}|${definition.timeout.milliseconds}`;
+    let dispatchers = this.#shared.get(key);
+    if (dispatchers !== undefined) {
+      this.#shared.delete(key);
+    } else {
+      dispatchers = createDispatchers(definition);
+      if (this.#shared.size >= MAX_SHARED_AGENTS) {
+        const [oldest, evicted] = this.#shared.entries().next().value as [string, Dispatchers];
+        this.#shared.delete(oldest);
+        // Graceful: requests in flight on it finish first.
+        evicted.agent.close().catch(() => {});
+      }
+    }
+    this.#shared.set(key, dispatchers);
+    return dispatchers;
+  }
+
+  /** Stops every exchange in flight when `stop` aborts; one listener per signal, not per run. */
+  #watch(stop: AbortSignal): void {
+    if (this.#watched.has(stop)) return;
+    this.#watched.add(stop);
+    stop.addEventListener(
+      "abort",
+      () => {
+        for (const exchange of [...this.#inFlight]) exchange.stop();
+      },
+      { once: true },
+    );
+  }
+
+  /**
+   * Executes one http check. Never throws.
+   *
+   * @param stop aborted when the module stops; the request is abandoned
+   * @returns success when the status is in valid-status and every body-regexp matches; otherwise a
+   *   failure such as `HTTP request failed: status 500. Body: '...'` (first 1000 bytes of the body,
+   *   HTML-escaped), `HTTP request failed: connect ECONNREFUSED 127.0.0.1:9999`, `HTTP request
+   *   failed: timeout after 2s` or `body does not match regexp <r>`
+   */
+  async run(definition: HttpDefinition, stop?: AbortSignal): Promise<Outcome> {
+    if (stop?.aborted) return failure("HTTP request failed: the healthchecks module is stopping");
+    if (stop !== undefined) this.#watch(stop);
+    let own: Agent | undefined;
+    let files: TlsFiles | undefined;
+    if (hasTlsFiles(definition)) {
+      try {
+        files = await readTlsFiles(definition);
+      } catch (error) {
+        if (error instanceof TlsFileError) return failure(`HTTP request failed: ${error.message}`);
+        throw error;
+      }
+    }
+    return new Promise<Outcome>((resolve) => {
+      const exchange = new Exchange(definition, (outcome) => {
+        this.#inFlight.delete(exchange);
+        own?.destroy().catch(() => {});
+        resolve(outcome);
+      });
+      this.#inFlight.add(exchange);
+      try {
+        let dispatchers: Dispatchers;
+        if (files !== undefined) {
+          dispatchers = createDispatchers(definition, files);
+          own = dispatchers.agent;
+        } else {
+          dispatchers = this.#sharedDispatchers(definition);
+        }
+        (definition.redirect ? dispatchers.redirecting : dispatchers.direct).dispatch(
+          requestOptions(definition),
+          exchange,
+        );
+      } catch (error) {
+        exchange.fail(error instanceof Error ? error.message : String(error));
+      }
+    });
+  }
+
+  /** Stops the exchanges in flight and closes every shared connection. */
+  async close(): Promise<void> {
+    for (const exchange of [...this.#inFlight]) exchange.stop();
+    const agents = [...this.#shared.values()].map((dispatchers) => dispatchers.agent);
+    this.#shared.clear();
+    await Promise.all(agents.map((agent) => agent.destroy().catch(() => {})));
+  }
+}

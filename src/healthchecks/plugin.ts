@@ -1,0 +1,134 @@
+/**
+ * The routes of the healthchecks module (healthchecks.md §5): definitions, bulk, one-off
+ * executions and results. Open by default; with `security.require-token: true` every route needs a
+ * registry token of an active tech or admin user (platform.md §5).
+ */
+import type { FastifyPluginAsync } from "fastify";
+import { HttpError } from "../platform/errors.js";
+import type { ModuleOptions } from "../platform/module.js";
+import { ValidationError } from "../platform/validation.js";
+import { apiCommandsAllowed } from "./api-commands.js";
+import { BulkError, hasCommandChecks, parseBulk } from "./bulk.js";
+import { Catalog } from "./catalog.js";
+import { configuredChecks, type HealthchecksSection, type healthchecksShape } from "./configuration.js";
+import { type Definition, type DefinitionRules, KINDS, type Kind, validateDefinition } from "./definition.js";
+import { Executor } from "./execute.js";
+import { HealthcheckMetrics } from "./metrics.js";
+import { ResultStore } from "./results.js";
+import { Scheduler } from "./scheduler.js";
+import { HealthcheckStorage } from "./storage.js";
+
+/** The 403 of a command check posted while `allow-api-commands` is off (healthchecks.md §5). */
+export const COMMANDS_DISABLED = "command healthchecks are disabled for the API";
+
+function parseDefinition(kind: Kind, body: unknown, rules: DefinitionRules): Definition {
+  try {
+    return validateDefinition(kind, body, rules, { unknownKeys: "ignore" });
+  } catch (error) {
+    if (error instanceof ValidationError) throw new HttpError(400, `invalid healthcheck: ${error.message}`);
+    throw error;
+  }
+}
+
+function notFound(name: string): HttpError {
+  return new HttpError(404, `healthcheck ${name} not found`);
+}
+
+/** The module's plugin: builds the scheduler and the catalog, restores checks, serves the routes. */
+export const healthchecksPlugin: FastifyPluginAsync<ModuleOptions<typeof healthchecksShape>> = async (
+  app,
+  { context, section },
+) => {
+  const rules: DefinitionRules = { minInterval: section["min-interval"] };
+  const allowCommands = apiCommandsAllowed(
+    section["allow-api-commands"],
+    context.config.http.host,
+    context.config.security["require-token"],
+  );
+  let metrics: HealthcheckMetrics | undefined;
+  const scheduler = new Scheduler({
+    maxConcurrency: section["max-concurrency"],
+    onLateness: (milliseconds) => metrics?.observeLateness(milliseconds / 1000),
+    onError: (name, error) => context.logger.error({ err: error, healthcheck: name }, "healthcheck run failed"),
+  });
+  metrics = new HealthcheckMetrics(context.metrics, () => scheduler.size);
+  const executor = new Executor();
+  const results = new ResultStore();
+  const catalog = new Catalog({
+    storage: new HealthcheckStorage(context.database),
+    scheduler,
+    results,
+    metrics,
+    executor,
+    logger: context.logger,
+    rules,
+  });
+  await catalog.start(configuredChecks(section));
+
+  let closed = false;
+  app.addHook("onClose", async () => {
+    closed = true;
+    catalog.stop();
+    await executor.close();
+  });
+  context.lifecycle.onReload("healthchecks", async (config) => {
+    const fresh = config.modules.healthchecks as HealthchecksSection | undefined;
+    if (closed || fresh === undefined) return;
+    await catalog.reload(configuredChecks(fresh));
+  });
+
+  if (context.config.security["require-token"]) app.addHook("preHandler", context.auth.require("tech"));
+
+  for (const kind of KINDS) {
+    app.post(`/healthcheck/${kind}`, async (request, reply) => {
+      if (kind === "command" && !allowCommands) throw new HttpError(403, COMMANDS_DISABLED);
+      const definition = parseDefinition(kind, request.body, rules);
+      if (definition["one-off"]) {
+        const execution = await catalog.runOnce(definition);
+        if (execution.success) {
+          return reply.code(201).send({ message: `One-off healthcheck ${definition.name} successfully executed` });
+        }
+        return reply
+          .code(500)
+          .send({ message: `Execution of one off healthcheck ${definition.name} failed: ${execution.message}` });
+      }
+      await catalog.upsert(definition);
+      return reply.code(201).send({ message: "Healthcheck successfully added" });
+    });
+  }
+
+  app.post("/healthcheck/bulk", async (request, reply) => {
+    if (!allowCommands && hasCommandChecks(request.body)) throw new HttpError(403, COMMANDS_DISABLED);
+    let definitions: Definition[];
+    try {
+      definitions = parseBulk(request.body, rules);
+    } catch (error) {
+      if (error instanceof BulkError) throw new HttpError(400, error.message);
+      throw error;
+    }
+    await catalog.replaceApiChecks(definitions);
+    return reply.code(201).send({ message: "Healthchecks successfully added" });
+  });
+
+  app.get("/healthcheck", async () => catalog.list().map((registration) => registration.view));
+
+  app.get<{ Params: { name: string } }>("/healthcheck/:name", async (request) => {
+    const registration = catalog.get(request.params.name);
+    if (registration === undefined) throw notFound(request.params.name);
+    return registration.view;
+  });
+
+  app.delete<{ Params: { name: string } }>("/healthcheck/:name", async (request) => {
+    const { name } = request.params;
+    if (!(await catalog.delete(name))) throw notFound(name);
+    return { message: `Successfully deleted healthcheck ${name}` };
+  });
+
+  app.get("/result", async () => results.list());
+
+  app.get<{ Params: { name: string } }>("/result/:name", async (request) => {
+    const result = results.get(request.params.name);
+    if (result === undefined) throw new HttpError(404, `result not found for healthcheck ${request.params.name}`);
+    return result;
+  });
+};

@@ -1,0 +1,237 @@
+/**
+ * The scheduler of periodic healthchecks (healthchecks.md §4): one binary min-heap keyed by the next
+ * run time and one `setTimeout` for its head, whatever the number of checks; bounded concurrency
+ * with a FIFO queue; fixed-rate runs anchored to the first run, skipping the ticks a long run
+ * overlapped (no overlap, no burst).
+ */
+import { type HeapItem, MinHeap } from "./heap.js";
+
+/** The longest delay before the first run of a check (healthchecks.md §4), in milliseconds. */
+export const MAX_JITTER_MS = 5_000;
+
+// setTimeout stores its delay in a signed 32-bit integer: a longer delay fires at once.
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+/** One run of a scheduled check. A rejection is reported to `onError` and does not stop the schedule. */
+export type Task = () => Promise<void>;
+
+/** Options of a {@link Scheduler}. */
+export interface SchedulerOptions {
+  /** Most runs in flight at once (`healthchecks.max-concurrency`); later ones wait in a queue. */
+  readonly maxConcurrency: number;
+  /**
+   * Called as each run starts with how late it starts compared with its schedule, in milliseconds
+   * (queueing included).
+   */
+  readonly onLateness?: (milliseconds: number) => void;
+  /** Called when a task rejects. */
+  readonly onError?: (key: string, error: unknown) => void;
+  /** A monotonic clock in milliseconds; default `performance.now`. */
+  readonly now?: () => number;
+  /** A random number in [0, 1) for the first-run jitter; default `Math.random`. */
+  readonly random?: () => number;
+}
+
+interface Entry extends HeapItem {
+  readonly key: string;
+  readonly intervalMs: number;
+  readonly task: Task;
+  /** Time of the first run; every later run is due at `anchor + k × interval`. */
+  readonly anchor: number;
+  /** When the next run is due. */
+  next: number;
+  state: "waiting" | "queued" | "running";
+  removed: boolean;
+}
+
+/** Runs tasks periodically. */
+export class Scheduler {
+  readonly #entries = new Map<string, Entry>();
+  readonly #heap = new MinHeap<Entry>((a, b) => a.next < b.next);
+  #queue: Entry[] = [];
+  #queueHead = 0;
+  #running = 0;
+  #timer: NodeJS.Timeout | undefined;
+  /** When the armed timer fires (clock time); +∞ when none is armed. */
+  #timerDue = Number.POSITIVE_INFINITY;
+  #stopped = false;
+  readonly #maxConcurrency: number;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  readonly #onLateness: (milliseconds: number) => void;
+  readonly #onError: (key: string, error: unknown) => void;
+
+  constructor(options: SchedulerOptions) {
+    if (!Number.isInteger(options.maxConcurrency) || options.maxConcurrency < 1) {
+      throw new RangeError("maxConcurrency must be a positive integer");
+    }
+    this.#maxConcurrency = options.maxConcurrency;
+    this.#now = options.now ?? (() => performance.now());
+    this.#random = options.random ?? Math.random;
+    this.#onLateness = options.onLateness ?? (() => {});
+    this.#onError = options.onError ?? (() => {});
+  }
+
+  /** Number of scheduled keys. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Number of runs in flight. */
+  get running(): number {
+    return this.#running;
+  }
+
+  /** Number of runs waiting for a free slot. */
+  get queued(): number {
+    let count = 0;
+    for (let index = this.#queueHead; index < this.#queue.length; index++) {
+      if (!(this.#queue[index] as Entry).removed) count++;
+    }
+    return count;
+  }
+
+  /** Whether `key` is scheduled. */
+  has(key: string): boolean {
+    return this.#entries.has(key);
+  }
+
+  /** When the next run of `key` is due (clock milliseconds), or `undefined`. */
+  nextRun(key: string): number | undefined {
+    return this.#entries.get(key)?.next;
+  }
+
+  /**
+   * Schedules `task` every `intervalMs` milliseconds under `key`, replacing what `key` had (a run
+   * of the old task in flight finishes on its own). The first run comes after a random delay in
+   * [0, min(interval, 5 s)).
+   *
+   * @throws Error when the scheduler is stopped
+   */
+  add(key: string, intervalMs: number, task: Task): void {
+    if (this.#stopped) throw new Error("the scheduler is stopped");
+    if (!(intervalMs > 0)) throw new RangeError("intervalMs must be positive");
+    this.remove(key);
+    const first = this.#now() + this.#random() * Math.min(intervalMs, MAX_JITTER_MS);
+    const entry: Entry = {
+      key,
+      intervalMs,
+      task,
+      anchor: first,
+      next: first,
+      state: "waiting",
+      removed: false,
+      heapIndex: -1,
+    };
+    this.#entries.set(key, entry);
+    this.#heap.push(entry);
+    this.#arm();
+  }
+
+  /** Unschedules `key`; a run in flight finishes but is not rescheduled. False when unknown. */
+  remove(key: string): boolean {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return false;
+    entry.removed = true;
+    this.#entries.delete(key);
+    this.#heap.remove(entry);
+    if (this.#heap.size === 0) this.#disarm();
+    return true;
+  }
+
+  /** Unschedules everything; runs in flight finish on their own. Later calls to `add` throw. */
+  stop(): void {
+    this.#stopped = true;
+    this.#disarm();
+    for (const entry of this.#entries.values()) entry.removed = true;
+    this.#entries.clear();
+    this.#heap.clear();
+    this.#queue = [];
+    this.#queueHead = 0;
+  }
+
+  #disarm(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerDue = Number.POSITIVE_INFINITY;
+  }
+
+  /** Makes the one timer fire when the head of the heap is due (re-armed only when it must move earlier). */
+  #arm(): void {
+    const head = this.#heap.peek();
+    if (head === undefined) {
+      this.#disarm();
+      return;
+    }
+    if (this.#timer !== undefined && head.next >= this.#timerDue) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    const now = this.#now();
+    const delay = Math.min(Math.max(0, Math.ceil(head.next - now)), MAX_TIMER_DELAY_MS);
+    this.#timerDue = now + delay;
+    this.#timer = setTimeout(() => this.#fire(), delay);
+    // The server, not the schedule, keeps the process alive.
+    this.#timer.unref();
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    this.#timerDue = Number.POSITIVE_INFINITY;
+    const now = this.#now();
+    for (let head = this.#heap.peek(); head !== undefined && head.next <= now; head = this.#heap.peek()) {
+      this.#heap.pop();
+      if (this.#running < this.#maxConcurrency) {
+        this.#start(head, now);
+      } else {
+        head.state = "queued";
+        this.#queue.push(head);
+      }
+    }
+    this.#arm();
+  }
+
+  #start(entry: Entry, now: number): void {
+    this.#running++;
+    entry.state = "running";
+    this.#onLateness(Math.max(0, now - entry.next));
+    let run: Promise<void>;
+    try {
+      run = entry.task();
+    } catch (error) {
+      run = Promise.reject(error);
+    }
+    run.then(
+      () => this.#finish(entry),
+      (error: unknown) => {
+        this.#onError(entry.key, error);
+        this.#finish(entry);
+      },
+    );
+  }
+
+  #finish(entry: Entry): void {
+    this.#running--;
+    entry.state = "waiting";
+    const now = this.#now();
+    if (!entry.removed) {
+      // Fixed rate: the next tick after the one that ran; ticks that passed while it ran are skipped.
+      let next = entry.next + entry.intervalMs;
+      if (next < now) next = entry.anchor + Math.ceil((now - entry.anchor) / entry.intervalMs) * entry.intervalMs;
+      entry.next = next;
+      this.#heap.push(entry);
+    }
+    this.#drain(now);
+    this.#arm();
+  }
+
+  #drain(now: number): void {
+    while (this.#running < this.#maxConcurrency && this.#queueHead < this.#queue.length) {
+      const entry = this.#queue[this.#queueHead++] as Entry;
+      if (!entry.removed) this.#start(entry, now);
+    }
+    // Forget the consumed part of the queue once it dominates the array.
+    if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#queueHead);
+      this.#queueHead = 0;
+    }
+  }
+}

@@ -1,0 +1,111 @@
+import pino from "pino";
+import { Registry } from "prom-client";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Catalog } from "../../src/healthchecks/catalog.js";
+import { type Definition, type Kind, validateDefinition } from "../../src/healthchecks/definition.js";
+import { Executor } from "../../src/healthchecks/execute.js";
+import { HealthcheckMetrics } from "../../src/healthchecks/metrics.js";
+import { healthcheckMigrations } from "../../src/healthchecks/migrations.js";
+import { ResultStore } from "../../src/healthchecks/results.js";
+import { Scheduler } from "../../src/healthchecks/scheduler.js";
+import { HealthcheckStorage } from "../../src/healthchecks/storage.js";
+import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
+
+const RULES = { minInterval: { text: "1s", milliseconds: 1_000 } };
+
+function define(kind: Kind, fields: Record<string, unknown>): Definition {
+  return validateDefinition(kind, fields, RULES, { unknownKeys: "ignore" });
+}
+
+const quiet = (fields: Record<string, unknown> = {}) =>
+  define("command", { name: "check", command: "true", timeout: "1s", interval: "1h", ...fields });
+
+describe("Catalog", () => {
+  let database: Database;
+  let scheduler: Scheduler;
+  let catalog: Catalog;
+  let results: ResultStore;
+  const executor = new Executor();
+  beforeEach(async () => {
+    database = await openDatabase("sqlite::memory:", { ...platformMigrations, ...healthcheckMigrations });
+    scheduler = new Scheduler({ maxConcurrency: 4 });
+    results = new ResultStore();
+    catalog = new Catalog({
+      storage: new HealthcheckStorage(database),
+      scheduler,
+      results,
+      metrics: new HealthcheckMetrics(new Registry(), () => scheduler.size),
+      executor,
+      logger: pino({ level: "silent" }),
+      rules: RULES,
+    });
+    await catalog.start([]);
+  });
+  afterEach(async () => {
+    catalog.stop();
+    await database.close();
+  });
+
+  it("changes nothing when an identical definition is posted again: no restart, no new jitter", async () => {
+    const add = vi.spyOn(scheduler, "add");
+    await catalog.upsert(quiet({ labels: { a: "1", b: "2" } }));
+    const firstRun = scheduler.nextRun("check");
+    expect(add).toHaveBeenCalledTimes(1);
+    // The same definition, parsed again from JSON with its keys in another order.
+    await catalog.upsert(
+      define("command", { interval: "1h", labels: { b: "2", a: "1" }, timeout: "1s", command: "true", name: "check" }),
+    );
+    expect(add).toHaveBeenCalledTimes(1);
+    expect(scheduler.nextRun("check")).toBe(firstRun);
+    // In bulk too.
+    await catalog.replaceApiChecks([quiet({ labels: { a: "1", b: "2" } })]);
+    expect(add).toHaveBeenCalledTimes(1);
+    // A different definition restarts the schedule.
+    await catalog.upsert(quiet({ labels: { a: "1", b: "3" } }));
+    expect(add).toHaveBeenCalledTimes(2);
+    // The same text means the same duration, but `60m` is not `1h` as given: a restart.
+    await catalog.upsert(quiet({ labels: { a: "1", b: "3" }, interval: "60m" }));
+    expect(add).toHaveBeenCalledTimes(3);
+  });
+
+  it("keeps the schedule when a configuration check becomes an identical API check", async () => {
+    await catalog.reload([{ definition: quiet(), path: "healthchecks.command-checks[0]" }]);
+    const firstRun = scheduler.nextRun("check");
+    expect(catalog.get("check")?.source).toBe("configuration");
+    await catalog.upsert(quiet());
+    expect(catalog.get("check")?.source).toBe("api");
+    expect(catalog.get("check")?.view.source).toBe("api");
+    expect(scheduler.nextRun("check")).toBe(firstRun);
+  });
+
+  it("records results of runs and forgets them when the check is replaced or deleted", async () => {
+    await catalog.upsert(quiet({ interval: "1s" }));
+    await vi.waitFor(() => expect(results.get("check")).toBeDefined(), { timeout: 10_000 });
+    await catalog.upsert(quiet({ interval: "1s", description: "changed" }));
+    expect(results.get("check")).toBeUndefined();
+    await vi.waitFor(() => expect(results.get("check")?.configuration.description).toBe("changed"), {
+      timeout: 10_000,
+    });
+    expect(await catalog.delete("check")).toBe(true);
+    expect(results.get("check")).toBeUndefined();
+    expect(scheduler.has("check")).toBe(false);
+    expect(await catalog.delete("check")).toBe(false);
+  });
+
+  it("reports a reload as added, changed, removed and shadowed names", async () => {
+    const at = (index: number) => `healthchecks.command-checks[${index}]`;
+    expect(
+      await catalog.reload([
+        { definition: quiet({ name: "a" }), path: at(0) },
+        { definition: quiet({ name: "b" }), path: at(1) },
+      ]),
+    ).toEqual({ added: ["a", "b"], changed: [], removed: [], shadowed: [] });
+    await catalog.upsert(quiet({ name: "c" }));
+    expect(
+      await catalog.reload([
+        { definition: quiet({ name: "a", description: "new" }), path: at(0) },
+        { definition: quiet({ name: "c" }), path: at(1) },
+      ]),
+    ).toEqual({ added: [], changed: ["a"], removed: ["b"], shadowed: ["c"] });
+  });
+});

@@ -1,0 +1,126 @@
+import { describe, expect, it } from "vitest";
+import { configuredChecks } from "../../src/healthchecks/configuration.js";
+import { healthchecksModule } from "../../src/healthchecks/index.js";
+import { ConfigError, parseConfig } from "../../src/platform/config.js";
+
+const parse = (healthchecks: unknown) => parseConfig({ healthchecks }, {}, [healthchecksModule]);
+const section = (healthchecks: unknown) => parse(healthchecks).modules.healthchecks as never;
+const refusal = (healthchecks: unknown): string => {
+  try {
+    parse(healthchecks);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message;
+    throw error;
+  }
+  throw new Error("the configuration was accepted");
+};
+
+const tcp = (name: string, fields: Record<string, unknown> = {}) => ({
+  name,
+  target: "127.0.0.1",
+  port: 22,
+  timeout: "1s",
+  interval: "10s",
+  ...fields,
+});
+
+describe("the healthchecks section", () => {
+  it("has defaults for every key", () => {
+    expect(parse(undefined).modules.healthchecks).toEqual({
+      enabled: true,
+      "min-interval": { text: "1s", milliseconds: 1_000 },
+      "max-concurrency": 512,
+      "allow-api-commands": "auto",
+      "http-checks": [],
+      "tcp-checks": [],
+      "dns-checks": [],
+      "tls-checks": [],
+      "command-checks": [],
+    });
+  });
+
+  it("checks the settings", () => {
+    expect(refusal({ "min-interval": "fast" })).toBe(
+      'invalid configuration: healthchecks.min-interval: must be a duration such as 500ms, 10s or 1h30m (got "fast")',
+    );
+    expect(refusal({ "max-concurrency": 0 })).toBe(
+      "invalid configuration: healthchecks.max-concurrency: must be an integer between 1 and 1000000 (got 0)",
+    );
+    expect(refusal({ "allow-api-commands": "yes" })).toBe(
+      'invalid configuration: healthchecks.allow-api-commands: must be auto, true or false (got "yes")',
+    );
+    for (const value of ["auto", true, false]) {
+      expect(parse({ "allow-api-commands": value }).modules.healthchecks).toMatchObject({
+        "allow-api-commands": value,
+      });
+    }
+    expect(refusal({ "min-intervall": "1s" })).toMatch(
+      /^invalid configuration: healthchecks\.min-intervall: unknown key/,
+    );
+  });
+
+  it("validates the checks of each list, naming the path", () => {
+    expect(
+      refusal({
+        "http-checks": [
+          { name: "site", target: "example.org", port: 0, "valid-status": [200], timeout: "5s", interval: "30s" },
+        ],
+      }),
+    ).toBe("invalid configuration: healthchecks.http-checks[0].port: must be an integer between 1 and 65535 (got 0)");
+    expect(refusal({ "tcp-checks": [tcp("a"), tcp("b", { target: "not valid" })] })).toBe(
+      'invalid configuration: healthchecks.tcp-checks[1].target: must be a host name, an IPv4 address or an IPv6 address (got "not valid")',
+    );
+    expect(refusal({ "dns-checks": {} })).toBe(
+      "invalid configuration: healthchecks.dns-checks: must be an array (got {})",
+    );
+    expect(refusal({ "tcp-checks": [tcp("a", { shouldfail: true })] })).toMatch(
+      /^invalid configuration: healthchecks\.tcp-checks\[0\]\.shouldfail: unknown key/,
+    );
+    expect(refusal({ "tcp-checks": [tcp("a", { "one-off": true })] })).toBe(
+      "invalid configuration: healthchecks.tcp-checks[0].one-off: must be false in the configuration file (got true)",
+    );
+  });
+
+  it("applies min-interval of the same section to the checks", () => {
+    expect(refusal({ "min-interval": "1m", "tcp-checks": [tcp("a")] })).toBe(
+      'invalid configuration: healthchecks.tcp-checks[0].interval: must be at least 1m (got "10s")',
+    );
+    expect(
+      configuredChecks(
+        section({ "min-interval": "100ms", "tcp-checks": [tcp("a", { interval: "200ms", timeout: "100ms" })] }),
+      ),
+    ).toHaveLength(1);
+    // The next parse starts afresh.
+    expect(refusal({ "tcp-checks": [tcp("a", { interval: "200ms", timeout: "100ms" })] })).toBe(
+      'invalid configuration: healthchecks.tcp-checks[0].interval: must be at least 1s (got "200ms")',
+    );
+  });
+
+  it("refuses a name used twice, across kinds too", () => {
+    expect(
+      refusal({
+        "tcp-checks": [tcp("same")],
+        "command-checks": [{ name: "same", command: "true", timeout: "1s", interval: "1m" }],
+      }),
+    ).toBe(
+      'invalid configuration: healthchecks.command-checks[0].name: must be unique (healthchecks.tcp-checks[0] has the same name) (got "same")',
+    );
+    // Names seen in one parse do not leak into the next.
+    expect(configuredChecks(section({ "tcp-checks": [tcp("same")] }))).toHaveLength(1);
+    expect(configuredChecks(section({ "tcp-checks": [tcp("same")] }))).toHaveLength(1);
+  });
+
+  it("lists the checks with their paths, kinds in order", () => {
+    const checks = configuredChecks(
+      section({
+        "command-checks": [{ name: "c", command: "true", timeout: "1s", interval: "1m" }],
+        "tcp-checks": [tcp("t1"), tcp("t2")],
+      }),
+    );
+    expect(checks.map(({ definition, path }) => [definition.name, definition.kind, path])).toEqual([
+      ["t1", "tcp", "healthchecks.tcp-checks[0]"],
+      ["t2", "tcp", "healthchecks.tcp-checks[1]"],
+      ["c", "command", "healthchecks.command-checks[0]"],
+    ]);
+  });
+});

@@ -1,0 +1,323 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type HttpDefinition, validateDefinition } from "../../src/healthchecks/definition.js";
+import { escapeHtml, HttpExecutor, requestPath } from "../../src/healthchecks/http.js";
+import { type Certificates, generateCertificates, OPENSSL_MISSING } from "./certificates.js";
+import { closedPort, type Listening, listen, silentTcpServer } from "./local-servers.js";
+
+const RULES = { minInterval: { text: "1s", milliseconds: 1_000 } };
+
+function http(fields: Record<string, unknown>): HttpDefinition {
+  return validateDefinition(
+    "http",
+    { name: "web", interval: "10s", timeout: "5s", target: "127.0.0.1", "valid-status": [200], ...fields },
+    RULES,
+    { unknownKeys: "ignore" },
+  );
+}
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage["headers"];
+  body: string;
+  remoteAddress: string;
+}
+
+function routes(seen: Seen[]) {
+  return (request: IncomingMessage, response: ServerResponse) => {
+    let body = "";
+    request.on("data", (chunk) => {
+      body += chunk;
+    });
+    request.on("end", () => {
+      seen.push({
+        method: request.method ?? "",
+        url: request.url ?? "",
+        headers: request.headers,
+        body,
+        remoteAddress: request.socket.remoteAddress ?? "",
+      });
+      const url = new URL(request.url ?? "/", "http://local");
+      switch (url.pathname) {
+        case "/ok":
+          response.end("hello world");
+          return;
+        case "/boom":
+          response.writeHead(500);
+          response.end(`<b>boom</b> & 'single' "double"`);
+          return;
+        case "/large":
+          response.writeHead(503);
+          response.end("é".repeat(400) + "x".repeat(5_000));
+          return;
+        case "/moved":
+          response.writeHead(302, { location: "/ok" });
+          response.end("moved");
+          return;
+        case "/loop": {
+          const hop = Number(url.searchParams.get("hop") ?? "0");
+          response.writeHead(302, { location: `/loop?hop=${hop + 1}` });
+          response.end();
+          return;
+        }
+        case "/silent":
+          return; // never answers
+        case "/partial":
+          response.writeHead(200, { "content-length": "100" });
+          response.write("the beginning");
+          return; // never ends
+        default:
+          response.writeHead(404);
+          response.end("not found");
+      }
+    });
+  };
+}
+
+describe("requestPath", () => {
+  it("merges query into the path, query values winning", () => {
+    expect(requestPath({ path: "/a" })).toBe("/a");
+    expect(requestPath({ path: "/a", query: { x: "1", y: "a b" } })).toBe("/a?x=1&y=a+b");
+    expect(requestPath({ path: "/a?x=0&z=2", query: { x: "1" } })).toBe("/a?x=1&z=2");
+  });
+});
+
+describe("escapeHtml", () => {
+  it("escapes the five special characters", () => {
+    expect(escapeHtml(`<a href="x">'&'</a>`)).toBe("&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  });
+});
+
+describe("http executor against a local HTTP server", () => {
+  const seen: Seen[] = [];
+  let server: Listening;
+  let silent: Listening;
+  const executor = new HttpExecutor();
+  beforeAll(async () => {
+    server = await listen(createServer(routes(seen)));
+    silent = await silentTcpServer();
+  });
+  afterAll(async () => {
+    await executor.close();
+    await server.close();
+    await silent.close();
+  });
+  const last = () => seen[seen.length - 1] as Seen;
+
+  it("succeeds on a valid status and sends the vigie User-Agent", async () => {
+    expect(await executor.run(http({ port: server.port, path: "/ok" }))).toEqual({ success: true, message: "success" });
+    expect(last().headers["user-agent"]).toBe("vigie-healthcheck");
+    expect(last().method).toBe("GET");
+  });
+
+  it("quotes the first 1000 bytes of the body, HTML-escaped, on an invalid status", async () => {
+    expect(await executor.run(http({ port: server.port, path: "/boom" }))).toEqual({
+      success: false,
+      message: `HTTP request failed: status 500. Body: '&lt;b&gt;boom&lt;/b&gt; &amp; &#39;single&#39; &quot;double&quot;'`,
+    });
+    const large = await executor.run(http({ port: server.port, path: "/large" }));
+    // 400 two-byte characters then 200 one-byte ones make the first 1000 bytes.
+    expect(large.message).toBe(`HTTP request failed: status 503. Body: '${"é".repeat(400)}${"x".repeat(200)}'`);
+  });
+
+  it("accepts any status of valid-status", async () => {
+    expect((await executor.run(http({ port: server.port, path: "/boom", "valid-status": [200, 500] }))).success).toBe(
+      true,
+    );
+  });
+
+  it("sends the method, headers, merged query, body and Host override", async () => {
+    const outcome = await executor.run(
+      http({
+        port: server.port,
+        path: "/ok?from=path&x=0",
+        method: "POST",
+        headers: { "X-Token": "abc", "Content-Type": "text/plain" },
+        query: { x: "1" },
+        body: "payload",
+        host: "example.test",
+      }),
+    );
+    expect(outcome.success).toBe(true);
+    expect(last()).toMatchObject({
+      method: "POST",
+      url: "/ok?from=path&x=1",
+      body: "payload",
+      headers: { "x-token": "abc", "content-type": "text/plain", host: "example.test" },
+    });
+    await executor.run(http({ port: server.port, path: "/ok", method: "HEAD" }));
+    expect(last().method).toBe("HEAD");
+    await executor.run(http({ port: server.port, path: "/ok", headers: { "User-Agent": "mine" } }));
+    expect(last().headers["user-agent"]).toBe("mine");
+  });
+
+  it("binds source-ip", async () => {
+    expect((await executor.run(http({ port: server.port, path: "/ok", "source-ip": "127.0.0.2" }))).success).toBe(true);
+    expect(last().remoteAddress).toBe("127.0.0.2");
+  });
+
+  it("requires every body-regexp to match", async () => {
+    const ok = await executor.run(http({ port: server.port, path: "/ok", "body-regexp": ["hello", "wor.d$"] }));
+    expect(ok.success).toBe(true);
+    expect(await executor.run(http({ port: server.port, path: "/ok", "body-regexp": ["hello", "^world"] }))).toEqual({
+      success: false,
+      message: "body does not match regexp ^world",
+    });
+  });
+
+  it("judges a 3xx against valid-status without redirect, follows it with redirect", async () => {
+    expect(await executor.run(http({ port: server.port, path: "/moved" }))).toEqual({
+      success: false,
+      message: "HTTP request failed: status 302. Body: 'moved'",
+    });
+    expect((await executor.run(http({ port: server.port, path: "/moved", "valid-status": [302] }))).success).toBe(true);
+    expect((await executor.run(http({ port: server.port, path: "/moved", redirect: true }))).success).toBe(true);
+    expect(last().url).toBe("/ok");
+  });
+
+  it("gives up after 10 redirects", async () => {
+    const before = seen.length;
+    expect(await executor.run(http({ port: server.port, path: "/loop", redirect: true }))).toEqual({
+      success: false,
+      message: "HTTP request failed: more than 10 redirects",
+    });
+    expect(seen.length - before).toBe(11);
+  });
+
+  it("reports a refused connection", async () => {
+    const port = await closedPort();
+    expect(await executor.run(http({ port, path: "/" }))).toEqual({
+      success: false,
+      message: `HTTP request failed: connect ECONNREFUSED 127.0.0.1:${port}`,
+    });
+  });
+
+  it("bounds waiting for the headers and reading the body by the timeout", async () => {
+    const started = Date.now();
+    expect(await executor.run(http({ port: silent.port, timeout: "300ms" }))).toEqual({
+      success: false,
+      message: "HTTP request failed: timeout after 300ms",
+    });
+    expect(await executor.run(http({ port: server.port, path: "/silent", timeout: "0.3s" }))).toEqual({
+      success: false,
+      message: "HTTP request failed: timeout after 0.3s",
+    });
+    expect(
+      await executor.run(http({ port: server.port, path: "/partial", timeout: "300ms", "body-regexp": ["end"] })),
+    ).toEqual({ success: false, message: "HTTP request failed: timeout after 300ms" });
+    expect(await executor.run(http({ port: server.port, path: "/partial", timeout: "300ms" }))).toEqual({
+      success: false,
+      message: "HTTP request failed: timeout after 300ms",
+    });
+    // Four timeouts of 300 ms: far below what an unbounded wait would take.
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("bounds the connection phase by the timeout (a TLS handshake that never completes)", async () => {
+    const started = Date.now();
+    // undici counts the handshake as part of connecting; its own connect timeout is 10 s by default.
+    expect(await executor.run(http({ port: silent.port, protocol: "https", timeout: "300ms" }))).toEqual({
+      success: false,
+      message: "HTTP request failed: timeout after 300ms",
+    });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("abandons the request when the module stops", async () => {
+    const stop = new AbortController();
+    const pending = executor.run(
+      http({ port: server.port, path: "/silent", timeout: "30s", interval: "1m" }),
+      stop.signal,
+    );
+    setTimeout(() => stop.abort(), 50);
+    expect(await pending).toEqual({
+      success: false,
+      message: "HTTP request failed: the healthchecks module is stopping",
+    });
+  });
+});
+
+describe.skipIf(OPENSSL_MISSING !== undefined)("http executor against local HTTPS servers", () => {
+  let certificates: Certificates;
+  let open: Listening;
+  let mutual: Listening;
+  const executor = new HttpExecutor();
+  const seen: Seen[] = [];
+  beforeAll(async () => {
+    certificates = generateCertificates();
+    const key = certificates.read(certificates.serverKey);
+    const cert = certificates.read(certificates.serverCert);
+    open = await listen(createHttpsServer({ key, cert }, routes(seen)));
+    mutual = await listen(
+      createHttpsServer(
+        { key, cert, ca: certificates.read(certificates.caCert), requestCert: true, rejectUnauthorized: true },
+        routes(seen),
+      ),
+    );
+  });
+  afterAll(async () => {
+    await executor.close();
+    await open?.close();
+    await mutual?.close();
+  });
+  const https = (fields: Record<string, unknown>) => http({ protocol: "https", path: "/ok", ...fields });
+
+  it("verifies the chain with cacert and the name against the target", async () => {
+    expect(await executor.run(https({ port: open.port, target: "localhost", cacert: certificates.caCert }))).toEqual({
+      success: true,
+      message: "success",
+    });
+    expect((await executor.run(https({ port: open.port, cacert: certificates.caCert }))).success).toBe(true);
+  });
+
+  it("fails on an unknown CA unless insecure", async () => {
+    const unknown = await executor.run(https({ port: open.port, target: "localhost" }));
+    expect(unknown.success).toBe(false);
+    expect(unknown.message).toMatch(/^HTTP request failed: .*(certificate|verify)/);
+    const other = await executor.run(https({ port: open.port, target: "localhost", cacert: certificates.otherCaCert }));
+    expect(other.success).toBe(false);
+    expect((await executor.run(https({ port: open.port, target: "localhost", insecure: true }))).success).toBe(true);
+  });
+
+  it("verifies server-name instead of the target when given", async () => {
+    const wrong = await executor.run(
+      https({ port: open.port, target: "localhost", cacert: certificates.caCert, "server-name": "wrong.example" }),
+    );
+    expect(wrong.success).toBe(false);
+    expect(wrong.message).toContain("wrong.example");
+    expect(
+      (await executor.run(https({ port: open.port, cacert: certificates.caCert, "server-name": "localhost" }))).success,
+    ).toBe(true);
+  });
+
+  it("presents the client certificate (key and cert) to a server that requires one", async () => {
+    const withCertificate = https({
+      port: mutual.port,
+      target: "localhost",
+      cacert: certificates.caCert,
+      key: certificates.clientKey,
+      cert: certificates.clientCert,
+    });
+    expect(await executor.run(withCertificate)).toEqual({ success: true, message: "success" });
+    const without = await executor.run(https({ port: mutual.port, target: "localhost", cacert: certificates.caCert }));
+    expect(without.success).toBe(false);
+    expect(without.message).toMatch(/^HTTP request failed: /);
+  });
+
+  it("reports a client certificate file that cannot be read", async () => {
+    expect(
+      await executor.run(
+        https({
+          port: mutual.port,
+          key: certificates.clientKey,
+          cert: "/nonexistent/client.pem",
+          cacert: certificates.caCert,
+        }),
+      ),
+    ).toEqual({ success: false, message: "HTTP request failed: cannot read cert /nonexistent/client.pem: ENOENT" });
+  });
+});
+
+if (OPENSSL_MISSING !== undefined) console.warn(OPENSSL_MISSING);

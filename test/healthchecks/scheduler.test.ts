@@ -1,0 +1,179 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { MAX_JITTER_MS, Scheduler, type SchedulerOptions } from "../../src/healthchecks/scheduler.js";
+
+// Fake timers make every run time exact: the assertions below compare schedules, not wall-clock
+// measurements, so they hold on a loaded machine.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const sleep = (milliseconds: number) => new Promise<void>((resolve) => setTimeout(resolve, milliseconds));
+
+function scheduler(options: Partial<SchedulerOptions> = {}): Scheduler {
+  return new Scheduler({ maxConcurrency: 512, now: () => Date.now(), random: () => 0, ...options });
+}
+
+describe("Scheduler", () => {
+  it("starts each check after a jitter in [0, min(interval, 5s))", () => {
+    const start = Date.now();
+    const schedule = new Scheduler({ maxConcurrency: 1, now: () => Date.now() });
+    for (let index = 0; index < 1_000; index++) {
+      schedule.add(`long-${index}`, 60_000, async () => {});
+      schedule.add(`short-${index}`, 2_000, async () => {});
+    }
+    const long = Array.from({ length: 1_000 }, (_, index) => (schedule.nextRun(`long-${index}`) as number) - start);
+    const short = Array.from({ length: 1_000 }, (_, index) => (schedule.nextRun(`short-${index}`) as number) - start);
+    expect(Math.min(...long)).toBeGreaterThanOrEqual(0);
+    expect(Math.max(...long)).toBeLessThan(MAX_JITTER_MS);
+    expect(Math.max(...short)).toBeLessThan(2_000);
+    // Spread over the window, not bunched at one end.
+    expect(Math.max(...long)).toBeGreaterThan(MAX_JITTER_MS / 2);
+    schedule.stop();
+
+    const highest = scheduler({ random: () => 0.999_999 });
+    highest.add("a", 60_000, async () => {});
+    expect((highest.nextRun("a") as number) - start).toBeCloseTo(4_999.995, 2);
+    highest.stop();
+  });
+
+  it("runs at a fixed rate anchored to the first run", async () => {
+    const starts: number[] = [];
+    const schedule = scheduler({ random: () => 0.5 });
+    const origin = Date.now();
+    schedule.add("check", 1_000, async () => {
+      starts.push(Date.now() - origin);
+      await sleep(300);
+    });
+    await vi.advanceTimersByTimeAsync(5_600);
+    // First run after 0.5 × 1 s of jitter, then every second from there: the 300 ms runs do not drift it.
+    expect(starts).toEqual([500, 1_500, 2_500, 3_500, 4_500, 5_500]);
+    schedule.stop();
+  });
+
+  it("skips the ticks a long run overlapped: no overlap, no burst", async () => {
+    const starts: number[] = [];
+    let running = 0;
+    let mostRunning = 0;
+    const schedule = scheduler();
+    const origin = Date.now();
+    schedule.add("slow", 1_000, async () => {
+      starts.push(Date.now() - origin);
+      running++;
+      mostRunning = Math.max(mostRunning, running);
+      await sleep(2_500);
+      running--;
+    });
+    await vi.advanceTimersByTimeAsync(10_000);
+    // Runs at 0 (ends 2.5 s), next tick 3 s (ends 5.5 s), next tick 6 s, 9 s.
+    expect(starts).toEqual([0, 3_000, 6_000, 9_000]);
+    expect(mostRunning).toBe(1);
+    schedule.stop();
+  });
+
+  it("bounds concurrent runs and queues the rest, counting the wait as lateness", async () => {
+    const lateness: number[] = [];
+    let running = 0;
+    let mostRunning = 0;
+    const schedule = scheduler({ maxConcurrency: 2, onLateness: (milliseconds) => lateness.push(milliseconds) });
+    for (let index = 0; index < 5; index++) {
+      schedule.add(`check-${index}`, 10_000, async () => {
+        running++;
+        mostRunning = Math.max(mostRunning, running);
+        await sleep(500);
+        running--;
+      });
+    }
+    await vi.advanceTimersByTimeAsync(0);
+    expect(schedule.running).toBe(2);
+    expect(schedule.queued).toBe(3);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(mostRunning).toBe(2);
+    expect(schedule.running).toBe(0);
+    expect(lateness).toEqual([0, 0, 500, 500, 1_000]);
+    schedule.stop();
+  });
+
+  it("stops running a removed check, even one in flight or queued", async () => {
+    const runs: string[] = [];
+    const schedule = scheduler({ maxConcurrency: 1 });
+    const task = (key: string) => async () => {
+      runs.push(key);
+      await sleep(100);
+    };
+    schedule.add("a", 1_000, task("a"));
+    schedule.add("b", 1_000, task("b"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(schedule.running).toBe(1);
+    expect(schedule.queued).toBe(1);
+    expect(schedule.remove("a")).toBe(true);
+    expect(schedule.remove("b")).toBe(true);
+    expect(schedule.remove("b")).toBe(false);
+    expect(schedule.size).toBe(0);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(runs).toEqual(["a"]);
+    schedule.stop();
+  });
+
+  it("replaces the task of a key that is added again", async () => {
+    const runs: string[] = [];
+    const schedule = scheduler();
+    schedule.add("key", 1_000, async () => {
+      runs.push("old");
+    });
+    schedule.add("key", 1_000, async () => {
+      runs.push("new");
+    });
+    expect(schedule.size).toBe(1);
+    await vi.advanceTimersByTimeAsync(1_500);
+    expect(runs).toEqual(["new", "new"]);
+    schedule.stop();
+  });
+
+  it("keeps the schedule of a task that fails, reporting the error", async () => {
+    const errors: unknown[] = [];
+    let runs = 0;
+    const schedule = scheduler({ onError: (_key, error) => errors.push(error) });
+    schedule.add("broken", 1_000, async () => {
+      runs++;
+      throw new Error("boom");
+    });
+    await vi.advanceTimersByTimeAsync(2_500);
+    expect(runs).toBe(3);
+    expect(errors).toHaveLength(3);
+    schedule.stop();
+  });
+
+  it("uses one timer whatever the number of checks", async () => {
+    const before = vi.getTimerCount();
+    const schedule = scheduler({ random: Math.random });
+    for (let index = 0; index < 10_000; index++) schedule.add(`check-${index}`, 10_000, async () => {});
+    expect(vi.getTimerCount() - before).toBe(1);
+    let runs = 0;
+    schedule.add("counted", 10_000, async () => {
+      runs++;
+    });
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(runs).toBe(3);
+    expect(vi.getTimerCount() - before).toBe(1);
+    schedule.stop();
+    expect(vi.getTimerCount() - before).toBe(0);
+  });
+
+  it("refuses new checks once stopped and lets runs in flight finish without rescheduling", async () => {
+    let runs = 0;
+    const schedule = scheduler();
+    schedule.add("a", 1_000, async () => {
+      runs++;
+      await sleep(200);
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    schedule.stop();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(runs).toBe(1);
+    expect(schedule.running).toBe(0);
+    expect(() => schedule.add("b", 1_000, async () => {})).toThrow("the scheduler is stopped");
+  });
+});
