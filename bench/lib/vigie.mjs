@@ -24,18 +24,26 @@ export async function freePort() {
 
 /**
  * Starts `node dist/cli.js serve` with SQLite in a new temporary directory and waits for /healthz.
- * @param options.yaml extra configuration lines (YAML, top level)
+ * @param options.yaml extra configuration lines (YAML, top level, other than `http`)
+ * @param options.http extra keys of the `http` section, e.g. `{ "body-limit": "8MiB" }`
  * @param options.env extra environment variables
  * @returns `{ base, child, directory, stop() }`; `stop()` sends SIGTERM and waits for the exit
  * @throws Error when the server exits or does not answer within 20 s
  */
-export async function startVigie({ yaml = "", env = {} } = {}) {
+export async function startVigie({ yaml = "", http = {}, env = {} } = {}) {
   const directory = mkdtempSync(join(tmpdir(), "vigie-bench-"));
   const port = await freePort();
   const config = join(directory, "vigie.yaml");
   writeFileSync(
     config,
-    `http:\n  port: ${port}\nlog-level: warn\ndatabase:\n  url: sqlite:${join(directory, "vigie.db")}\n${yaml}`,
+    [
+      "http:",
+      `  port: ${port}`,
+      ...Object.entries(http).map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`),
+      "log-level: warn",
+      `database:\n  url: sqlite:${join(directory, "vigie.db")}`,
+      yaml,
+    ].join("\n"),
   );
   const child = spawn(process.execPath, [join(root, "dist/cli.js"), "serve", "--config", config], {
     stdio: ["ignore", "inherit", "inherit"],
