@@ -207,10 +207,20 @@ export class TokenStore {
   }
 
   /**
-   * Records a use of a token.
+   * Records a use of a token, unless the stored time of use is less than `minIntervalMs` older
+   * than `at` (or newer). The condition is in the statement, so instances sharing a database, each
+   * throttling its own writes, still change the row at most once a minute (registry.md §3), and a
+   * clock behind the others never moves the time back.
+   *
    * @param at milliseconds since the epoch
+   * @param minIntervalMs milliseconds; default 60 000
    */
-  async touch(tokenId: string, at: number): Promise<void> {
-    await this.#db.updateTable("registry_token").set({ last_used_at: at }).where("id", "=", tokenId).execute();
+  async touch(tokenId: string, at: number, minIntervalMs = 60_000): Promise<void> {
+    await this.#db
+      .updateTable("registry_token")
+      .set({ last_used_at: at })
+      .where("id", "=", tokenId)
+      .where((where) => where.or([where("last_used_at", "is", null), where("last_used_at", "<=", at - minIntervalMs)]))
+      .execute();
   }
 }

@@ -149,6 +149,14 @@ describe.each(DATABASE_KINDS)("registry API on $kind", ({ kind, skip }) => {
         expect(await metric("forbidden")).toBe(before.forbidden + 1);
         expect(await metric("inactive")).toBe(before.inactive + 1);
         expect(await metric("expired")).toBe(before.expired);
+        // A year later root's token has expired.
+        offset = 366 * DAY_MS;
+        expect(await client.call("GET", TOKENS, { token: root })).toMatchObject({
+          status: 401,
+          body: { error: "token expired" },
+        });
+        expect(await metric("expired")).toBe(before.expired + 1);
+        expect(await metric("ok")).toBe(before.ok + 2);
       });
     });
 
