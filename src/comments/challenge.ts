@@ -109,11 +109,20 @@ export interface ChallengeSettings {
 }
 
 /**
+ * How far, in milliseconds, {@link ChallengeClock} may run ahead of the clock before it starts again
+ * from the clock: well within the minute of allowed skew, so its timestamps are never refused.
+ */
+export const MAX_CLOCK_LEAD_MS = 10_000;
+
+/**
  * Timestamps of issued challenges, strictly increasing within one process. The signed text has no
  * nonce (comments.md §4), so two challenges of one article issued in the same millisecond with the
  * same answer would share their signature, and the second visitor would be told the challenge was
  * already used. One millisecond apart they differ. Under a burst of more than 1000 challenges a
- * second the timestamps run ahead of the clock, which the minute of allowed skew absorbs.
+ * second the timestamps run ahead of the clock, which the minute of allowed skew absorbs. They never
+ * run more than {@link MAX_CLOCK_LEAD_MS} ahead: after a long burst, or when the system clock is set
+ * back, the clock starts again from `now`, since a timestamp more than a minute ahead would be
+ * refused (`Bad challenge response`) and every challenge issued until the clock caught up would fail.
  */
 export class ChallengeClock {
   #last = 0;
@@ -121,10 +130,12 @@ export class ChallengeClock {
   /**
    * The timestamp of the next challenge.
    * @param now milliseconds since the Unix epoch
-   * @returns `now`, or one more than the previous timestamp when that is later
+   * @returns `now`, or one more than the previous timestamp when that is later and at most
+   *   {@link MAX_CLOCK_LEAD_MS} ahead of `now`
    */
   next(now: number): number {
-    this.#last = Math.max(now, this.#last + 1);
+    const following = this.#last + 1;
+    this.#last = following > now && following - now <= MAX_CLOCK_LEAD_MS ? following : now;
     return this.#last;
   }
 }

@@ -120,8 +120,12 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
 
   it.skipIf(skip)("serves every admin route with its messages", async () => {
     const app = await start({ "rate-limit": { comments: 100 } });
-    for (let i = 0; i < 3; i++)
+    // A few milliseconds apart, so that "oldest first" is the order of posting (ties go by id).
+    const pause = () => new Promise((wait) => setTimeout(wait, 2));
+    for (let i = 0; i < 3; i++) {
       expect((await addComment(app, "adm", "post", { content: `c${i}` })).statusCode).toBe(201);
+      await pause();
+    }
     expect((await addComment(app, "adm", "other")).statusCode).toBe(201);
     const all = (await admin(app, "GET", "/api/admin/comment/adm/post")).json();
     expect(all.map((comment: { content: string }) => comment.content)).toEqual(["c0", "c1", "c2"]);
@@ -325,7 +329,8 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
   it.skipIf(skip)("rate-limits accepted comments per client address and website with Retry-After", async () => {
     const app = await start({ "rate-limit": { comments: 2, per: "10m" } });
     const ann = { remoteAddress: "10.0.0.1" };
-    expect((await addComment(app, "rl", "post", {}, ann)).statusCode).toBe(201);
+    const firstBody = await solvedBody(app, "rl", "post");
+    expect((await postComment(app, "rl", "post", firstBody, ann)).statusCode).toBe(201);
     // A rejected challenge does not count.
     const wrong = await postComment(app, "rl", "post", { ...(await solvedBody(app, "rl", "post")), answer: "x" }, ann);
     expect(wrong.statusCode).toBe(400);
@@ -340,13 +345,40 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
     const retryAfter = Number(limited.headers["retry-after"]);
     expect(retryAfter).toBeGreaterThan(590);
     expect(retryAfter).toBeLessThanOrEqual(600);
-    // Checks before the rate limit still answer first.
+    // Checks before the rate limit still answer first: fields, website, then the whole challenge.
     const invalid = await postComment(app, "rl", "post", { ...body, content: "" }, ann);
     expect(invalid.statusCode).toBe(400);
+    const wrongWhileLimited = await postComment(app, "rl", "post", { ...body, answer: "x" }, ann);
+    expect([wrongWhileLimited.statusCode, wrongWhileLimited.json()]).toEqual([
+      400,
+      { error: "Bad challenge response" },
+    ]);
+    const replayWhileLimited = await postComment(app, "rl", "post", firstBody, ann);
+    expect([replayWhileLimited.statusCode, replayWhileLimited.json()]).toEqual([
+      400,
+      { error: "The challenge has already been used" },
+    ]);
     // Another address, or another website, has its own allowance; the refused challenge is still usable.
     expect((await postComment(app, "rl", "post", body, { remoteAddress: "10.0.0.2" })).statusCode).toBe(201);
     expect((await addComment(app, "rl-other", "post", {}, ann)).statusCode).toBe(201);
     expect((await admin(app, "GET", "/api/admin/comment/rl/post")).json()).toHaveLength(3);
+  });
+
+  it.skipIf(skip)("keeps the rate limit and used challenges in the database across a restart", async () => {
+    let app = await start({ "rate-limit": { comments: 1, per: "10m" } });
+    const ann = { remoteAddress: "10.0.0.7" };
+    const body = await solvedBody(app, "rl-restart", "post");
+    expect((await postComment(app, "rl-restart", "post", body, ann)).statusCode).toBe(201);
+    const pending = await solvedBody(app, "rl-restart", "post");
+    await server?.close();
+
+    app = await start({ "rate-limit": { comments: 1, per: "10m" } });
+    const limited = await postComment(app, "rl-restart", "post", pending, ann);
+    expect(limited.statusCode).toBe(429);
+    expect(Number(limited.headers["retry-after"])).toBeGreaterThan(590);
+    const replayed = await postComment(app, "rl-restart", "post", body, { remoteAddress: "10.0.0.8" });
+    expect([replayed.statusCode, replayed.json()]).toEqual([400, { error: "The challenge has already been used" }]);
+    expect((await postComment(app, "rl-restart", "post", pending, { remoteAddress: "10.0.0.8" })).statusCode).toBe(201);
   });
 
   it.skipIf(skip)("counts X-Forwarded-For only with http.trust-proxy", async () => {
@@ -496,6 +528,19 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
     expect(withCharset.statusCode).toBe(201);
   });
 
+  it.skipIf(skip)("serves no route when disabled", async () => {
+    const app = await start({ enabled: false });
+    for (const [method, url] of [
+      ["GET", "/api/v1/challenge/blog/post"],
+      ["GET", "/api/v1/comment/blog/post"],
+      ["POST", "/api/v1/comment/blog/post"],
+      ["GET", "/api/admin/event/blog"],
+    ] as const) {
+      const response = await admin(app, method, url);
+      expect([response.statusCode, response.json()]).toEqual([404, { error: `route ${method} ${url} not found` }]);
+    }
+  });
+
   it.skipIf(skip)("issues questions of the configured list", async () => {
     const app = await start({
       challenge: { type: "questions", questions: [{ question: "What colour is the sky?", answer: "Blue" }] },
@@ -509,9 +554,27 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
 
   it.skipIf(skip)("counts added, rejected and issued in its metrics", async () => {
     const app = await start({ websites: [{ name: "m1" }], "rate-limit": { comments: 1 } });
-    expect((await addComment(app, "m1", "p")).statusCode).toBe(201);
+    const accepted = await solvedBody(app, "m1", "p");
+    expect((await postComment(app, "m1", "p", accepted)).statusCode).toBe(201);
     expect((await addComment(app, "m1", "p")).statusCode).toBe(429);
     expect((await postComment(app, "m1", "p", { author: "" })).statusCode).toBe(400);
+    const notJson = await app.inject({
+      method: "POST",
+      url: "/api/v1/comment/m1/p",
+      headers: { "content-type": "application/json" },
+      payload: "{nope",
+    });
+    expect(notJson.statusCode).toBe(400);
+    // A replayed and an expired challenge are challenge rejections too.
+    expect((await postComment(app, "m1", "p", accepted)).statusCode).toBe(400);
+    const old = Date.now() - 11 * 60_000;
+    const expired = await postComment(app, "m1", "p", {
+      ...accepted,
+      timestamp: old,
+      signature: challengeSignature(CHALLENGE_SECRET, old, "1", "m1", "p"),
+      answer: "1",
+    });
+    expect([expired.statusCode, expired.json()]).toEqual([400, { error: "The challenge has expired" }]);
     const tooLarge = await postComment(app, "m1", "p", { content: "x".repeat(70_000) });
     expect(tooLarge.statusCode).toBe(413);
     const wrong = await postComment(app, "m1", "p", { ...(await solvedBody(app, "m1", "p")), answer: "x" });
@@ -522,8 +585,8 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
     const metrics = (await app.inject({ method: "GET", url: "/metrics" })).body;
     expect(metrics).toContain('comments_added_total{website="m1"} 1');
     expect(metrics).toContain('comments_rejected_total{website="m1",reason="rate_limit"} 1');
-    expect(metrics).toContain('comments_rejected_total{website="m1",reason="invalid"} 2');
-    expect(metrics).toContain('comments_rejected_total{website="m1",reason="challenge"} 1');
+    expect(metrics).toContain('comments_rejected_total{website="m1",reason="invalid"} 3');
+    expect(metrics).toContain('comments_rejected_total{website="m1",reason="challenge"} 3');
     expect(metrics).toContain('challenges_issued_total{website="m1"} 3');
     expect(metrics).not.toContain('website="nope"');
     expect(metrics).toContain(

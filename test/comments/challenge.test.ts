@@ -9,6 +9,7 @@ import {
   challengeSignature,
   issueChallenge,
   listQuestion,
+  MAX_CLOCK_LEAD_MS,
   MAX_CLOCK_SKEW_MS,
   mathQuestion,
   normalizeAnswer,
@@ -192,6 +193,20 @@ describe("ChallengeClock", () => {
     expect(clock.next(NOW)).toBe(NOW + 2);
     expect(clock.next(NOW - 50)).toBe(NOW + 3);
     expect(clock.next(NOW + 100)).toBe(NOW + 100);
+  });
+
+  it("never runs more than MAX_CLOCK_LEAD_MS ahead of the clock, so its challenges stay valid", () => {
+    const clock = new ChallengeClock();
+    // The system clock is set back by an hour: the next timestamp follows it.
+    expect(clock.next(NOW)).toBe(NOW);
+    expect(clock.next(NOW - 3_600_000)).toBe(NOW - 3_600_000);
+    // A long burst within one millisecond: the lead is capped.
+    const burst = new ChallengeClock();
+    let last = 0;
+    for (let i = 0; i <= MAX_CLOCK_LEAD_MS + 5; i++) last = burst.next(NOW);
+    expect(last - NOW).toBeLessThanOrEqual(MAX_CLOCK_LEAD_MS);
+    const issued = issueChallenge(settings, { question: "q", answer: "1" }, "blog", "post", last);
+    expect(verifyChallenge(settings, { ...issued, answer: "1" }, "blog", "post", NOW)).toBeUndefined();
   });
 
   it("keeps signatures of one article apart even for the same answer in the same millisecond", () => {

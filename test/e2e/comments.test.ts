@@ -44,26 +44,30 @@ describe("comments (real process)", () => {
     const asAdmin = { authorization: `Bearer ${token}` };
 
     // A visitor's page: fetch a challenge, solve it, post.
-    const post = async (author: string, content: string) => {
+    const solved = async (author: string, content: string) => {
       const challenge = (await (await fetch(`${base}/api/v1/challenge/blog/hello-world`)).json()) as {
         question: string;
         signature: string;
         timestamp: number;
       };
+      return {
+        author,
+        content,
+        answer: solve(challenge.question),
+        signature: challenge.signature,
+        timestamp: challenge.timestamp,
+      };
+    };
+    const send = async (body: Record<string, unknown>) => {
       const response = await fetch(`${base}/api/v1/comment/blog/hello-world`, {
         method: "POST",
         headers: { "content-type": "application/json", origin: "https://blog.example.org" },
-        body: JSON.stringify({
-          author,
-          content,
-          answer: solve(challenge.question),
-          signature: challenge.signature,
-          timestamp: challenge.timestamp,
-        }),
+        body: JSON.stringify(body),
       });
       expect(response.headers.get("access-control-allow-origin")).toBe("https://blog.example.org");
       return response;
     };
+    const post = async (author: string, content: string) => send(await solved(author, content));
     const first = await post("Ann", "First <em>comment</em>");
     expect(first.status).toBe(201);
     expect(await first.json()).toEqual({ message: "Comment added" });
@@ -103,7 +107,8 @@ describe("comments (real process)", () => {
     expect(await cleared.json()).toEqual(events);
 
     // A second comment stays pending, with its event.
-    expect((await post("Bob", "Second")).status).toBe(201);
+    const second = await solved("Bob", "Second");
+    expect((await send(second)).status).toBe(201);
     const before = {
       publicList: await publicList(),
       adminList: await (await fetch(`${base}/api/admin/comment/blog/hello-world`, { headers: asAdmin })).json(),
@@ -122,11 +127,16 @@ describe("comments (real process)", () => {
       before.adminList,
     );
     expect(await (await fetch(`${base}/api/admin/event/blog`, { headers: asAdmin })).json()).toEqual(before.events);
+    // The used challenges survived: a replay of the second comment is refused.
+    const replay = await send(second);
+    expect(replay.status).toBe(400);
+    expect(await replay.json()).toEqual({ error: "The challenge has already been used" });
     // The challenge secret survived too: a new comment goes through.
     expect((await post("Cid", "Third")).status).toBe(201);
 
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toContain('comments_added_total{website="blog"} 1');
     expect(metrics).toContain('challenges_issued_total{website="blog"} 1');
+    expect(metrics).toContain('comments_rejected_total{website="blog",reason="challenge"} 1');
   });
 });
