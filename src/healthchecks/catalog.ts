@@ -72,6 +72,8 @@ function byName(a: { name: string }, b: { name: string }): number {
 /** The healthchecks of one server. */
 export class Catalog {
   readonly #checks = new Map<string, Registration>();
+  /** The checks the configuration file lists (as last loaded), shadowed ones included, by name. */
+  #configured = new Map<string, Definition>();
   readonly #stopController = new AbortController();
   #tail: Promise<unknown> = Promise.resolve();
   readonly #options: CatalogOptions;
@@ -122,6 +124,7 @@ export class Catalog {
         }
       }
       const apiNames = new Set(api.map((definition) => definition.name));
+      this.#configured = new Map(configured.map(({ definition }) => [definition.name, definition]));
       for (const { definition } of configured) {
         if (apiNames.has(definition.name)) {
           this.#options.logger.warn(
@@ -173,7 +176,8 @@ export class Catalog {
   /**
    * Makes the API checks exactly `definitions` (healthchecks.md §6): one database transaction, then
    * each definition added or replaced (identical ones untouched) and every other API check removed.
-   * Configuration-file checks are never removed; one named in the payload becomes an API check.
+   * Configuration-file checks are never removed; one named in the payload becomes an API check, and
+   * one that a removed API check replaced is scheduled again from the file.
    *
    * @param definitions validated, with unique names
    * @throws Error when the transaction fails (nothing changes then)
@@ -183,7 +187,11 @@ export class Catalog {
       await this.#options.storage.replaceAll(definitions);
       const wanted = new Set(definitions.map((definition) => definition.name));
       for (const registration of [...this.#checks.values()]) {
-        if (registration.source === "api" && !wanted.has(registration.definition.name)) this.#drop(registration);
+        if (registration.source === "api" && !wanted.has(registration.definition.name)) {
+          this.#drop(registration);
+          const configured = this.#configured.get(registration.definition.name);
+          if (configured !== undefined) this.#apply(configured, "configuration");
+        }
       }
       for (const definition of definitions) this.#apply(definition, "api");
     });
@@ -208,6 +216,7 @@ export class Catalog {
           throw error;
         }
       }
+      this.#configured = new Map(configured.map(({ definition }) => [definition.name, definition]));
       const summary: ReloadSummary = { added: [], changed: [], removed: [], shadowed: [] };
       const wanted = new Set(configured.map(({ definition }) => definition.name));
       for (const registration of [...this.#checks.values()]) {
@@ -254,6 +263,9 @@ export class Catalog {
       if (existing.source !== source) {
         existing.source = source;
         existing.view = viewOf(definition, source);
+        // The kept result shows the definition as GET /healthcheck/<name> does.
+        const result = this.#options.results.get(definition.name);
+        if (result !== undefined) this.#options.results.set({ ...result, configuration: existing.view });
       }
       return "unchanged";
     }

@@ -12,7 +12,7 @@ import { isIP } from "node:net";
 import { Agent, type Dispatcher, interceptors } from "undici";
 import type { HttpDefinition } from "./definition.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
-import { hasTlsFiles, readTlsFiles, TlsFileError, type TlsFiles } from "./tls-files.js";
+import { hasTlsFiles, readTlsFiles, type TlsFiles } from "./tls-files.js";
 
 /** The User-Agent of http checks (healthchecks.md §3), unless the check sets its own. */
 export const USER_AGENT = "vigie-healthcheck";
@@ -74,6 +74,17 @@ function requestHeaders(definition: HttpDefinition): Record<string, string> {
   return headers;
 }
 
+/**
+ * The TLS name an https check verifies, when undici must be told: `server-name`, else the target
+ * when a `host` override would otherwise take its place; `undefined` leaves undici's default (the
+ * target, or the Host override for an IP target).
+ */
+export function serverName(definition: Pick<HttpDefinition, "server-name" | "host" | "target">): string | undefined {
+  if (definition["server-name"] !== undefined) return definition["server-name"];
+  if (definition.host !== undefined && isIP(definition.target) === 0) return definition.target;
+  return undefined;
+}
+
 /** Dispatch options with the two undici options its types do not list. */
 type RequestOptions = Dispatcher.DispatchOptions & { servername?: string; throwOnMaxRedirect?: boolean };
 
@@ -91,9 +102,12 @@ function requestOptions(definition: HttpDefinition): RequestOptions {
       headers: requestHeaders(definition),
       body: definition.body ?? null,
     };
-    // Without server-name, undici verifies the target (or the Host override), as the spec's
-    // default says; an explicit name applies to every hop.
-    if (definition["server-name"] !== undefined) options.servername = definition["server-name"];
+    // server-name defaults to the target (healthchecks.md §1). undici would verify the Host header
+    // when one is set, so a host-name target is named explicitly then; an IP target (not a TLS
+    // name, RFC 6066 §3) leaves the Host override to be verified. An explicit name applies to
+    // every hop of a redirect.
+    const name = serverName(definition);
+    if (name !== undefined) options.servername = name;
     if (definition.redirect) options.throwOnMaxRedirect = true;
     REQUESTS.set(definition, options);
   }
@@ -194,9 +208,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
   }
 
-  /** Fails before undici could start (invalid options). */
+  /** Fails before undici could start (invalid options, unreadable TLS files). */
   fail(reason: string): void {
     this.#fail(reason);
+  }
+
+  /** Whether the verdict is in (the timeout or a stop may come before the request starts). */
+  get settled(): boolean {
+    return this.#settled;
   }
 
   /** The first `limit` bytes of the body, decoded as UTF-8 (a character cut at the end is replaced). */
@@ -294,37 +313,40 @@ export class HttpExecutor {
     if (stop?.aborted) return failure("HTTP request failed: the healthchecks module is stopping");
     if (stop !== undefined) this.#watch(stop);
     let own: Agent | undefined;
-    let files: TlsFiles | undefined;
-    if (hasTlsFiles(definition)) {
-      try {
-        files = await readTlsFiles(definition);
-      } catch (error) {
-        if (error instanceof TlsFileError) return failure(`HTTP request failed: ${error.message}`);
-        throw error;
-      }
-    }
     return new Promise<Outcome>((resolve) => {
+      // The exchange's timer starts here: reading the TLS files is part of the bounded execution.
       const exchange = new Exchange(definition, (outcome) => {
         this.#inFlight.delete(exchange);
         own?.destroy().catch(() => {});
         resolve(outcome);
       });
       this.#inFlight.add(exchange);
-      try {
-        let dispatchers: Dispatchers;
-        if (files !== undefined) {
-          dispatchers = createDispatchers(definition, files);
-          own = dispatchers.agent;
-        } else {
-          dispatchers = this.#sharedDispatchers(definition);
+      const dispatch = (files: TlsFiles | undefined) => {
+        if (exchange.settled) return;
+        try {
+          let dispatchers: Dispatchers;
+          if (files !== undefined) {
+            dispatchers = createDispatchers(definition, files);
+            own = dispatchers.agent;
+          } else {
+            dispatchers = this.#sharedDispatchers(definition);
+          }
+          (definition.redirect ? dispatchers.redirecting : dispatchers.direct).dispatch(
+            requestOptions(definition),
+            exchange,
+          );
+        } catch (error) {
+          exchange.fail(error instanceof Error ? error.message : String(error));
         }
-        (definition.redirect ? dispatchers.redirecting : dispatchers.direct).dispatch(
-          requestOptions(definition),
-          exchange,
-        );
-      } catch (error) {
-        exchange.fail(error instanceof Error ? error.message : String(error));
+      };
+      if (!hasTlsFiles(definition)) {
+        dispatch(undefined);
+        return;
       }
+      readTlsFiles(definition).then(dispatch, (error: unknown) => {
+        // A TlsFileError reads `cannot read cert /etc/x.pem: ENOENT`.
+        exchange.fail(error instanceof Error ? error.message : String(error));
+      });
     });
   }
 

@@ -47,9 +47,14 @@ function serverName(definition: TlsDefinition): string | undefined {
 export async function runTls(definition: TlsDefinition, stop?: AbortSignal): Promise<Outcome> {
   const where = endpoint(definition.target, definition.port);
   const deadline = startDeadline(definition.timeout.milliseconds, stop);
+  const aborted = new Promise<never>((_resolve, reject) => {
+    deadline.onAbort(() => reject(deadline.signal.reason));
+  });
+  aborted.catch(() => {});
   let expiry: number | undefined;
   try {
-    const files = await readTlsFiles(definition);
+    // Reading the files is part of the bounded execution (a path may name a FIFO or a hung mount).
+    const files = await Promise.race([readTlsFiles(definition), aborted]);
     const name = serverName(definition);
     expiry = await new Promise<number | undefined>((resolve, reject) => {
       const socket = connect({

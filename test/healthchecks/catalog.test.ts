@@ -78,6 +78,15 @@ describe("Catalog", () => {
     expect(scheduler.nextRun("check")).toBe(firstRun);
   });
 
+  it("shows the new source in the kept result when a check changes source", async () => {
+    await catalog.reload([{ definition: quiet({ interval: "1s" }), path: "healthchecks.command-checks[0]" }]);
+    await vi.waitFor(() => expect(results.get("check")).toBeDefined(), { timeout: 10_000 });
+    expect(results.get("check")?.configuration.source).toBe("configuration");
+    await catalog.upsert(quiet({ interval: "1s" }));
+    expect(results.get("check")?.configuration).toEqual(catalog.get("check")?.view);
+    expect(results.get("check")?.configuration.source).toBe("api");
+  });
+
   it("records results of runs and forgets them when the check is replaced or deleted", async () => {
     await catalog.upsert(quiet({ interval: "1s" }));
     await vi.waitFor(() => expect(results.get("check")).toBeDefined(), { timeout: 10_000 });

@@ -1,8 +1,11 @@
+import { execFileSync } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpDefinition, validateDefinition } from "../../src/healthchecks/definition.js";
-import { escapeHtml, HttpExecutor, requestPath } from "../../src/healthchecks/http.js";
+import { escapeHtml, HttpExecutor, requestPath, serverName } from "../../src/healthchecks/http.js";
 import { type Certificates, generateCertificates, OPENSSL_MISSING } from "./certificates.js";
 import { closedPort, type Listening, listen, silentTcpServer } from "./local-servers.js";
 
@@ -81,6 +84,17 @@ describe("requestPath", () => {
     expect(requestPath({ path: "/a" })).toBe("/a");
     expect(requestPath({ path: "/a", query: { x: "1", y: "a b" } })).toBe("/a?x=1&y=a+b");
     expect(requestPath({ path: "/a?x=0&z=2", query: { x: "1" } })).toBe("/a?x=1&z=2");
+  });
+});
+
+describe("serverName", () => {
+  it("defaults to the target, which a host override does not replace", () => {
+    expect(serverName({ target: "example.org" })).toBeUndefined();
+    expect(serverName({ target: "example.org", host: "www.example.org" })).toBe("example.org");
+    expect(serverName({ target: "10.0.0.1", host: "www.example.org" })).toBeUndefined();
+    expect(serverName({ target: "example.org", host: "www.example.org", "server-name": "api.example.org" })).toBe(
+      "api.example.org",
+    );
   });
 });
 
@@ -263,6 +277,7 @@ describe.skipIf(OPENSSL_MISSING !== undefined)("http executor against local HTTP
     await mutual?.close();
   });
   const https = (fields: Record<string, unknown>) => http({ protocol: "https", path: "/ok", ...fields });
+  const last = () => seen[seen.length - 1] as Seen;
 
   it("verifies the chain with cacert and the name against the target", async () => {
     expect(await executor.run(https({ port: open.port, target: "localhost", cacert: certificates.caCert }))).toEqual({
@@ -290,6 +305,42 @@ describe.skipIf(OPENSSL_MISSING !== undefined)("http executor against local HTTP
     expect(
       (await executor.run(https({ port: open.port, cacert: certificates.caCert, "server-name": "localhost" }))).success,
     ).toBe(true);
+  });
+
+  it("verifies the target, not the host override, when server-name is not given", async () => {
+    const base = { port: open.port, cacert: certificates.caCert };
+    // The certificate names localhost: the Host header does not take the target's place.
+    expect(await executor.run(https({ ...base, target: "localhost", host: "wrong.example" }))).toEqual({
+      success: true,
+      message: "success",
+    });
+    expect(last().headers.host).toBe("wrong.example");
+    const named = await executor.run(
+      https({ ...base, target: "localhost", host: "localhost", "server-name": "wrong.example" }),
+    );
+    expect(named.success).toBe(false);
+    expect(named.message).toContain("wrong.example");
+    // An IP target is no TLS name: the host override is verified then.
+    expect((await executor.run(https({ ...base, target: "127.0.0.1", host: "localhost" }))).success).toBe(true);
+    const virtualHost = await executor.run(https({ ...base, target: "127.0.0.1", host: "wrong.example" }));
+    expect(virtualHost.success).toBe(false);
+    expect(virtualHost.message).toContain("wrong.example");
+  });
+
+  it("bounds reading the TLS files by the timeout", async () => {
+    // A FIFO nobody writes to: opening it for reading blocks until a writer comes.
+    const fifo = join(certificates.directory, "http-ca.fifo");
+    execFileSync("mkfifo", [fifo]);
+    const started = Date.now();
+    try {
+      expect(
+        await executor.run(https({ port: open.port, target: "localhost", cacert: fifo, timeout: "300ms" })),
+      ).toEqual({ success: false, message: "HTTP request failed: timeout after 300ms" });
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      // Release the blocked read: a writer opens and closes the FIFO.
+      closeSync(openSync(fifo, "w"));
+    }
   });
 
   it("presents the client certificate (key and cert) to a server that requires one", async () => {

@@ -374,6 +374,24 @@ describe("bulk", () => {
     await api.post("/healthcheck/bulk", { "tcp-checks": [quietCheck("from-file")] });
     expect((await api.get("/healthcheck/from-file")).body).toMatchObject({ source: "api" });
   });
+
+  it("brings a file check back when a later payload drops the API check that replaced it", async () => {
+    await api.post("/healthcheck/bulk", { "tcp-checks": [quietCheck("from-file", { description: "from the API" })] });
+    expect((await api.get("/healthcheck/from-file")).body).toMatchObject({
+      source: "api",
+      description: "from the API",
+    });
+    expect(await api.post("/healthcheck/bulk", {})).toMatchObject({ status: 201 });
+    expect(await api.names()).toEqual(["from-file"]);
+    expect((await api.get("/healthcheck/from-file")).body).toEqual({
+      ...quietCheck("from-file"),
+      kind: "tcp",
+      source: "configuration",
+      description: "",
+      "one-off": false,
+      "should-fail": false,
+    });
+  });
 });
 
 describe("command healthchecks through the API (allow-api-commands)", () => {

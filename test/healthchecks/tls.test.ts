@@ -1,3 +1,6 @@
+import { execFileSync } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { join } from "node:path";
 import { createServer } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TlsDefinition, validateDefinition } from "../../src/healthchecks/definition.js";
@@ -114,6 +117,23 @@ describe.skipIf(OPENSSL_MISSING !== undefined)("tls executor against local TLS s
         }),
       ),
     ).toEqual({ success: true, message: "success" });
+  });
+
+  it("bounds reading the TLS files by the timeout", async () => {
+    // A FIFO nobody writes to: opening it for reading blocks until a writer comes.
+    const fifo = join(certificates.directory, "tls-ca.fifo");
+    execFileSync("mkfifo", [fifo]);
+    const started = Date.now();
+    try {
+      expect(await runTls(tls({ port: valid.port, cacert: fifo, timeout: "300ms" }))).toEqual({
+        success: false,
+        message: `TLS handshake failed on localhost:${valid.port}: timeout after 300ms`,
+      });
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      // Release the blocked read: a writer opens and closes the FIFO.
+      closeSync(openSync(fifo, "w"));
+    }
   });
 
   it("reports unreadable files, refused connections and timeouts", async () => {
