@@ -13,7 +13,7 @@
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { Agent, request } from "undici";
-import { cpuSeconds, fmt, startVigie } from "./lib/vigie.mjs";
+import { cpuSeconds, startVigie } from "./lib/vigie.mjs";
 
 const WINDOW_SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
 const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
