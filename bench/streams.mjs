@@ -31,12 +31,19 @@ function makeEvents(count) {
   return events;
 }
 
+/** Events per second of `run` over `count` events: the median of 5 runs after 2 warm-up runs. */
 function rate(count, run) {
-  run(); // warm-up: let the JIT settle
-  const started = process.hrtime.bigint();
+  // Warm-up runs let the JIT settle; the median keeps one slow run (GC, recompilation) from
+  // deciding the figure.
   run();
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return count / seconds;
+  run();
+  const rates = [];
+  for (let i = 0; i < 5; i++) {
+    const started = process.hrtime.bigint();
+    run();
+    rates.push(count / (Number(process.hrtime.bigint() - started) / 1e9));
+  }
+  return rates.sort((a, b) => a - b)[2];
 }
 
 function inProcess() {
