@@ -83,14 +83,10 @@ export function buildChildren(children: readonly Builder[], runtime: Runtime): N
  * filtered by an event condition and is counted as dropped.
  */
 export function filtering(action: string, keep: Predicate, children: readonly Builder[]): Builder {
-  return (runtime) => {
-    const next = buildChildren(children, runtime);
-    const drop = runtime.dropped(action);
-    return (value) => {
-      if (Array.isArray(value)) drop();
-      else if (keep(value)) next(value);
-    };
-  };
+  return withChildren(action, children, (next, drop) => (value) => {
+    if (Array.isArray(value)) drop();
+    else if (keep(value)) next(value);
+  });
 }
 
 /**
@@ -102,13 +98,21 @@ export function transforming(
   children: readonly Builder[],
   transform: (event: Event) => Event | undefined,
 ): Builder {
-  return (runtime) => {
-    const next = buildChildren(children, runtime);
-    const drop = runtime.dropped(action);
-    return (value) => {
-      const result = Array.isArray(value) ? undefined : transform(value);
-      if (result === undefined) drop();
-      else next(result);
-    };
-  };
+  return withChildren(action, children, (next, drop) => (value) => {
+    const result = Array.isArray(value) ? undefined : transform(value);
+    if (result === undefined) drop();
+    else next(result);
+  });
+}
+
+/**
+ * Builds an action that keeps state per instance: `create` receives the joined children and the
+ * action's dropped-events counter, and returns the instance's Next (closing over its state).
+ */
+export function withChildren(
+  action: string,
+  children: readonly Builder[],
+  create: (next: Next, drop: () => void) => Next,
+): Builder {
+  return (runtime) => create(buildChildren(children, runtime), runtime.dropped(action));
 }

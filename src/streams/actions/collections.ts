@@ -4,7 +4,7 @@
  * time; the last of the list when none has a time) with the metric replaced; coll-where filters a
  * list. An empty list gives nothing.
  */
-import { type ActionDefinition, buildChildren } from "../action.js";
+import { type ActionDefinition, withChildren } from "../action.js";
 import { compileCondition } from "../condition.js";
 import { type Event, metricOf, timeOf } from "../event.js";
 import { expectCount } from "./params.js";
@@ -84,9 +84,7 @@ function collection(action: string, aggregate: Aggregate): ActionDefinition {
   return {
     compile(params, children, path) {
       expectCount(params, 0, 0, path, action, "");
-      return (runtime) => {
-        const next = buildChildren(children, runtime);
-        const drop = runtime.dropped(action);
+      return withChildren(action, children, (next, drop) => {
         return (value) => {
           if (!Array.isArray(value)) {
             drop();
@@ -97,7 +95,7 @@ function collection(action: string, aggregate: Aggregate): ActionDefinition {
           if (event === undefined) drop();
           else next(event);
         };
-      };
+      });
     },
   };
 }
@@ -114,13 +112,11 @@ export const collWhere: ActionDefinition = {
   compile(params, children, path) {
     expectCount(params, 1, 1, path, "coll-where", "[condition]");
     const matches = compileCondition(params[0], `${path}.params[0]`);
-    return (runtime) => {
-      const next = buildChildren(children, runtime);
-      const drop = runtime.dropped("coll-where");
+    return withChildren("coll-where", children, (next, drop) => {
       return (value) => {
         if (Array.isArray(value)) next(value.filter(matches));
         else drop();
       };
-    };
+    });
   },
 };

@@ -2,7 +2,7 @@
  * Actions that let some events through (streams.md §4): tagged-all, over, under, changed, throttle,
  * expired, not-expired, and the `*-dt` family.
  */
-import { type ActionDefinition, buildChildren, filtering } from "../action.js";
+import { type ActionDefinition, filtering, withChildren } from "../action.js";
 import { compileCondition, compileField } from "../condition.js";
 import { ednToJson } from "../edn.js";
 import { type Event, fieldReader, isExpired, metricOf, timeOf, valuesEqual } from "../event.js";
@@ -25,15 +25,13 @@ function threshold(action: "over" | "under"): ActionDefinition {
     compile(params, children, path) {
       expectCount(params, 1, 1, path, action, "[n]");
       const bound = numberParam(params[0], path, "n");
-      return (runtime) => {
-        const next = buildChildren(children, runtime);
-        const drop = runtime.dropped(action);
+      return withChildren(action, children, (next, drop) => {
         return (value) => {
           const metric = Array.isArray(value) ? undefined : metricOf(value);
           if (metric === undefined) drop();
           else if (action === "over" ? metric > bound : metric < bound) next(value);
         };
-      };
+      });
     },
   };
 }
@@ -50,9 +48,7 @@ export const changed: ActionDefinition = {
     const options = optionsParam(params[0], path, "changed", ["field"], ["init"]);
     const read = fieldReader(compileField(options.get("field"), `${path}.params[0]`));
     const initial = options.has("init") ? ednToJson(options.get("init") ?? null) : undefined;
-    return (runtime) => {
-      const next = buildChildren(children, runtime);
-      const drop = runtime.dropped("changed");
+    return withChildren("changed", children, (next, drop) => {
       let previous = initial;
       return (value) => {
         if (Array.isArray(value)) {
@@ -65,7 +61,7 @@ export const changed: ActionDefinition = {
           next(value);
         }
       };
-    };
+    });
   },
 };
 
@@ -76,9 +72,7 @@ export const throttle: ActionDefinition = {
     const options = optionsParam(params[0], path, "throttle", ["count", "duration"]);
     const limit = countParam(options.get("count"), path, ":count");
     const duration = secondsParam(options.get("duration"), path, ":duration");
-    return (runtime) => {
-      const next = buildChildren(children, runtime);
-      const drop = runtime.dropped("throttle");
+    return withChildren("throttle", children, (next, drop) => {
       let windowStart = Number.NEGATIVE_INFINITY;
       let count = 0;
       return (value) => {
@@ -96,7 +90,7 @@ export const throttle: ActionDefinition = {
           next(value);
         }
       };
-    };
+    });
   },
 };
 
@@ -104,9 +98,7 @@ function expiry(action: "expired" | "not-expired"): ActionDefinition {
   return {
     compile(params, children, path) {
       expectCount(params, 0, 0, path, action, "");
-      return (runtime) => {
-        const next = buildChildren(children, runtime);
-        const drop = runtime.dropped(action);
+      return withChildren(action, children, (next, drop) => {
         let clock = Number.NEGATIVE_INFINITY;
         return (value) => {
           if (Array.isArray(value)) {
@@ -117,7 +109,7 @@ function expiry(action: "expired" | "not-expired"): ActionDefinition {
           if (time !== undefined && time > clock) clock = time;
           if (isExpired(value, clock) === (action === "expired")) next(value);
         };
-      };
+      });
     },
   };
 }
@@ -138,9 +130,7 @@ export function conditionDuration(action: string): ActionDefinition {
       expectCount(params, 2, 2, path, action, "[condition D]");
       const holds = compileCondition(params[0], `${path}.params[0]`);
       const duration = secondsParam(params[1], `${path}.params[1]`, "D");
-      return (runtime) => {
-        const next = buildChildren(children, runtime);
-        const drop = runtime.dropped(action);
+      return withChildren(action, children, (next, drop) => {
         let since: number | undefined;
         return (value) => {
           const time = Array.isArray(value) ? undefined : timeOf(value);
@@ -155,7 +145,7 @@ export function conditionDuration(action: string): ActionDefinition {
           if (since === undefined || time < since) since = time;
           if (time - since > duration) next(value);
         };
-      };
+      });
     },
   };
 }

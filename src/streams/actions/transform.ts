@@ -3,7 +3,7 @@
  * decrement, scale, rename-keys, keep-keys, sdissoc, ddt, ddt-pos, ewma-timeless. Events are never
  * modified in place: other branches may hold the same object.
  */
-import { type ActionDefinition, buildChildren, transforming } from "../action.js";
+import { type ActionDefinition, transforming, withChildren } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { compileField } from "../condition.js";
 import { ednToJson, isMap, nameOf } from "../edn.js";
@@ -156,9 +156,7 @@ function derivative(action: "ddt" | "ddt-pos"): ActionDefinition {
   return {
     compile(params, children, path) {
       expectCount(params, 0, 0, path, action, "");
-      return (runtime) => {
-        const next = buildChildren(children, runtime);
-        const drop = runtime.dropped(action);
+      return withChildren(action, children, (next, drop) => {
         let previousMetric: number | undefined;
         let previousTime = 0;
         return (value) => {
@@ -182,7 +180,7 @@ function derivative(action: "ddt" | "ddt-pos"): ActionDefinition {
           if (action === "ddt-pos" && rate < 0) return;
           next({ ...(value as Event), metric: rate });
         };
-      };
+      });
     },
   };
 }
@@ -201,9 +199,7 @@ export const ewmaTimeless: ActionDefinition = {
     expectCount(params, 1, 1, path, "ewma-timeless", "[r]");
     const r = numberParam(params[0], path, "r");
     if (r < 0 || r > 1) throw new CompileError(path, "r must be between 0 and 1");
-    return (runtime) => {
-      const next = buildChildren(children, runtime);
-      const drop = runtime.dropped("ewma-timeless");
+    return withChildren("ewma-timeless", children, (next, drop) => {
       let average = 0;
       return (value) => {
         const metric = Array.isArray(value) ? undefined : metricOf(value);
@@ -214,6 +210,6 @@ export const ewmaTimeless: ActionDefinition = {
         average = r * metric + (1 - r) * average;
         next({ ...(value as Event), metric: average });
       };
-    };
+    });
   },
 };

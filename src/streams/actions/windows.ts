@@ -3,7 +3,7 @@
  * moving-time-window, and the fixed windows that emit one event each: sum, mean, top, bottom, rate.
  * Every clock is event time (seconds).
  */
-import { type ActionDefinition, type Builder, buildChildren, type Next } from "../action.js";
+import { type ActionDefinition, type Builder, type Next, withChildren } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import type { EdnValue } from "../edn.js";
 import { type Event, timeOf } from "../event.js";
@@ -80,14 +80,12 @@ function timeWindowBuilder(
   children: readonly Builder[],
   toOutput: (events: Event[], next: Next, drop: () => void) => void,
 ): Builder {
-  return (runtime) => {
-    const next = buildChildren(children, runtime);
-    const drop = runtime.dropped(action);
+  return withChildren(action, children, (next, drop) => {
     const windows = new FixedTimeWindows(duration, delay, (events) => toOutput(events, next, drop));
     return (value) => {
       if (Array.isArray(value) || !windows.add(value)) drop();
     };
-  };
+  });
 }
 
 /** `fixed-time-window [{:duration D :delay L}]`: emits the list of events of each window. */
@@ -136,9 +134,7 @@ export const fixedEventWindow: ActionDefinition = {
   compile(params, children, path) {
     expectCount(params, 1, 1, path, "fixed-event-window", "[{:size n}]");
     const size = countParam(optionsParam(params[0], path, "fixed-event-window", ["size"]).get("size"), path, ":size");
-    return (runtime) => {
-      const next = buildChildren(children, runtime);
-      const drop = runtime.dropped("fixed-event-window");
+    return withChildren("fixed-event-window", children, (next, drop) => {
       let buffer: Event[] = [];
       return (value) => {
         if (Array.isArray(value)) {
@@ -152,7 +148,7 @@ export const fixedEventWindow: ActionDefinition = {
           next(full);
         }
       };
-    };
+    });
   },
 };
 
@@ -161,9 +157,7 @@ export const movingEventWindow: ActionDefinition = {
   compile(params, children, path) {
     expectCount(params, 1, 1, path, "moving-event-window", "[{:size n}]");
     const size = countParam(optionsParam(params[0], path, "moving-event-window", ["size"]).get("size"), path, ":size");
-    return (runtime) => {
-      const next = buildChildren(children, runtime);
-      const drop = runtime.dropped("moving-event-window");
+    return withChildren("moving-event-window", children, (next, drop) => {
       let buffer: Event[] = [];
       return (value) => {
         if (Array.isArray(value)) {
@@ -174,7 +168,7 @@ export const movingEventWindow: ActionDefinition = {
         buffer = buffer.length < size ? [...buffer, value] : [...buffer.slice(1), value];
         next(buffer);
       };
-    };
+    });
   },
 };
 
@@ -184,9 +178,7 @@ export const movingTimeWindow: ActionDefinition = {
     expectCount(params, 1, 1, path, "moving-time-window", "[{:duration D}]");
     const options = optionsParam(params[0], path, "moving-time-window", ["duration"]);
     const duration = secondsParam(options.get("duration"), path, ":duration");
-    return (runtime) => {
-      const next = buildChildren(children, runtime);
-      const drop = runtime.dropped("moving-time-window");
+    return withChildren("moving-time-window", children, (next, drop) => {
       let buffer: Event[] = [];
       let clock = Number.NEGATIVE_INFINITY;
       return (value) => {
@@ -202,6 +194,6 @@ export const movingTimeWindow: ActionDefinition = {
         buffer = kept;
         next(buffer);
       };
-    };
+    });
   },
 };
