@@ -2,8 +2,9 @@
  * The database: Kysely on better-sqlite3 (`sqlite:<file>`, `sqlite::memory:`) or on pg
  * (`postgres://...`), with the migrations of every module run at start-up (platform.md §3).
  */
-import { mkdirSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, type Migration, Migrator, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from "kysely";
 import pg from "pg";
@@ -23,7 +24,7 @@ export interface Database {
   readonly dialect: DatabaseDialect;
   /**
    * Where Vigie keeps files beside the database (comments-admin-token): the directory of the
-   * SQLite file, or `./data` for PostgreSQL and in-memory SQLite.
+   * SQLite file, `./data` for PostgreSQL, a new temporary directory for in-memory SQLite.
    */
   readonly dataDirectory: string;
   /** Resolves when the database answers a trivial query; rejects otherwise. */
@@ -62,13 +63,11 @@ export function dialectOf(url: string): DatabaseDialect {
   return url.startsWith("sqlite:") ? "sqlite" : "postgres";
 }
 
-function openSqlite(url: string): { kysely: Kysely<PlatformTables>; dataDirectory: string } {
+function openSqlite(url: string): { kysely: Kysely<PlatformTables>; dataDirectory: string; temporary: boolean } {
   const path = sqlitePath(url);
-  let dataDirectory = resolve("data");
-  if (path !== ":memory:") {
-    dataDirectory = dirname(resolve(path));
-    mkdirSync(dataDirectory, { recursive: true });
-  }
+  // An in-memory database keeps nothing: neither do the files beside it (a temporary directory).
+  const dataDirectory = path === ":memory:" ? mkdtempSync(join(tmpdir(), "vigie-")) : dirname(resolve(path));
+  mkdirSync(dataDirectory, { recursive: true });
   const connection = new SQLite(path);
   if (path !== ":memory:") connection.pragma("journal_mode = WAL");
   // NORMAL in WAL mode: a committed transaction survives a crash of the process (kill -9); only an
@@ -76,7 +75,11 @@ function openSqlite(url: string): { kysely: Kysely<PlatformTables>; dataDirector
   connection.pragma("synchronous = NORMAL");
   connection.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   connection.pragma("foreign_keys = ON");
-  return { kysely: new Kysely({ dialect: new VigieSqliteDialect({ database: connection }) }), dataDirectory };
+  return {
+    kysely: new Kysely({ dialect: new VigieSqliteDialect({ database: connection }) }),
+    dataDirectory,
+    temporary: path === ":memory:",
+  };
 }
 
 const PG_INT8_OID = 20;
@@ -114,8 +117,14 @@ export async function openDatabase(
   onIdleError: (error: Error) => void = () => {},
 ): Promise<Database> {
   const dialect = dialectOf(url);
-  const { kysely, dataDirectory } =
-    dialect === "sqlite" ? openSqlite(url) : { kysely: openPostgres(url, onIdleError), dataDirectory: resolve("data") };
+  const { kysely, dataDirectory, temporary } =
+    dialect === "sqlite"
+      ? openSqlite(url)
+      : { kysely: openPostgres(url, onIdleError), dataDirectory: resolve("data"), temporary: false };
+  const close = async () => {
+    await kysely.destroy();
+    if (temporary) rmSync(dataDirectory, { recursive: true, force: true });
+  };
   try {
     const migrator = new Migrator({
       db: kysely,
@@ -132,7 +141,7 @@ export async function openDatabase(
       throw new Error(failed === undefined ? `migration failed: ${cause}` : `migration ${failed} failed: ${cause}`);
     }
   } catch (error) {
-    await kysely.destroy();
+    await close();
     throw error;
   }
   return {
@@ -142,7 +151,7 @@ export async function openDatabase(
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },
-    close: () => kysely.destroy(),
+    close,
   };
 }
 
