@@ -2,6 +2,7 @@
  * Events (streams.md §1): JSON objects with a free schema. Conventional fields: host, service,
  * state, metric, time (Unix seconds, fractional allowed), ttl (seconds), description, tags.
  */
+import { isPlainObject } from "../platform/validation.js";
 
 /** An event: a JSON object. */
 export type Event = Record<string, unknown>;
@@ -46,7 +47,7 @@ export function withField(event: Event, path: FieldPath, value: unknown): Event 
   const [key, ...rest] = path as [string, ...string[]];
   if (rest.length === 0) return { ...event, [key]: value };
   const inner = event[key];
-  const base = typeof inner === "object" && inner !== null && !Array.isArray(inner) ? (inner as Event) : {};
+  const base = isPlainObject(inner) ? inner : {};
   return { ...event, [key]: withField(base, rest, value) };
 }
 

@@ -10,6 +10,7 @@
  */
 import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
+import { isPlainObject } from "../platform/validation.js";
 import type { Event } from "./event.js";
 
 /** A body that is not a valid ExportTraceServiceRequest. */
@@ -45,7 +46,7 @@ const STATE_NAMES: Readonly<Record<string, number>> = { STATUS_CODE_UNSET: 0, ST
 type Json = Record<string, unknown>;
 
 function record(value: unknown): Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Json) : {};
+  return isPlainObject(value) ? value : {};
 }
 
 function list(value: unknown): unknown[] {

@@ -3,6 +3,7 @@
  */
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
 import { HttpError } from "../platform/errors.js";
+import { isPlainObject } from "../platform/validation.js";
 import { CompileError } from "./compile-error.js";
 import { compileCondition, type Predicate } from "./condition.js";
 import { persistedFile, removeStreamFile, writeStreamFile } from "./directories.js";
@@ -55,10 +56,8 @@ function notFound(name: string): HttpError {
 }
 
 function bodyObject(body: unknown): Record<string, unknown> {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new HttpError(400, "request body must be a JSON object");
-  }
-  return body as Record<string, unknown>;
+  if (!isPlainObject(body)) throw new HttpError(400, "request body must be a JSON object");
+  return body;
 }
 
 /**
@@ -83,10 +82,8 @@ export function acceptEvents(body: unknown, now: number): Event[] {
   for (let i = 0; i < events.length; i++) {
     const event = events[i];
     const where = field === "event" ? "event" : `events[${i}]`;
-    if (typeof event !== "object" || event === null || Array.isArray(event)) {
-      throw new HttpError(400, `field ${where}: must be an object`);
-    }
-    const record = event as Event;
+    if (!isPlainObject(event)) throw new HttpError(400, `field ${where}: must be an object`);
+    const record: Event = event;
     const time = record.time;
     if (time === undefined || time === null) record.time = now;
     else if (typeof time !== "number" || !Number.isFinite(time)) {

@@ -7,11 +7,12 @@
  * expected values. Inputs are pushed as written: no `time` is added, so tests are deterministic.
  */
 import { readFile } from "node:fs/promises";
+import { isPlainObject } from "../platform/validation.js";
 import type { Flow } from "./action.js";
 import type { FileStream } from "./directories.js";
 import { type EdnValue, ednToJson, isMap, mapGet, nameOf, parseEdn, sequenceItems, toEdn } from "./edn.js";
 import { StreamEngine } from "./engine.js";
-import { type Event, valuesEqual } from "./event.js";
+import { valuesEqual } from "./event.js";
 
 /** One tap whose recorded values differ from the expected ones. */
 export interface TapMismatch {
@@ -29,10 +30,6 @@ export interface StreamTestResult {
   readonly mismatches: readonly TapMismatch[];
 }
 
-function isEventObject(value: unknown): value is Event {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function runOne(
   streams: ReadonlyMap<string, FileStream>,
   file: string,
@@ -44,7 +41,7 @@ function runOne(
   const input = sequenceItems(mapGet(test, "input") ?? []);
   if (input === undefined) return fail(":input must be a vector of events");
   const events = input.map(ednToJson);
-  if (!events.every(isEventObject)) return fail(":input must contain maps only");
+  if (!events.every(isPlainObject)) return fail(":input must contain maps only");
   const taps = mapGet(test, "taps") ?? { map: [] };
   if (!isMap(taps)) return fail(":taps must be a map from tap name to expected values");
 

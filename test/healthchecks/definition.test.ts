@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type Kind, toJson, validateDefinition, viewOf } from "../../src/healthchecks/definition.js";
 import { ValidationError } from "../../src/platform/validation.js";
+import { validationError } from "../support/validation.js";
 
 const RULES = { minInterval: { text: "1s", milliseconds: 1_000 } };
 const API = { unknownKeys: "ignore" } as const;
@@ -15,25 +16,14 @@ const MINIMAL: Record<Kind, Record<string, unknown>> = {
 
 /** The error message of validating `fields` over the minimal definition of `kind`. */
 function refusal(kind: Kind, fields: Record<string, unknown>, rules = RULES): string {
-  try {
-    validateDefinition(kind, { ...MINIMAL[kind], ...fields }, rules, API);
-  } catch (error) {
-    if (error instanceof ValidationError) return error.message;
-    throw error;
-  }
-  throw new Error("the definition was accepted");
+  return validationError(() => validateDefinition(kind, { ...MINIMAL[kind], ...fields }, rules, API)).message;
 }
 
+/** The error message of validating the minimal definition of `kind` without `field`. */
 function without(kind: Kind, field: string): string {
   const definition = { ...MINIMAL[kind] };
   delete definition[field];
-  try {
-    validateDefinition(kind, definition, RULES, API);
-  } catch (error) {
-    if (error instanceof ValidationError) return error.message;
-    throw error;
-  }
-  throw new Error("the definition was accepted");
+  return validationError(() => validateDefinition(kind, definition, RULES, API)).message;
 }
 
 const view = (kind: Kind, fields: Record<string, unknown> = {}) =>

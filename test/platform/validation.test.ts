@@ -11,19 +11,11 @@ import {
   required,
   secret,
   string,
-  ValidationError,
   withDefault,
 } from "../../src/platform/validation.js";
+import { validationError } from "../support/validation.js";
 
-function failure(run: () => unknown): ValidationError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ValidationError) return error;
-    throw error;
-  }
-  throw new Error("expected a ValidationError");
-}
+const failure = validationError;
 
 describe("validators", () => {
   it("checks strings with trimming, bounds and pattern", () => {

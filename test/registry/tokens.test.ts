@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../src/platform/validation.js";
 import {
   DAY_MS,
   generateToken,
@@ -11,16 +10,9 @@ import {
   TOKEN_PREFIX,
   tokenView,
 } from "../../src/registry/tokens.js";
+import { validationError } from "../support/validation.js";
 
-function rule(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ValidationError) return error.message;
-    throw error;
-  }
-  throw new Error("expected a ValidationError");
-}
+const rule = (run: () => unknown): string => validationError(run).message;
 
 describe("token format", () => {
   it("is vigie_ and 32 random bytes in base64url (43 characters)", () => {

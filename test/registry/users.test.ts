@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
 import { HttpError } from "../../src/platform/errors.js";
-import { ValidationError } from "../../src/platform/validation.js";
 import { registryMigrations } from "../../src/registry/migrations.js";
 import {
   newUserBody,
@@ -12,17 +11,10 @@ import {
   userUpdateBody,
 } from "../../src/registry/users.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
+import { validationError } from "../support/validation.js";
 import { dropWhenClosed } from "./sessions.js";
 
-function rule(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ValidationError) return error.message;
-    throw error;
-  }
-  throw new Error("expected a ValidationError");
-}
+const rule = (run: () => unknown): string => validationError(run).message;
 
 const valid = { name: "ann", description: "", password: "12345678", role: "tech", active: true };
 
