@@ -9,11 +9,11 @@ import { Command, CommanderError } from "commander";
 import { ConfigError, loadConfig, type VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase } from "./platform/database.js";
 import { HttpError } from "./platform/errors.js";
+import { sectionOf } from "./platform/module.js";
 import { ValidationError } from "./platform/validation.js";
 import { hashPassword, UserStore, userDescription, userName, userPassword, userRole } from "./registry/index.js";
 import { allMigrations, buildServer, modules } from "./server.js";
-import { loadStreamDirectories } from "./streams/directories.js";
-import { formatStreamTestResults, runStreamTests } from "./streams/stream-test.js";
+import { formatStreamTestResults, loadStreamDirectories, runStreamTests, streamsModule } from "./streams/index.js";
 
 /** Exit codes of platform.md §1. */
 const EXIT_OK = 0;
@@ -50,7 +50,7 @@ async function serve(options: { config?: string }): Promise<void> {
     if (error instanceof ConfigError) fail(error.message, EXIT_USAGE);
     fail(`cannot start: ${(error as Error).message}`, EXIT_FAILURE);
   }
-  const { app, context } = server;
+  const { app } = server;
   try {
     await app.listen({ host: config.http.host, port: config.http.port });
   } catch (error) {
@@ -86,7 +86,7 @@ async function serve(options: { config?: string }): Promise<void> {
   process.on("SIGHUP", () => {
     app.log.info("SIGHUP: reloading");
     loadConfig(config.file, process.env, modules)
-      .then((fresh) => context.lifecycle.reload(fresh))
+      .then((fresh) => server.reload(fresh))
       .then(
         (failures) => {
           for (const { name, error } of failures) app.log.error({ err: error, part: name }, "reload failed");
@@ -189,7 +189,7 @@ async function createUser(options: {
 
 async function testStreams(files: string[], options: { config?: string }): Promise<void> {
   const config = await configFrom(options.config);
-  const directories = (config.modules.streams?.directories as string[] | undefined) ?? [];
+  const directories = sectionOf(config, streamsModule)?.directories ?? [];
   let streams: Awaited<ReturnType<typeof loadStreamDirectories>>;
   try {
     streams = await loadStreamDirectories(directories);

@@ -19,8 +19,9 @@ import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
 import { HttpError, installErrorHandling } from "./platform/errors.js";
 import { Lifecycle } from "./platform/lifecycle.js";
-import { createMetricsRegistry, installHttpMetrics } from "./platform/metrics.js";
-import type { AnyModule, ModuleContext } from "./platform/module.js";
+import { createMetricsRegistry, Exposition, installHttpMetrics } from "./platform/metrics.js";
+import { type AnyModule, type ModuleContext, type SectionReload, sectionOf } from "./platform/module.js";
+import type { Shape } from "./platform/validation.js";
 import { registryModule } from "./registry/index.js";
 import { streamsModule } from "./streams/index.js";
 
@@ -49,10 +50,23 @@ export function allMigrations(moduleList: readonly AnyModule[] = modules): Recor
   return migrations;
 }
 
+/** A route as registered: its method and its URL pattern (`/api/v1/stream/:name`). */
+export interface RouteEntry {
+  readonly method: string;
+  readonly url: string;
+}
+
 /** A built server: the Fastify app (not yet listening) and what the platform shares. */
 export interface VigieServer {
   readonly app: FastifyInstance;
   readonly context: ModuleContext;
+  /** Every route of the platform and the enabled modules (HEAD routes Fastify adds excluded). */
+  readonly routes: readonly RouteEntry[];
+  /**
+   * Re-applies a freshly validated configuration to every module that registered a reload (SIGHUP).
+   * @returns the modules whose reload failed, with the error (empty when all succeeded)
+   */
+  reload(config: VigieConfig): Promise<Array<{ name: string; error: unknown }>>;
   /** Stops the app (modules' onClose hooks included), then closes the database. */
   close(): Promise<void>;
 }
@@ -89,11 +103,19 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     app.log.warn({ err: error }, "database connection lost; it is replaced on next use"),
   );
   try {
-    const context = await setUp(app, config, database, moduleList);
+    const routes: RouteEntry[] = [];
+    app.addHook("onRoute", (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      for (const method of methods) if (method !== "HEAD") routes.push({ method, url: route.url });
+    });
+    const lifecycle = new Lifecycle();
+    const context = await setUp(app, config, database, moduleList, lifecycle);
     await app.ready();
     return {
       app,
       context,
+      routes,
+      reload: (fresh) => lifecycle.reload(fresh),
       close: async () => {
         try {
           await app.close();
@@ -113,14 +135,18 @@ async function setUp(
   config: VigieConfig,
   database: Database,
   moduleList: readonly AnyModule[],
+  lifecycle: Lifecycle,
 ): Promise<ModuleContext> {
   const metrics: Registry = createMetricsRegistry();
+  const exposition = new Exposition();
+  const auth = new Auth();
   const context: ModuleContext = {
     config,
     database,
     metrics,
-    auth: new Auth(),
-    lifecycle: new Lifecycle(),
+    exposition,
+    auth,
+    apiGuard: config.security["require-token"] ? auth.require("tech") : undefined,
     logger: app.log,
   };
   app.decorateRequest("principal", undefined);
@@ -128,7 +154,7 @@ async function setUp(
   // parser would let a wrong media type through to validation instead of a 415.
   app.removeContentTypeParser("text/plain");
   installErrorHandling(app);
-  installHttpMetrics(app, metrics);
+  installHttpMetrics(app, metrics, exposition);
   if (app.log.level === "debug" || app.log.level === "trace") {
     app.addHook("onResponse", (request, reply, done) => {
       request.log.debug(
@@ -152,8 +178,14 @@ async function setUp(
   app.get("/health", health);
 
   for (const module of moduleList) {
-    const section = config.modules[module.name];
-    if (section?.enabled) await app.register(module.plugin, { context, section });
+    const section = sectionOf(config, module);
+    if (!section?.enabled) continue;
+    const onReload = (handler: SectionReload<Shape>) =>
+      lifecycle.onReload(module.name, async (fresh) => {
+        const reloaded = sectionOf(fresh, module);
+        if (reloaded !== undefined) await handler(reloaded);
+      });
+    await app.register(module.plugin, { context, section, onReload });
   }
   return context;
 }

@@ -3,6 +3,7 @@
  * (platform.md §4). Unknown fields are ignored. Lengths count Unicode characters (code points), so
  * an emoji counts as one character as a visitor would expect.
  */
+import { isHostName } from "../platform/hosts.js";
 import { isPlainObject, object, required, ValidationError, type Validator } from "../platform/validation.js";
 import type { ChallengeResponse } from "./challenge.js";
 
@@ -50,10 +51,6 @@ function trimmedText(max: number, rule: string): Validator<string> {
   };
 }
 
-/** One DNS label (RFC 1123): letters, digits and inner hyphens, at most 63 characters. */
-const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
-/** A bare domain: at least two labels (`example.org`), no scheme, port or path. */
-const BARE_DOMAIN = new RegExp(`^${LABEL}(?:\\.${LABEL})+$`);
 /**
  * The characters RFC 3986 allows in a URI. Refusing the others (spaces, quotes, `<`, `>`) keeps a
  * stored address harmless in an `href` even for a careless client.
@@ -73,7 +70,8 @@ const authorWebsite: Validator<string | undefined> = (value, path) => {
   if (text.length > AUTHOR_WEBSITE_MAX_LENGTH || !URI_CHARACTERS.test(text)) {
     throw new ValidationError(path, AUTHOR_WEBSITE_RULE, value);
   }
-  if (BARE_DOMAIN.test(text)) return text;
+  // A bare domain: at least two labels (`example.org`), no scheme, port or path.
+  if (isHostName(text, { minLabels: 2 })) return text;
   if (/^https?:\/\//i.test(text)) {
     try {
       const url = new URL(text);

@@ -2,16 +2,49 @@
  * The comments module (comments.md): comments on the articles of static websites, a signed
  * challenge against spam, admin moderation and an event log.
  */
+import { constantTimeEqual } from "../platform/auth.js";
 import { defineModule } from "../platform/module.js";
+import { listQuestion, mathQuestion, type Question } from "./challenge.js";
 import { COMMENTS_ENVIRONMENT, commentsConfigShape } from "./config.js";
-import { commentsMigrations } from "./migrations.js";
-import { commentsPlugin } from "./plugin.js";
+import { CommentMetrics } from "./metrics.js";
+import { registerAdminRoutes } from "./routes/admin.js";
+import { registerPublicRoutes } from "./routes/public.js";
+import { resolveSecrets } from "./secrets.js";
+import { CommentStore, commentsMigrations } from "./storage.js";
+import { Websites } from "./websites.js";
 
-/** The comments module, for the `modules` list of `src/server.ts`. */
+/**
+ * The comments module, for the `modules` list of `src/server.ts`. Its plugin resolves the secrets
+ * (comments.md §7), then registers the public routes (§4–5) and the admin routes (§6).
+ */
 export const commentsModule = defineModule({
   name: "comments",
   configShape: commentsConfigShape,
   environment: COMMENTS_ENVIRONMENT,
   migrations: commentsMigrations,
-  plugin: commentsPlugin,
+  plugin: async (app, { context, section }) => {
+    const { adminToken, challengeSecret } = await resolveSecrets(
+      context.database,
+      { adminToken: section["admin-token"], challengeSecret: section.challenge.secret },
+      context.logger,
+    );
+    const websites = new Websites(section.websites);
+    const store = new CommentStore(context.database, {
+      limit: section["rate-limit"].comments,
+      windowMs: section["rate-limit"].per.milliseconds,
+    });
+    const questions: readonly Question[] = section.challenge.questions;
+    registerPublicRoutes(app, {
+      websites,
+      store,
+      metrics: new CommentMetrics(context.metrics),
+      challenge: { secret: challengeSecret, ttlMs: section.challenge.ttl.milliseconds },
+      nextQuestion: section.challenge.type === "questions" ? () => listQuestion(questions) : () => mathQuestion(),
+    });
+    registerAdminRoutes(app, {
+      websites,
+      store,
+      guard: context.auth.require("admin", { alsoAccept: (token) => constantTimeEqual(token, adminToken) }),
+    });
+  },
 });

@@ -1,14 +1,201 @@
 /**
- * The storage of comments and events (comments.md §3–6) with Kysely, the same on SQLite and
- * PostgreSQL. Adding a comment is one transaction: the single use of its challenge, the rate limit,
- * the comment and its `new-comment` event, so none of them exists without the others.
+ * The comments module's storage (comments.md §3–6): its tables, its migrations and every SQL
+ * statement of the module, the same on SQLite and PostgreSQL. Timestamps are BIGINT milliseconds
+ * since the Unix epoch; booleans are INTEGER 0/1 so that both databases store and return the same
+ * values. Adding a comment is one transaction: the single use of its challenge, the rate limit, the
+ * comment and its `new-comment` event, so none of them exists without the others.
  */
-import { randomUUID } from "node:crypto";
-import { sql } from "kysely";
-import type { Database } from "../platform/database.js";
-import { checkRateLimit, type RateLimitPolicy, rateLimitLockKey, recordRateLimitHit } from "./rate-limit.js";
+import { createHash, randomUUID } from "node:crypto";
+import { type Kysely, type Migration, sql } from "kysely";
+import type { Database, PlatformTables } from "../platform/database.js";
+import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
 import { type Comment, type CommentEvent, NEW_COMMENT, newCommentMessage } from "./resources.js";
-import type { CommentsDb, CommentTable, CommentTables, EventTable } from "./tables.js";
+
+/** One comment: `comments_comment`. */
+export interface CommentTable {
+  /** UUID v4, lower-case. */
+  id: string;
+  website: string;
+  article: string;
+  /** HTML-escaped (comments.md §5). */
+  author: string;
+  /** As given, or null. */
+  author_website: string | null;
+  /** HTML-escaped (comments.md §5). */
+  content: string;
+  /** 1 approved, 0 waiting for moderation. */
+  approved: number;
+  /** Milliseconds since the epoch; the `timestamp` of the API. */
+  created_at: number;
+}
+
+/** One entry of a website's event log: `comments_event`. Kept when its comment is deleted. */
+export interface EventTable {
+  /** UUID v4. */
+  id: string;
+  website: string;
+  article: string;
+  comment_id: string;
+  /** `new-comment`, the only type so far. */
+  type: string;
+  message: string;
+  /** Milliseconds since the epoch. */
+  created_at: number;
+}
+
+/**
+ * A signature of an accepted comment's challenge: `comments_used_challenge` (comments.md §4 rule 3).
+ * The primary key makes a replay fail even between instances sharing PostgreSQL.
+ */
+export interface UsedChallengeTable {
+  /** 64 lower-case hex digits. */
+  signature: string;
+  /** Milliseconds since the epoch when the challenge expires; the row may be purged after it. */
+  expires_at: number;
+}
+
+/**
+ * One accepted comment as the rate limit counts it: `comments_rate_limit_hit` (comments.md §5).
+ * Separate from the comments so that deleting spam does not give its sender a fresh allowance, and
+ * so that client addresses are kept only for the length of the window.
+ */
+export interface RateLimitHitTable {
+  website: string;
+  /** The client address (`request.ip`). */
+  client_address: string;
+  /** Milliseconds since the epoch. */
+  at: number;
+}
+
+/** The comments module's tables by name (a type, not an interface: `withTables` needs an index signature). */
+export type CommentTables = {
+  comments_comment: CommentTable;
+  comments_event: EventTable;
+  comments_used_challenge: UsedChallengeTable;
+  comments_rate_limit_hit: RateLimitHitTable;
+};
+
+/** A Kysely instance (or transaction) that knows the platform's and the comments module's tables. */
+export type CommentsDb = Kysely<PlatformTables & CommentTables>;
+
+/** Migrations by name, `comments-<number>-<what>`. */
+export const commentsMigrations: Readonly<Record<string, Migration>> = {
+  "comments-0001-comments-events-challenges": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable("comments_comment")
+        .addColumn("id", "varchar(36)", (column) => column.primaryKey())
+        .addColumn("website", "varchar(64)", (column) => column.notNull())
+        .addColumn("article", "varchar(200)", (column) => column.notNull())
+        // Escaped text can be up to six times longer than the 100 or 10 000 characters posted.
+        .addColumn("author", "text", (column) => column.notNull())
+        .addColumn("author_website", "varchar(200)")
+        .addColumn("content", "text", (column) => column.notNull())
+        .addColumn("approved", "integer", (column) => column.notNull().check(sql`approved in (0, 1)`))
+        .addColumn("created_at", "bigint", (column) => column.notNull())
+        .execute();
+      // Listing an article is one range scan in this index, already in the order of the answer.
+      await db.schema
+        .createIndex("comments_comment_article")
+        .on("comments_comment")
+        .columns(["website", "article", "created_at", "id"])
+        .execute();
+
+      await db.schema
+        .createTable("comments_event")
+        .addColumn("id", "varchar(36)", (column) => column.primaryKey())
+        .addColumn("website", "varchar(64)", (column) => column.notNull())
+        .addColumn("article", "varchar(200)", (column) => column.notNull())
+        .addColumn("comment_id", "varchar(36)", (column) => column.notNull())
+        .addColumn("type", "varchar(32)", (column) => column.notNull())
+        .addColumn("message", "text", (column) => column.notNull())
+        .addColumn("created_at", "bigint", (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createIndex("comments_event_website")
+        .on("comments_event")
+        .columns(["website", "created_at", "id"])
+        .execute();
+
+      await db.schema
+        .createTable("comments_used_challenge")
+        .addColumn("signature", "char(64)", (column) => column.primaryKey())
+        .addColumn("expires_at", "bigint", (column) => column.notNull())
+        .execute();
+      // For the purge of expired signatures.
+      await db.schema
+        .createIndex("comments_used_challenge_expires_at")
+        .on("comments_used_challenge")
+        .column("expires_at")
+        .execute();
+
+      await db.schema
+        .createTable("comments_rate_limit_hit")
+        .addColumn("website", "varchar(64)", (column) => column.notNull())
+        // Text: behind a proxy the address comes from X-Forwarded-For and has no guaranteed form.
+        .addColumn("client_address", "text", (column) => column.notNull())
+        .addColumn("at", "bigint", (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createIndex("comments_rate_limit_hit_key_at")
+        .on("comments_rate_limit_hit")
+        .columns(["website", "client_address", "at"])
+        .execute();
+      // For the purge of hits older than the window.
+      await db.schema.createIndex("comments_rate_limit_hit_at").on("comments_rate_limit_hit").column("at").execute();
+    },
+  },
+};
+
+/**
+ * The PostgreSQL advisory-lock key of a (website, client address) pair: the first 8 bytes of a
+ * SHA-256, as a signed 64-bit decimal (the argument type of `pg_advisory_xact_lock(bigint)`).
+ * Collisions only make two unrelated clients wait for each other's transaction.
+ */
+export function rateLimitLockKey(website: string, clientAddress: string): string {
+  return createHash("sha256")
+    .update(`comments-rate-limit\n${website}\n${clientAddress}`)
+    .digest()
+    .readBigInt64BE(0)
+    .toString();
+}
+
+/**
+ * Whether one more comment is refused for this key; to be called inside the storing transaction,
+ * after taking the key's lock on PostgreSQL, so that concurrent posts count each other.
+ *
+ * @param now milliseconds since the epoch
+ * @returns seconds to wait (see {@link retryAfterSeconds}), or `undefined` when allowed
+ */
+async function checkRateLimit(
+  db: CommentsDb,
+  policy: RateLimitPolicy,
+  website: string,
+  clientAddress: string,
+  now: number,
+): Promise<number | undefined> {
+  // Only the `limit`-th most recent hit matters: one row read from the index whatever the limit,
+  // rather than every hit of the window.
+  const row = await db
+    .selectFrom("comments_rate_limit_hit")
+    .select("at")
+    .where("website", "=", website)
+    .where("client_address", "=", clientAddress)
+    .where("at", ">", now - policy.windowMs)
+    .orderBy("at", "desc")
+    .limit(1)
+    .offset(policy.limit - 1)
+    .executeTakeFirst();
+  return retryAfterSeconds(row?.at, now, policy);
+}
+
+/**
+ * Records one accepted comment for this key.
+ * @param now milliseconds since the epoch
+ */
+async function recordRateLimitHit(db: CommentsDb, website: string, clientAddress: string, now: number): Promise<void> {
+  await db.insertInto("comments_rate_limit_hit").values({ website, client_address: clientAddress, at: now }).execute();
+}
 
 /** A comment to store; author and content already HTML-escaped. */
 export interface NewComment {

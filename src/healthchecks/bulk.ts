@@ -4,7 +4,7 @@
  * anything changes.
  */
 import { isPlainObject, ValidationError } from "../platform/validation.js";
-import { checksKey } from "./configuration.js";
+import { checksKey } from "./config.js";
 import { type Definition, type DefinitionRules, KINDS, validateDefinition } from "./definition.js";
 
 /** A bulk payload that cannot be applied; the message is the API's error, as is. */

@@ -7,7 +7,7 @@
 import { setMaxListeners } from "node:events";
 import { isDeepStrictEqual } from "node:util";
 import { ValidationError } from "../platform/validation.js";
-import type { ConfiguredCheck } from "./configuration.js";
+import type { ConfiguredCheck } from "./config.js";
 import {
   type Definition,
   type DefinitionRules,

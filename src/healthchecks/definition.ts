@@ -5,6 +5,7 @@
  */
 import { isIP } from "node:net";
 import type { Duration } from "../platform/duration.js";
+import { isHostName } from "../platform/hosts.js";
 import {
   array,
   boolean,
@@ -193,21 +194,20 @@ const name: Validator<string> = (value, path) => {
   return value;
 };
 
-// A DNS name (RFC 1123 labels; underscores accepted as resolvers do for SRV-style names), with an
-// optional final dot.
-const HOST_NAME =
-  /^(?=.{1,253}\.?$)[a-zA-Z0-9_](?:[a-zA-Z0-9_-]{0,61}[a-zA-Z0-9_])?(?:\.[a-zA-Z0-9_](?:[a-zA-Z0-9_-]{0,61}[a-zA-Z0-9_])?)*\.?$/;
+// Resolvers accept underscores (SRV-style names) and a final dot.
+const HOST_NAME_OPTIONS = { underscore: true, finalDot: true } as const;
 
 const target: Validator<string> = (value, path) => {
-  if (typeof value !== "string" || (isIP(value) === 0 && !HOST_NAME.test(value))) {
+  if (typeof value !== "string" || (isIP(value) === 0 && !isHostName(value, HOST_NAME_OPTIONS))) {
     throw new ValidationError(path, "must be a host name, an IPv4 address or an IPv6 address", value);
   }
   return value;
 };
 
 const domain: Validator<string> = (value, path) => {
-  if (typeof value !== "string" || !HOST_NAME.test(value))
+  if (typeof value !== "string" || !isHostName(value, HOST_NAME_OPTIONS)) {
     throw new ValidationError(path, "must be a domain name", value);
+  }
   return value;
 };
 

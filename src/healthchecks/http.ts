@@ -10,6 +10,7 @@
  */
 import { isIP } from "node:net";
 import { Agent, type Dispatcher, interceptors } from "undici";
+import { escapeHtml } from "../platform/html.js";
 import type { HttpDefinition } from "./definition.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
 import { hasTlsFiles, readTlsFiles, type TlsFiles } from "./tls-files.js";
@@ -34,19 +35,6 @@ const DISCARDED_BODY_BYTES = 64 * 1024;
 
 /** Shared agents kept at most; the least recently used one is closed beyond. */
 const MAX_SHARED_AGENTS = 64;
-
-const HTML_ENTITIES: Readonly<Record<string, string>> = {
-  "&": "&amp;",
-  "<": "&lt;",
-  ">": "&gt;",
-  '"': "&quot;",
-  "'": "&#39;",
-};
-
-/** Escapes the characters that are special in HTML, so a quoted body cannot inject markup. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (character) => HTML_ENTITIES[character] as string);
-}
 
 /**
  * The path of the request: the check's path with its `query` merged into the query string; the

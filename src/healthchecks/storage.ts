@@ -1,8 +1,10 @@
 /**
- * Storage of the checks created through the API (healthchecks.md §7): one row per check holding its
- * definition as JSON, restored at start-up. Configuration-file checks are never stored.
+ * The healthchecks module's storage (healthchecks.md §7): its table, its migrations and every SQL
+ * statement of the module. One row per check created through the API, holding its definition as
+ * JSON, restored at start-up; configuration-file checks are never stored. Column types mean the
+ * same on SQLite and PostgreSQL.
  */
-import type { Kysely } from "kysely";
+import type { Kysely, Migration } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
 import { type Definition, toJson } from "./definition.js";
 
@@ -16,6 +18,24 @@ export type HealthcheckTables = {
     created_at: number;
     updated_at: number;
   };
+};
+
+/** Migrations by name, `healthchecks-<number>-<what>`. */
+export const healthcheckMigrations: Readonly<Record<string, Migration>> = {
+  "healthchecks-0001-definitions": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable("healthcheck_definition")
+        // 255 characters at most (healthchecks.md §1); varchar counts characters on PostgreSQL.
+        .addColumn("name", "varchar(255)", (column) => column.primaryKey())
+        .addColumn("kind", "varchar(16)", (column) => column.notNull())
+        // The definition as the API returns it, without `source`, as JSON text.
+        .addColumn("definition", "text", (column) => column.notNull())
+        .addColumn("created_at", "bigint", (column) => column.notNull())
+        .addColumn("updated_at", "bigint", (column) => column.notNull())
+        .execute();
+    },
+  },
 };
 
 type Tables = PlatformTables & HealthcheckTables;

@@ -1,7 +1,10 @@
 /**
  * Metrics (platform.md §6): one prom-client registry per server with the default process and
- * Node.js metrics, the HTTP metrics labelled by route pattern, and every module's own metrics.
+ * Node.js metrics, the HTTP metrics labelled by route pattern, and every module's own metrics,
+ * either as prom-client metrics or as exposition text a module renders itself ({@link Exposition}).
  */
+import { Readable } from "node:stream";
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
 
@@ -16,11 +19,43 @@ export function createMetricsRegistry(): Registry {
 }
 
 /**
+ * Produces lines of the Prometheus text exposition format 0.0.4 (HELP, TYPE and samples, each line
+ * ending with `\n`), in chunks. `GET /metrics` yields to the event loop between two chunks, so a
+ * module with many series keeps each chunk small and the scrape never blocks requests for long.
+ */
+export type ExpositionSource = () => Iterable<string> | AsyncIterable<string>;
+
+/**
+ * Exposition text that modules render themselves, appended to prom-client's on `GET /metrics`. For
+ * metric families that prom-client cannot hold, such as healthcheck series whose label names come
+ * from each check's free-form labels (prom-client fixes label names when a metric is created).
+ */
+export class Exposition {
+  readonly #sources: ExpositionSource[] = [];
+
+  /** Appends what `source` renders to every scrape, after the prom-client metrics. */
+  add(source: ExpositionSource): void {
+    this.#sources.push(source);
+  }
+
+  /** The chunks of the appended sources, in the order they were added. */
+  async *chunks(): AsyncGenerator<string> {
+    for (const source of this.#sources) {
+      for await (const chunk of source()) {
+        yield chunk;
+        await yieldToEventLoop();
+      }
+    }
+  }
+}
+
+/**
  * Counts every response in `http_requests_total{method,route,status}` and times it in
  * `http_request_duration_seconds{method,route}` (seconds), `route` being the route pattern
- * (`/api/v1/stream/:name`), never the raw URL. Serves the registry on `GET /metrics`.
+ * (`/api/v1/stream/:name`), never the raw URL. Serves the registry, then the exposition text of
+ * `exposition`, on `GET /metrics`, as a stream.
  */
-export function installHttpMetrics(app: FastifyInstance, registry: Registry): void {
+export function installHttpMetrics(app: FastifyInstance, registry: Registry, exposition: Exposition): void {
   const requests = new Counter({
     name: "http_requests_total",
     help: "HTTP responses sent, by method, route pattern and status code.",
@@ -60,7 +95,12 @@ export function installHttpMetrics(app: FastifyInstance, registry: Registry): vo
   });
 
   app.get("/metrics", async (_request, reply) => {
+    const head = await registry.metrics();
+    async function* text(): AsyncGenerator<string> {
+      yield head;
+      yield* exposition.chunks();
+    }
     reply.type(registry.contentType);
-    return registry.metrics();
+    return reply.send(Readable.from(text(), { objectMode: false }));
   });
 }

@@ -2,14 +2,19 @@
  * What a module is: one Fastify plugin, its configuration section, its environment overrides and
  * its migrations (platform.md §7). `src/server.ts` lists the modules; each is enabled by
  * `<module>.enabled`.
+ *
+ * Every module has the same files: `index.ts` (this definition and what the CLI may use),
+ * `routes.ts` or `routes/` (Fastify routes only), `storage.ts` (its tables, migrations and queries;
+ * nothing else touches them), `metrics.ts`, `config.ts` when its section is long, and domain files
+ * without Fastify or SQL.
  */
-import type { FastifyBaseLogger, FastifyPluginAsync } from "fastify";
+import type { FastifyBaseLogger, FastifyPluginAsync, preHandlerHookHandler } from "fastify";
 import type { Migration } from "kysely";
 import type { Registry } from "prom-client";
 import type { Auth } from "./auth.js";
 import type { ModuleSection, VigieConfig } from "./config.js";
 import type { Database } from "./database.js";
-import type { Lifecycle } from "./lifecycle.js";
+import type { Exposition } from "./metrics.js";
 import type { Shape } from "./validation.js";
 
 /** What the platform hands every module. */
@@ -17,18 +22,33 @@ export interface ModuleContext {
   /** The whole validated configuration (modules read `security`, `http` from it). */
   readonly config: VigieConfig;
   readonly database: Database;
-  /** The server's metrics registry; a module registers its own metrics here. */
+  /** The server's metrics registry; a module registers its own prom-client metrics here. */
   readonly metrics: Registry;
+  /** Where a module appends exposition text it renders itself to `GET /metrics`. */
+  readonly exposition: Exposition;
   readonly auth: Auth;
-  readonly lifecycle: Lifecycle;
+  /**
+   * The guard of the APIs that `security.require-token` closes (healthchecks, streams; platform.md
+   * §5): a registry token of an active `tech` or `admin` user. `undefined` while they are open.
+   */
+  readonly apiGuard: preHandlerHookHandler | undefined;
   readonly logger: FastifyBaseLogger;
 }
+
+/** Re-applies the reloadable part of a module's section (SIGHUP, platform.md §2). */
+export type SectionReload<S extends Shape> = (section: ModuleSection<S>) => void | Promise<void>;
 
 /** The options a module's plugin receives. */
 export interface ModuleOptions<S extends Shape = Shape> {
   readonly context: ModuleContext;
   /** The module's own section of the configuration, defaults filled in. */
   readonly section: ModuleSection<S>;
+  /**
+   * Registers what a SIGHUP re-applies: `handler` receives the module's section of the re-read,
+   * validated configuration. An invalid file never reaches it; a handler that throws is logged and
+   * the other modules reload anyway.
+   */
+  readonly onReload: (handler: SectionReload<S>) => void;
 }
 
 /** A module of Vigie. */
@@ -48,6 +68,17 @@ export interface VigieModule<S extends Shape = Shape> {
 /** Declares a module, inferring the type of its configuration section. */
 export function defineModule<S extends Shape>(module: VigieModule<S>): VigieModule<S> {
   return module;
+}
+
+/**
+ * The section of `module` in a validated configuration, typed by the module's shape; `undefined`
+ * when the configuration was validated without that module. Sound because `parseConfig` validated
+ * each section with the shape of its module.
+ */
+export function sectionOf<S extends Shape>(config: VigieConfig, module: VigieModule<S>): ModuleSection<S> | undefined {
+  // biome-ignore lint/suspicious/noExplicitAny: the section's type is the module's, which parseConfig checked
+  const sections: Readonly<Record<string, ModuleSection<any> | undefined>> = config.modules;
+  return sections[module.name];
 }
 
 /** A module of any configuration shape, for lists of modules (plugin options are contravariant). */

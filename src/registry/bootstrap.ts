@@ -7,7 +7,8 @@
 import { ConfigError } from "../platform/config.js";
 import { ValidationError } from "../platform/validation.js";
 import { hashPassword } from "./passwords.js";
-import { type User, type UserStore, userName, userPassword } from "./users.js";
+import type { UserStore } from "./storage.js";
+import { type User, userName, userPassword } from "./users.js";
 
 /** The admin to create at start-up. */
 export interface BootstrapAdmin {

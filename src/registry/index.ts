@@ -6,14 +6,19 @@
  * `VIGIE_ADMIN_PASSWORD` create the first admin at start-up (registry.md §4).
  */
 import { defineModule, type VigieModule } from "../platform/module.js";
-import { bootstrapAdminFrom } from "./bootstrap.js";
-import { registryMigrations } from "./migrations.js";
-import { registryPlugin } from "./plugin.js";
-import { type RateLimitPolicy, TOKEN_FAILURE_POLICY } from "./rate-limit.js";
+import type { RateLimitPolicy } from "../platform/rate-limit.js";
+import { bootstrapAdminFrom, createBootstrapAdmin } from "./bootstrap.js";
+import { LastUsedRecorder } from "./last-used.js";
+import { countAuthOutcomes } from "./metrics.js";
+import { dummyPasswordHash } from "./passwords.js";
+import { registerRegistryRoutes } from "./routes.js";
+import { FailureLimiter, registryMigrations, TOKEN_FAILURE_POLICY, TokenStore, UserStore } from "./storage.js";
+import { TokenCache } from "./token-cache.js";
+import { RegistryVerifier } from "./verifier.js";
 
-export { registryMigrations } from "./migrations.js";
 export { hashPassword } from "./passwords.js";
-export { UserStore, userDescription, userName, userPassword, userRole } from "./users.js";
+export { registryMigrations, UserStore } from "./storage.js";
+export { userDescription, userName, userPassword, userRole } from "./users.js";
 
 /** Options of {@link createRegistryModule}; the defaults are those of production. */
 export interface RegistryModuleOptions {
@@ -28,24 +33,54 @@ export interface RegistryModuleOptions {
 }
 
 /**
- * Builds the registry module. Tests pass their own environment and clock.
+ * Builds the registry module. At start-up its plugin registers the token verifier with the
+ * platform's `auth`, the `registry_auth_total` metric, creates the bootstrap admin when asked, then
+ * serves the routes of routes.ts. Tests pass their own environment and clock.
  *
  * @throws ConfigError at start-up (from the plugin) when `VIGIE_ADMIN_NAME`/`VIGIE_ADMIN_PASSWORD`
  *   are invalid or only one is set
  */
 export function createRegistryModule(options: RegistryModuleOptions = {}): VigieModule<Record<never, never>> {
+  const now = options.now ?? Date.now;
   return defineModule({
     name: "registry",
     configShape: {},
     migrations: registryMigrations,
-    plugin: async (app, moduleOptions) => {
+    plugin: async (app, { context }) => {
       const bootstrapAdmin = bootstrapAdminFrom(options.environment ?? process.env);
-      await registryPlugin({
-        now: options.now ?? Date.now,
-        cacheTtlMs: options.cacheTtlMs ?? 5_000,
-        failurePolicy: options.failurePolicy ?? TOKEN_FAILURE_POLICY,
-        ...(bootstrapAdmin === undefined ? {} : { bootstrapAdmin }),
-      })(app, moduleOptions);
+      const { auth, database, logger } = context;
+      const users = new UserStore(database);
+      const tokens = new TokenStore(database);
+      const lastUsed = new LastUsedRecorder({
+        write: (tokenId, at) => tokens.touch(tokenId, at),
+        onError: (error, tokenId) => logger.error({ err: error, tokenId }, "cannot record the last use of a token"),
+      });
+      const verifier = new RegistryVerifier({
+        findOwner: (hash) => tokens.findOwner(hash),
+        cache: new TokenCache({ ttlMs: options.cacheTtlMs ?? 5_000, now }),
+        lastUsed,
+        now,
+      });
+      auth.setVerifier(verifier.verify);
+      countAuthOutcomes(context.metrics, auth);
+      // Computed now, so that the first attempt with an unknown user is not slower than the others.
+      await dummyPasswordHash();
+      if (bootstrapAdmin !== undefined) {
+        const created = await createBootstrapAdmin(users, bootstrapAdmin, now());
+        if (created !== undefined) logger.info({ user: created.name }, "created the admin of VIGIE_ADMIN_NAME");
+      }
+      app.addHook("onClose", async () => {
+        await lastUsed.flush();
+      });
+      registerRegistryRoutes(app, {
+        users,
+        tokens,
+        limiter: new FailureLimiter(database, options.failurePolicy ?? TOKEN_FAILURE_POLICY),
+        verifier,
+        requireAdmin: auth.require("admin"),
+        requireUser: auth.require("tech"),
+        now,
+      });
     },
   });
 }

@@ -1,14 +1,13 @@
 /**
- * API tokens (registry.md §3): their format, their hash, the rules of a token request, and their
- * storage. The database keeps only the SHA-256 of a token, so authenticating is one indexed lookup.
+ * API tokens (registry.md §3): their format, their hash, the rules of a token request and their API
+ * view (storage.ts keeps them). The database keeps only the SHA-256 of a token, so authenticating is
+ * one indexed lookup.
  */
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Role } from "../platform/auth.js";
-import type { Database } from "../platform/database.js";
 import { HttpError } from "../platform/errors.js";
 import { integer, object, required, string, type Validator, withDefault } from "../platform/validation.js";
-import type { RegistryDb, TokenTable } from "./tables.js";
-import { compareNames, registryDb, userName } from "./users.js";
+import { userName } from "./users.js";
 
 /** What every token starts with, so a leaked one is recognisable (secret scanners). */
 export const TOKEN_PREFIX = "vigie_";
@@ -103,124 +102,7 @@ export function tokenView(token: StoredToken): TokenView {
   };
 }
 
-function toStoredToken(
-  row: Pick<TokenTable, "id" | "user_id" | "name" | "created_at" | "expires_at" | "last_used_at">,
-): StoredToken {
-  return {
-    id: row.id,
-    userId: row.user_id,
-    name: row.name,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    lastUsedAt: row.last_used_at,
-  };
-}
-
 /** 404 `token <name> not found`. */
 export function tokenNotFound(name: string): HttpError {
   return new HttpError(404, `token ${name} not found`);
-}
-
-const COLUMNS = ["id", "user_id", "name", "created_at", "expires_at", "last_used_at"] as const;
-
-/** Reads and writes `registry_token`. Works the same on SQLite and PostgreSQL. */
-export class TokenStore {
-  readonly #db: RegistryDb;
-
-  constructor(database: Database) {
-    this.#db = registryDb(database);
-  }
-
-  /**
-   * Creates a token for a user.
-   *
-   * @param validityDays 1–3650
-   * @param now milliseconds since the epoch
-   * @returns the token, to show once, and what is stored of it
-   * @throws HttpError 409 `token <name> already exists` when the user has a token of that name
-   */
-  async create(
-    userId: string,
-    name: string,
-    validityDays: number,
-    now: number,
-  ): Promise<{ token: string; stored: StoredToken }> {
-    const token = generateToken();
-    const row = {
-      id: randomUUID(),
-      user_id: userId,
-      name,
-      hash: hashToken(token),
-      created_at: now,
-      expires_at: now + validityDays * DAY_MS,
-      last_used_at: null,
-    };
-    const result = await this.#db
-      .insertInto("registry_token")
-      .values(row)
-      .onConflict((conflict) => conflict.columns(["user_id", "name"]).doNothing())
-      .executeTakeFirst();
-    if (Number(result.numInsertedOrUpdatedRows ?? 0) === 0) throw new HttpError(409, `token ${name} already exists`);
-    return { token, stored: toStoredToken(row) };
-  }
-
-  /** The tokens of a user, expired ones included, sorted by name. */
-  async list(userId: string): Promise<StoredToken[]> {
-    const rows = await this.#db.selectFrom("registry_token").select(COLUMNS).where("user_id", "=", userId).execute();
-    return rows.map(toStoredToken).sort(compareNames);
-  }
-
-  /**
-   * Deletes the token `name` of a user.
-   *
-   * @returns the deleted token
-   * @throws HttpError 404 `token <name> not found`
-   */
-  async delete(userId: string, name: string): Promise<StoredToken> {
-    const row = await this.#db
-      .deleteFrom("registry_token")
-      .where("user_id", "=", userId)
-      .where("name", "=", name)
-      .returning(COLUMNS)
-      .executeTakeFirst();
-    if (row === undefined) throw tokenNotFound(name);
-    return toStoredToken(row);
-  }
-
-  /** The token whose SHA-256 is `hash`, with its user: one lookup in a unique index. */
-  async findOwner(hash: string): Promise<TokenOwner | undefined> {
-    const row = await this.#db
-      .selectFrom("registry_token as t")
-      .innerJoin("registry_user as u", "u.id", "t.user_id")
-      .select([
-        "t.id as tokenId",
-        "t.expires_at as expiresAt",
-        "t.last_used_at as lastUsedAt",
-        "u.id as userId",
-        "u.name as userName",
-        "u.role as role",
-        "u.active as active",
-      ])
-      .where("t.hash", "=", hash)
-      .executeTakeFirst();
-    return row === undefined ? undefined : { ...row, active: row.active === 1 };
-  }
-
-  /**
-   * Records a use of a token, unless the stored time of use is less than `minIntervalMs` older
-   * than `at` (or newer). The condition is in the statement, so instances sharing a database, each
-   * throttling its own writes, still change the row at most once a minute (registry.md §3), and a
-   * clock behind the others never moves the time back.
-   *
-   * @param at milliseconds since the epoch
-   * @param minIntervalMs milliseconds; default 60 000
-   */
-  async touch(tokenId: string, at: number, minIntervalMs = 60_000): Promise<void> {
-    await this.#db
-      .updateTable("registry_token")
-      .set({ last_used_at: at })
-      .where("id", "=", tokenId)
-      .where((where) => where.or([where("last_used_at", "is", null), where("last_used_at", "<=", at - minIntervalMs)]))
-      .execute();
-  }
 }

@@ -1,11 +1,10 @@
 /**
- * Users of the registry (registry.md §1–2): the rules of their fields, and their storage. An admin
+ * Users of the registry (registry.md §1–2): the rules of their fields, their API shape and their
+ * errors (storage.ts keeps them). An admin
  * may do anything except create tokens for another user; a tech user reads and updates only its own
  * account. At least one active admin always remains.
  */
-import { randomUUID } from "node:crypto";
 import type { Role } from "../platform/auth.js";
-import type { Database } from "../platform/database.js";
 import { HttpError } from "../platform/errors.js";
 import {
   boolean,
@@ -18,7 +17,6 @@ import {
   ValidationError,
   type Validator,
 } from "../platform/validation.js";
-import type { RegistryDb, RegistryTables, UserTable } from "./tables.js";
 
 /** The roles of registry.md §1, in the order error messages list them. */
 export const ROLES: readonly Role[] = ["admin", "tech"];
@@ -132,177 +130,8 @@ export function userExists(name: string): HttpError {
 /** 409 when a change would leave no active admin. */
 export const LAST_ADMIN = "at least one active admin must remain";
 
-/** The registry's view of a database. */
-export function registryDb(database: Database): RegistryDb {
-  return database.kysely.withTables<RegistryTables>();
-}
-
-function toUser(row: Pick<UserTable, "id" | "name" | "description" | "active" | "role">): User {
-  return { id: row.id, name: row.name, description: row.description, active: row.active === 1, role: row.role };
-}
-
 /** Compares names by UTF-16 code units: the same order on SQLite and PostgreSQL, whatever the collation. */
 export function compareNames(a: { name: string }, b: { name: string }): number {
   if (a.name < b.name) return -1;
   return a.name > b.name ? 1 : 0;
-}
-
-/** Reads and writes `registry_user`. Works the same on SQLite and PostgreSQL. */
-export class UserStore {
-  readonly #db: RegistryDb;
-  readonly #postgres: boolean;
-
-  constructor(database: Database) {
-    this.#db = registryDb(database);
-    this.#postgres = database.dialect === "postgres";
-  }
-
-  /**
-   * Inserts a user with a new UUID v4.
-   *
-   * @param now milliseconds since the epoch
-   * @throws HttpError 409 `user <name> already exists`
-   */
-  async create(user: NewUser, now: number): Promise<User> {
-    const created = await this.createIfAbsent(user, now);
-    if (created === undefined) throw userExists(user.name);
-    return created;
-  }
-
-  /**
-   * Inserts a user unless one of that name exists (several instances may try at once: the unique
-   * index decides, the others insert nothing).
-   *
-   * @returns the new user, or `undefined` when the name was taken
-   */
-  async createIfAbsent(user: NewUser, now: number): Promise<User | undefined> {
-    const row = {
-      id: randomUUID(),
-      name: user.name,
-      description: user.description,
-      role: user.role,
-      active: user.active ? 1 : 0,
-      password_hash: user.passwordHash,
-      created_at: now,
-      updated_at: now,
-    };
-    const result = await this.#db
-      .insertInto("registry_user")
-      .values(row)
-      .onConflict((conflict) => conflict.column("name").doNothing())
-      .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0 ? toUser(row) : undefined;
-  }
-
-  /** Every user, sorted by name. */
-  async list(): Promise<User[]> {
-    const rows = await this.#db
-      .selectFrom("registry_user")
-      .select(["id", "name", "description", "active", "role"])
-      .execute();
-    return rows.map(toUser).sort(compareNames);
-  }
-
-  /** The user named `name`, or `undefined`. */
-  async find(name: string): Promise<User | undefined> {
-    const row = await this.#db
-      .selectFrom("registry_user")
-      .select(["id", "name", "description", "active", "role"])
-      .where("name", "=", name)
-      .executeTakeFirst();
-    return row === undefined ? undefined : toUser(row);
-  }
-
-  /** The user named `name` with its password hash, or `undefined`. */
-  async findCredentials(name: string): Promise<UserCredentials | undefined> {
-    const row = await this.#db
-      .selectFrom("registry_user")
-      .select(["id", "name", "description", "active", "role", "password_hash"])
-      .where("name", "=", name)
-      .executeTakeFirst();
-    return row === undefined ? undefined : { ...toUser(row), passwordHash: row.password_hash };
-  }
-
-  /**
-   * Changes a user, refusing to demote or deactivate the last active admin.
-   *
-   * @param now milliseconds since the epoch
-   * @returns the user after the change
-   * @throws HttpError 404 `user <name> not found`, 409 `at least one active admin must remain`
-   */
-  async update(name: string, changes: UserChanges, now: number): Promise<User> {
-    return this.#db.transaction().execute(async (trx) => {
-      const admins = await this.#activeAdmins(trx);
-      const current = await this.#lockUser(trx, name);
-      if (current === undefined) throw userNotFound(name);
-      const next: User = {
-        ...current,
-        ...(changes.description === undefined ? {} : { description: changes.description }),
-        ...(changes.role === undefined ? {} : { role: changes.role }),
-        ...(changes.active === undefined ? {} : { active: changes.active }),
-      };
-      const wasActiveAdmin = current.active && current.role === "admin";
-      const isActiveAdmin = next.active && next.role === "admin";
-      if (wasActiveAdmin && !isActiveAdmin && admins.length <= 1) throw new HttpError(409, LAST_ADMIN);
-      await trx
-        .updateTable("registry_user")
-        .set({
-          description: next.description,
-          role: next.role,
-          active: next.active ? 1 : 0,
-          ...(changes.passwordHash === undefined ? {} : { password_hash: changes.passwordHash }),
-          updated_at: now,
-        })
-        .where("id", "=", current.id)
-        .execute();
-      return next;
-    });
-  }
-
-  /**
-   * Deletes a user and its tokens, refusing to delete the last active admin.
-   *
-   * @returns the deleted user
-   * @throws HttpError 404 `user <name> not found`, 409 `at least one active admin must remain`
-   */
-  async delete(name: string): Promise<User> {
-    return this.#db.transaction().execute(async (trx) => {
-      const admins = await this.#activeAdmins(trx);
-      const current = await this.#lockUser(trx, name);
-      if (current === undefined) throw userNotFound(name);
-      if (current.active && current.role === "admin" && admins.length <= 1) throw new HttpError(409, LAST_ADMIN);
-      // The foreign key cascades too; deleting explicitly does not depend on SQLite's foreign_keys pragma.
-      await trx.deleteFrom("registry_token").where("user_id", "=", current.id).execute();
-      await trx.deleteFrom("registry_user").where("id", "=", current.id).execute();
-      return current;
-    });
-  }
-
-  /**
-   * The ids of the active admins. On PostgreSQL the rows are locked (`FOR UPDATE`, in id order so
-   * concurrent transactions lock them in the same order): two admins demoting each other at once
-   * are serialised, and the second sees that only one admin is left. SQLite serialises writers
-   * already (one connection per process, one writer per database).
-   */
-  async #activeAdmins(trx: RegistryDb): Promise<string[]> {
-    const rows = await trx
-      .selectFrom("registry_user")
-      .select("id")
-      .where("role", "=", "admin")
-      .where("active", "=", 1)
-      .orderBy("id")
-      .$if(this.#postgres, (query) => query.forUpdate())
-      .execute();
-    return rows.map((row) => row.id);
-  }
-
-  async #lockUser(trx: RegistryDb, name: string): Promise<User | undefined> {
-    const row = await trx
-      .selectFrom("registry_user")
-      .select(["id", "name", "description", "active", "role"])
-      .where("name", "=", name)
-      .$if(this.#postgres, (query) => query.forUpdate())
-      .executeTakeFirst();
-    return row === undefined ? undefined : toUser(row);
-  }
 }

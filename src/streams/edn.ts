@@ -1,15 +1,21 @@
 /**
  * EDN values as read by edn-data (https://github.com/edn-format/edn), and the few operations the
- * streams module needs on them: parse one top-level value, tell keywords from strings, read maps,
- * and turn data into JSON for events.
+ * streams module needs on them: parse one top-level value strictly, tell keywords from strings, read
+ * maps, and turn data into JSON for events.
  */
-import { type EDNVal, toEDNString, toKeyword } from "edn-data";
-import { EDNListParser } from "edn-data/dist/parse.js";
+import { type EDNVal, parseEDNString, toEDNString, toKeyword } from "edn-data";
 
 /** An EDN value in edn-data's representation (keywords `{key}`, maps `{map: [[k, v], ...]}`, ...). */
 export type EdnValue = EDNVal;
 
-/** Text that is not one well-formed EDN value. */
+/**
+ * How deeply collections (lists, vectors, maps, sets) may nest in EDN the streams module reads:
+ * stream configurations, where-conditions and search queries, test files. About 60 levels of
+ * actions; deeper documents are refused before anything recurses into them.
+ */
+export const MAX_EDN_NESTING = 128;
+
+/** Text that is not one well-formed EDN value; the message names the position when it can. */
 export class EdnError extends Error {
   constructor(message: string) {
     super(message);
@@ -17,24 +23,141 @@ export class EdnError extends Error {
   }
 }
 
+/** `line 2, column 7` (both from 1) of the character at `index` of `text`. */
+function position(text: string, index: number): string {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = text.indexOf("\n"); i !== -1 && i < index; i = text.indexOf("\n", i + 1)) {
+    line += 1;
+    lineStart = i + 1;
+  }
+  return `line ${line}, column ${index - lineStart + 1}`;
+}
+
+const CLOSERS: Readonly<Record<string, string>> = { "(": ")", "[": "]", "{": "}", "#{": "}" };
+const WHITE_SPACE = new Set([" ", "\t", "\n", "\r", ","]);
+const DELIMITERS = new Set(["(", ")", "[", "]", "{", "}", '"', ";"]);
+
+/** One open collection, or the top level (`opener` empty). */
+interface Frame {
+  readonly opener: string;
+  readonly start: number;
+  /** Forms read so far, discarded ones (`#_`) excepted. */
+  forms: number;
+  /** Where the second top-level form starts (top level only). */
+  secondForm?: number;
+  /** Tags (`#inst`) and discards (`#_`) waiting for the form they apply to, innermost last. */
+  readonly prefixes: Array<"tag" | "discard">;
+}
+
 /**
- * Parses exactly one EDN value.
- * @throws EdnError for empty input, an unterminated form or several top-level values
+ * Checks the structure of EDN text where edn-data does not: every collection closed by its own
+ * delimiter, no stray closing delimiter, an even number of forms in every map, exactly one
+ * top-level form, nesting at most {@link MAX_EDN_NESTING} deep, no tag or `#_` without its form,
+ * no character literal of a delimiter or white space (which edn-data cannot read). Iterative, so
+ * any depth of input costs no stack.
+ *
+ * @throws EdnError naming the problem and its line and column
+ */
+export function checkEdnStructure(text: string): void {
+  const fail = (problem: string, at: number): never => {
+    throw new EdnError(`invalid EDN: ${problem} at ${position(text, at)}`);
+  };
+  const top: Frame = { opener: "", start: 0, forms: 0, prefixes: [] };
+  const stack: Frame[] = [top];
+  const current = () => stack[stack.length - 1] as Frame;
+  /** A form that starts at `at` is complete: apply its prefixes, count it. */
+  const complete = (at: number) => {
+    const frame = current();
+    while (frame.prefixes.length > 0) {
+      if (frame.prefixes.pop() === "discard") return;
+    }
+    frame.forms += 1;
+    if (frame === top && frame.forms === 2) frame.secondForm = at;
+  };
+  const tokenEnd = (from: number) => {
+    let end = from;
+    while (end < text.length && !WHITE_SPACE.has(text[end] as string) && !DELIMITERS.has(text[end] as string)) end++;
+    return end;
+  };
+  let i = 0;
+  while (i < text.length) {
+    const char = text[i] as string;
+    if (WHITE_SPACE.has(char)) {
+      i++;
+    } else if (char === ";") {
+      const newline = text.indexOf("\n", i);
+      i = newline === -1 ? text.length : newline + 1;
+    } else if (char === '"') {
+      let end = i + 1;
+      while (end < text.length && text[end] !== '"') end += text[end] === "\\" ? 2 : 1;
+      if (end >= text.length) fail("unterminated string", i);
+      complete(i);
+      i = end + 1;
+    } else if (char === "(" || char === "[" || char === "{" || (char === "#" && text[i + 1] === "{")) {
+      const opener = char === "#" ? "#{" : char;
+      if (stack.length > MAX_EDN_NESTING) fail(`collections nested deeper than ${MAX_EDN_NESTING} levels`, i);
+      stack.push({ opener, start: i, forms: 0, prefixes: [] });
+      i += opener.length;
+    } else if (char === ")" || char === "]" || char === "}") {
+      const frame = current();
+      if (frame === top) fail(`unexpected ${char} with no collection open`, i);
+      if (CLOSERS[frame.opener] !== char) {
+        fail(`unexpected ${char}: the ${frame.opener} at ${position(text, frame.start)} is not closed`, i);
+      }
+      if (frame.prefixes.length > 0) fail(`a tag or #_ has no form before ${char}`, i);
+      if (frame.opener === "{" && frame.forms % 2 !== 0) {
+        fail(`the map opened at ${position(text, frame.start)} has ${frame.forms} forms, not key-value pairs`, i);
+      }
+      stack.pop();
+      complete(frame.start);
+      i++;
+    } else if (char === "#") {
+      const end = tokenEnd(i + 1);
+      if (text[i + 1] === "_") {
+        current().prefixes.push("discard");
+        i += 2;
+      } else if (end === i + 1) {
+        fail("a # must start a tag, a set #{...} or a discard #_", i);
+      } else {
+        current().prefixes.push("tag");
+        i = end;
+      }
+    } else if (char === "\\") {
+      const next = text[i + 1];
+      if (next === undefined || WHITE_SPACE.has(next) || DELIMITERS.has(next)) {
+        fail("a character literal of white space or a delimiter is not supported; write a string instead", i);
+      }
+      complete(i);
+      i = tokenEnd(i + 2);
+    } else {
+      complete(i);
+      i = tokenEnd(i + 1);
+    }
+  }
+  if (stack.length > 1) {
+    const frame = current();
+    fail(`unexpected end of input: the ${frame.opener} at ${position(text, frame.start)} is not closed`, text.length);
+  }
+  if (top.prefixes.length > 0) fail("unexpected end of input after a tag or #_", text.length);
+  if (top.forms === 0) throw new EdnError("invalid EDN: no value");
+  if (top.secondForm !== undefined) fail("more than one top-level value: a second one starts", top.secondForm);
+}
+
+/**
+ * Parses exactly one EDN value: {@link checkEdnStructure}, then edn-data.
+ * @throws EdnError for empty input, unbalanced or mismatched delimiters, a map with an odd number of
+ *   forms, several top-level values, too deep nesting, or what edn-data refuses (bad escapes)
  */
 export function parseEdn(text: string): EdnValue {
-  // edn-data's parser reads the items of a list: wrap the text in one, as its parseEDNString does,
-  // but keep every item so that trailing values and unterminated forms can be refused.
-  const parser = new EDNListParser();
-  let values: unknown[];
+  checkEdnStructure(text);
   try {
-    values = parser.next(`(${text}\n)`);
+    // The line break ends a comment on the last line, which would otherwise swallow the closing
+    // parenthesis edn-data wraps the text in.
+    return parseEDNString(`${text}\n`) as EdnValue;
   } catch (error) {
     throw new EdnError(`invalid EDN: ${(error as Error).message}`);
   }
-  if (!parser.isDone()) throw new EdnError("invalid EDN: unexpected end of input");
-  if (values.length === 0) throw new EdnError("invalid EDN: no value");
-  if (values.length > 1) throw new EdnError("invalid EDN: more than one top-level value");
-  return values[0] as EdnValue;
 }
 
 /** Serialises a value to EDN text. */

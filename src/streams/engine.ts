@@ -5,8 +5,9 @@
  */
 import type { Destination, Flow, Next, Runtime } from "./action.js";
 import { type CompiledConfig, compileConfig } from "./compiler.js";
-import type { EdnValue } from "./edn.js";
+import { type EdnValue, toEdn } from "./edn.js";
 import type { Event } from "./event.js";
+import type { FileStream } from "./storage.js";
 import { StreamIndex } from "./stream-index.js";
 
 /** How deep reinjection may nest (a stream reinjecting into itself would otherwise never end). */
@@ -177,5 +178,22 @@ export class StreamEngine {
 
   #refreshDefaults(): void {
     this.#defaults = [...this.#streams.values()].filter((stream) => stream.isDefault);
+  }
+}
+
+/**
+ * Applies the streams of the stream directories to an engine (start-up and SIGHUP, streams.md §6):
+ * new streams compiled, changed ones recompiled (state reset), streams whose file entry disappeared
+ * dropped, untouched ones kept with their state and index. Streams created through the API without
+ * `:persist` are not touched.
+ */
+export function applyFileStreams(engine: StreamEngine, loaded: ReadonlyMap<string, FileStream>): void {
+  for (const stream of [...engine.all()]) {
+    if (stream.origin.kind === "file" && !loaded.has(stream.name)) engine.remove(stream.name);
+  }
+  for (const [name, entry] of loaded) {
+    const running = engine.get(name);
+    if (running?.origin.kind === "file" && toEdn(running.config) === entry.text) continue;
+    engine.add(name, entry.config, { kind: "file", file: entry.file });
   }
 }

@@ -1,15 +1,18 @@
 /**
  * The streams module (streams.md): named streams compiled from EDN configurations, an index per
- * stream, stream directories loaded at start-up and reloaded on SIGHUP.
+ * stream, stream directories loaded at start-up and reloaded on SIGHUP, Prometheus remote write and
+ * OpenTelemetry traces ingestion.
  */
 import { defineModule } from "../platform/module.js";
 import { array, size, string, withDefault } from "../platform/validation.js";
-import { type FileStream, loadStreamDirectories } from "./directories.js";
-import { toEdn } from "./edn.js";
-import { StreamEngine } from "./engine.js";
-import { ingestionRoutes } from "./ingestion.js";
-import { metricHooks } from "./metrics.js";
-import { streamRoutes } from "./plugin.js";
+import { applyFileStreams, StreamEngine } from "./engine.js";
+import { ingestionCounters, metricHooks } from "./metrics.js";
+import { ingestionRoutes } from "./routes/ingestion.js";
+import { streamRoutes } from "./routes/streams.js";
+import { loadStreamDirectories, streamsMigrations } from "./storage.js";
+
+export { loadStreamDirectories } from "./storage.js";
+export { formatStreamTestResults, runStreamTests } from "./stream-test.js";
 
 /** The streams section of the configuration. */
 export const streamsShape = {
@@ -20,39 +23,26 @@ export const streamsShape = {
 };
 
 /**
- * Applies the streams of the directories to the engine: new streams compiled, changed ones
- * recompiled (state reset), streams whose file entry disappeared dropped, untouched ones kept with
- * their state and index. Streams created through the API without `:persist` are not touched.
+ * The module, for the `modules` list of src/server.ts. Its plugin loads the stream directories,
+ * reloads them on SIGHUP (every file read and compiled before anything changes, so an invalid file
+ * changes nothing), and serves the stream, index and ingestion routes (behind the API guard with
+ * `security.require-token`).
  */
-export function applyFileStreams(engine: StreamEngine, loaded: ReadonlyMap<string, FileStream>): void {
-  for (const stream of [...engine.all()]) {
-    if (stream.origin.kind === "file" && !loaded.has(stream.name)) engine.remove(stream.name);
-  }
-  for (const [name, entry] of loaded) {
-    const running = engine.get(name);
-    if (running?.origin.kind === "file" && toEdn(running.config) === entry.text) continue;
-    engine.add(name, entry.config, { kind: "file", file: entry.file });
-  }
-}
-
 export const streamsModule = defineModule({
   name: "streams",
   configShape: streamsShape,
-  migrations: {},
-  plugin: async (app, { context, section }) => {
+  migrations: streamsMigrations,
+  plugin: async (app, { context, section, onReload }) => {
     const running: StreamEngine = new StreamEngine(metricHooks(context.metrics, context.logger, () => running));
     applyFileStreams(running, await loadStreamDirectories(section.directories));
-
-    context.lifecycle.onReload("streams", async (config) => {
-      const directories = (config.modules.streams?.directories as string[] | undefined) ?? section.directories;
-      // All files are read and compiled before anything changes: an invalid file changes nothing.
-      applyFileStreams(running, await loadStreamDirectories(directories));
+    onReload(async (fresh) => {
+      applyFileStreams(running, await loadStreamDirectories(fresh.directories));
     });
 
-    const guard = context.config.security["require-token"] ? context.auth.require("tech") : undefined;
+    const guard = context.apiGuard;
     await app.register(ingestionRoutes, {
       engine: running,
-      metrics: context.metrics,
+      counters: ingestionCounters(context.metrics),
       bodyLimit: section["ingestion-body-limit"],
       guard,
     });

@@ -1,7 +1,9 @@
 /**
- * The streams metrics of streams.md §10 that the engine feeds: `stream_events_total{stream}`,
- * `stream_dropped_events_total{stream,action}` and `stream_index_size{stream}`. Label children are
- * resolved when a stream or action is built, so counting an event costs one call.
+ * The streams metrics of streams.md §10: `stream_events_total{stream}`,
+ * `stream_dropped_events_total{stream,action}` and `stream_index_size{stream}`, which the engine
+ * feeds, and `remote_write_samples_total{stream}` and `otlp_spans_total{stream}`, which the
+ * ingestion routes feed. Label children are resolved once per stream or action, so counting costs
+ * one call.
  */
 import type { FastifyBaseLogger } from "fastify";
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -58,5 +60,50 @@ export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engin
     log(level, stream, value) {
       logger[level]({ stream, event: value }, "stream event");
     },
+  };
+}
+
+/** A counter child per name, resolved once per name. */
+export type CounterByName = (name: string) => { inc(value: number): void };
+
+function counterByName(counter: Counter<"stream">): CounterByName {
+  const children = new Map<string, { inc(value: number): void }>();
+  return (name) => {
+    let child = children.get(name);
+    if (child === undefined) {
+      child = counter.labels(name);
+      children.set(name, child);
+    }
+    return child;
+  };
+}
+
+/** The counters of the ingestion routes, by the stream name of the URL (`default` included). */
+export interface IngestionCounters {
+  /** `remote_write_samples_total{stream}`. */
+  readonly samples: CounterByName;
+  /** `otlp_spans_total{stream}`. */
+  readonly spans: CounterByName;
+}
+
+/** Registers the ingestion counters in `registry`. */
+export function ingestionCounters(registry: Registry): IngestionCounters {
+  return {
+    samples: counterByName(
+      new Counter({
+        name: "remote_write_samples_total",
+        help: "Samples received through Prometheus remote write and pushed into streams, by stream name of the URL.",
+        labelNames: ["stream"] as const,
+        registers: [registry],
+      }),
+    ),
+    spans: counterByName(
+      new Counter({
+        name: "otlp_spans_total",
+        help: "Spans received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
+        labelNames: ["stream"] as const,
+        registers: [registry],
+      }),
+    ),
   };
 }

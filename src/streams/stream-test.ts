@@ -9,10 +9,10 @@
 import { readFile } from "node:fs/promises";
 import { isPlainObject } from "../platform/validation.js";
 import type { Flow } from "./action.js";
-import type { FileStream } from "./directories.js";
 import { type EdnValue, ednToJson, isMap, mapGet, nameOf, parseEdn, sequenceItems, toEdn } from "./edn.js";
 import { StreamEngine } from "./engine.js";
 import { valuesEqual } from "./event.js";
+import type { FileStream } from "./storage.js";
 
 /** One tap whose recorded values differ from the expected ones. */
 export interface TapMismatch {

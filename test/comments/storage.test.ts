@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, sql } from "kysely";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CommentStore, type NewComment } from "../../src/comments/storage.js";
-import type { CommentTables } from "../../src/comments/tables.js";
+import { CommentStore, type CommentTables, type NewComment, rateLimitLockKey } from "../../src/comments/storage.js";
 import type { Database } from "../../src/platform/database.js";
 import type { VigieServer } from "../../src/server.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
@@ -146,5 +145,17 @@ describe.each(DATABASE_KINDS)("comment storage on $kind", ({ kind, skip }) => {
     await store.purge(expiresAt + 1);
     expect(await count("comments_used_challenge", first.signature)).toBe(0);
     expect((await store.add(comment("purge", { now: NOW + 10 * MINUTE }))).outcome).toBe("added");
+  });
+});
+
+describe("rateLimitLockKey", () => {
+  it("is a signed 64-bit decimal, the same for the same pair and different for others", () => {
+    const key = rateLimitLockKey("blog", "127.0.0.1");
+    expect(key).toMatch(/^-?\d+$/);
+    const value = BigInt(key);
+    expect(value >= -(2n ** 63n) && value < 2n ** 63n).toBe(true);
+    expect(rateLimitLockKey("blog", "127.0.0.1")).toBe(key);
+    expect(rateLimitLockKey("blog", "127.0.0.2")).not.toBe(key);
+    expect(rateLimitLockKey("blog1", "27.0.0.1")).not.toBe(key);
   });
 });

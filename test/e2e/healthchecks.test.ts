@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
+import { until } from "../support/until.js";
 
 /** A web server the checks probe. */
 let web: ReturnType<typeof createServer>;
@@ -29,16 +30,6 @@ function configuration(port: number, checks: string): string {
 
 const httpCheck = (name: string, description = "") =>
   `    - {name: ${name}, description: "${description}", target: 127.0.0.1, port: ${webPort}, valid-status: [200], timeout: 500ms, interval: 500ms}`;
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe("healthchecks in the real process", () => {
   let vigie: VigieProcess | undefined;

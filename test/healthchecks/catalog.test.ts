@@ -5,10 +5,9 @@ import { Catalog } from "../../src/healthchecks/catalog.js";
 import { type Definition, type Kind, validateDefinition } from "../../src/healthchecks/definition.js";
 import { Executor } from "../../src/healthchecks/execute.js";
 import { HealthcheckMetrics } from "../../src/healthchecks/metrics.js";
-import { healthcheckMigrations } from "../../src/healthchecks/migrations.js";
 import { ResultStore } from "../../src/healthchecks/results.js";
 import { Scheduler } from "../../src/healthchecks/scheduler.js";
-import { HealthcheckStorage } from "../../src/healthchecks/storage.js";
+import { HealthcheckStorage, healthcheckMigrations } from "../../src/healthchecks/storage.js";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
 
 const RULES = { minInterval: { text: "1s", milliseconds: 1_000 } };

@@ -5,7 +5,7 @@ import { createServer as createHttpsServer } from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpDefinition, validateDefinition } from "../../src/healthchecks/definition.js";
-import { escapeHtml, HttpExecutor, requestPath, serverName } from "../../src/healthchecks/http.js";
+import { HttpExecutor, requestPath, serverName } from "../../src/healthchecks/http.js";
 import { type Certificates, generateCertificates, OPENSSL_MISSING } from "./certificates.js";
 import { closedPort, type Listening, listen, silentTcpServer } from "./local-servers.js";
 
@@ -95,12 +95,6 @@ describe("serverName", () => {
     expect(serverName({ target: "example.org", host: "www.example.org", "server-name": "api.example.org" })).toBe(
       "api.example.org",
     );
-  });
-});
-
-describe("escapeHtml", () => {
-  it("escapes the five special characters", () => {
-    expect(escapeHtml(`<a href="x">'&'</a>`)).toBe("&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
   });
 });
 

@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Definition, validateDefinition } from "../../src/healthchecks/definition.js";
 import { healthchecksModule } from "../../src/healthchecks/index.js";
-import { healthcheckMigrations } from "../../src/healthchecks/migrations.js";
-import { HealthcheckStorage } from "../../src/healthchecks/storage.js";
+import { HealthcheckStorage, healthcheckMigrations } from "../../src/healthchecks/storage.js";
 import { openDatabase, platformMigrations } from "../../src/platform/database.js";
 import type { VigieServer } from "../../src/server.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/platform/config.js";
 import { bootstrapAdminFrom } from "../../src/registry/bootstrap.js";
 import { createRegistryModule } from "../../src/registry/index.js";
-import { UserStore } from "../../src/registry/users.js";
+import { UserStore } from "../../src/registry/storage.js";
 import type { VigieServer } from "../../src/server.js";
 import { createTestDatabase, type TestDatabase } from "../support/databases.js";
 import { startTestServer } from "../support/server.js";

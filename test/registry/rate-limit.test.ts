@@ -1,41 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
-import { registryMigrations } from "../../src/registry/migrations.js";
-import { FailureLimiter, retryAfterSeconds, TOKEN_FAILURE_POLICY } from "../../src/registry/rate-limit.js";
-import { registryDb } from "../../src/registry/users.js";
+import { FailureLimiter, registryDb, registryMigrations, TOKEN_FAILURE_POLICY } from "../../src/registry/storage.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
 import { dropWhenClosed } from "./sessions.js";
 
 const MINUTE = 60_000;
-
-describe("retryAfterSeconds", () => {
-  const policy = TOKEN_FAILURE_POLICY;
-  const now = 1_000_000_000;
-
-  it("allows 10 failures per 15 minutes", () => {
-    expect(policy).toEqual({ limit: 10, windowMs: 15 * MINUTE });
-    const nine = Array.from({ length: 9 }, (_, index) => now - index * 1000);
-    expect(retryAfterSeconds(nine, now, policy)).toBeUndefined();
-    expect(retryAfterSeconds([], now, policy)).toBeUndefined();
-  });
-
-  it("waits until the 10th most recent failure leaves the window", () => {
-    const ten = Array.from({ length: 10 }, (_, index) => now - index * MINUTE);
-    // The 10th most recent failure happened 9 minutes ago: 6 minutes to wait.
-    expect(retryAfterSeconds(ten, now, policy)).toBe(6 * 60);
-    expect(retryAfterSeconds(ten, now + 6 * MINUTE - 1, policy)).toBe(1);
-    expect(retryAfterSeconds(ten, now + 6 * MINUTE, policy)).toBeUndefined();
-    // Older failures beyond the 10th do not extend it.
-    expect(retryAfterSeconds([...ten, now - 14 * MINUTE], now, policy)).toBe(6 * 60);
-  });
-
-  it("rounds up to whole seconds, at least 1", () => {
-    const ten = Array.from({ length: 10 }, () => now - 15 * MINUTE + 1);
-    expect(retryAfterSeconds(ten, now, policy)).toBe(1);
-    const fresh = Array.from({ length: 10 }, () => now);
-    expect(retryAfterSeconds(fresh, now, policy)).toBe(900);
-  });
-});
 
 describe.each(DATABASE_KINDS)("failure limiter on $kind", ({ kind, skip }) => {
   describe.skipIf(skip)("", () => {
@@ -52,6 +21,7 @@ describe.each(DATABASE_KINDS)("failure limiter on $kind", ({ kind, skip }) => {
     });
 
     it("limits a key after 10 failures within 15 minutes, shared by every limiter on the database", async () => {
+      expect(TOKEN_FAILURE_POLICY).toEqual({ limit: 10, windowMs: 15 * MINUTE });
       const first = new FailureLimiter(database);
       const second = new FailureLimiter(database);
       const start = 5_000_000_000;

@@ -6,9 +6,8 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
-import { registryMigrations } from "../../src/registry/migrations.js";
-import { DAY_MS, hashToken, TokenStore } from "../../src/registry/tokens.js";
-import { registryDb, UserStore } from "../../src/registry/users.js";
+import { registryDb, registryMigrations, TokenStore, UserStore } from "../../src/registry/storage.js";
+import { DAY_MS, hashToken } from "../../src/registry/tokens.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
 import { dropWhenClosed } from "./sessions.js";
 

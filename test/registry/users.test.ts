@@ -1,15 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
 import { HttpError } from "../../src/platform/errors.js";
-import { registryMigrations } from "../../src/registry/migrations.js";
-import {
-  newUserBody,
-  setsAdminOnlyField,
-  type User,
-  UserStore,
-  userName,
-  userUpdateBody,
-} from "../../src/registry/users.js";
+import { registryMigrations, UserStore } from "../../src/registry/storage.js";
+import { newUserBody, setsAdminOnlyField, type User, userName, userUpdateBody } from "../../src/registry/users.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
 import { validationError } from "../support/validation.js";
 import { dropWhenClosed } from "./sessions.js";

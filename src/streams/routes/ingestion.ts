@@ -6,21 +6,21 @@
 import { promisify } from "node:util";
 import { gunzip } from "node:zlib";
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
-import { Counter, type Registry } from "prom-client";
 import { uncompressSync } from "snappy";
-import { HttpError } from "../platform/errors.js";
-import type { Stream, StreamEngine } from "./engine.js";
-import type { Event } from "./event.js";
-import { DEFAULT_STREAM } from "./names.js";
-import { decodeJsonTraces, decodeProtobufTraces, EMPTY_PROTOBUF_RESPONSE, OtlpError } from "./otlp.js";
-import { RemoteWriteDecoder, RemoteWriteError } from "./remote-write-decoder.js";
+import { HttpError } from "../../platform/errors.js";
+import type { Stream, StreamEngine } from "../engine.js";
+import type { Event } from "../event.js";
+import type { IngestionCounters } from "../metrics.js";
+import { DEFAULT_STREAM } from "../names.js";
+import { decodeJsonTraces, decodeProtobufTraces, EMPTY_PROTOBUF_RESPONSE, OtlpError } from "../otlp.js";
+import { RemoteWriteDecoder, RemoteWriteError } from "../remote-write-decoder.js";
 
 const gunzipAsync = promisify(gunzip);
 
 /** What the ingestion routes need. */
 export interface IngestionOptions {
   readonly engine: StreamEngine;
-  readonly metrics: Registry;
+  readonly counters: IngestionCounters;
   /** Largest body, compressed or decompressed, in bytes. */
   readonly bodyLimit: number;
   readonly guard: preHandlerHookHandler | undefined;
@@ -40,38 +40,10 @@ export function snappyUncompressedLength(block: Uint8Array): number | undefined 
   return undefined;
 }
 
-/** Per-name counters, resolved once per target name. */
-function counterByName(counter: Counter<"stream">): (name: string) => { inc(value: number): void } {
-  const children = new Map<string, { inc(value: number): void }>();
-  return (name) => {
-    let child = children.get(name);
-    if (child === undefined) {
-      child = counter.labels(name);
-      children.set(name, child);
-    }
-    return child;
-  };
-}
-
 /** Registers the remote-write and OTLP routes. */
 export async function ingestionRoutes(app: FastifyInstance, options: IngestionOptions): Promise<void> {
   const { engine, bodyLimit, guard } = options;
-  const samples = counterByName(
-    new Counter({
-      name: "remote_write_samples_total",
-      help: "Samples received through Prometheus remote write and pushed into streams, by stream name of the URL.",
-      labelNames: ["stream"] as const,
-      registers: [options.metrics],
-    }),
-  );
-  const spans = counterByName(
-    new Counter({
-      name: "otlp_spans_total",
-      help: "Spans received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
-      labelNames: ["stream"] as const,
-      registers: [options.metrics],
-    }),
-  );
+  const { samples, spans } = options.counters;
   const decoder = new RemoteWriteDecoder();
 
   // Raw bodies: Buffers for protobuf and, on these routes only, for JSON (OTLP/JSON may be gzipped).

@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createRegistryModule } from "../../src/registry/index.js";
 import { hashPassword } from "../../src/registry/passwords.js";
+import { registryDb, UserStore } from "../../src/registry/storage.js";
 import { DAY_MS, hashToken } from "../../src/registry/tokens.js";
-import { registryDb, UserStore } from "../../src/registry/users.js";
 import type { VigieServer } from "../../src/server.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
 import { startTestServer } from "../support/server.js";

@@ -1,22 +1,15 @@
 /**
  * The routes of the healthchecks module (healthchecks.md §5): definitions, bulk, one-off
  * executions and results. Open by default; with `security.require-token: true` every route needs a
- * registry token of an active tech or admin user (platform.md §5).
+ * registry token of an active tech or admin user (platform.md §5; index.ts adds the guard).
  */
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { HttpError } from "../platform/errors.js";
-import type { ModuleOptions } from "../platform/module.js";
 import { ValidationError } from "../platform/validation.js";
-import { apiCommandsAllowed } from "./api-commands.js";
 import { BulkError, hasCommandChecks, parseBulk } from "./bulk.js";
-import { Catalog } from "./catalog.js";
-import { configuredChecks, type HealthchecksSection, type healthchecksShape } from "./configuration.js";
+import type { Catalog } from "./catalog.js";
 import { type Definition, type DefinitionRules, KINDS, type Kind, validateDefinition } from "./definition.js";
-import { Executor } from "./execute.js";
-import { HealthcheckMetrics } from "./metrics.js";
-import { ResultStore } from "./results.js";
-import { Scheduler } from "./scheduler.js";
-import { HealthcheckStorage } from "./storage.js";
+import type { ResultStore } from "./results.js";
 
 /** The 403 of a command check posted while `allow-api-commands` is off (healthchecks.md §5). */
 export const COMMANDS_DISABLED = "command healthchecks are disabled for the API";
@@ -34,50 +27,22 @@ function notFound(name: string): HttpError {
   return new HttpError(404, `healthcheck ${name} not found`);
 }
 
-/** The module's plugin: builds the scheduler and the catalog, restores checks, serves the routes. */
-export const healthchecksPlugin: FastifyPluginAsync<ModuleOptions<typeof healthchecksShape>> = async (
-  app,
-  { context, section },
-) => {
-  const rules: DefinitionRules = { minInterval: section["min-interval"] };
-  const allowCommands = apiCommandsAllowed(
-    section["allow-api-commands"],
-    context.config.http.host,
-    context.config.security["require-token"],
-  );
-  let metrics: HealthcheckMetrics | undefined;
-  const scheduler = new Scheduler({
-    maxConcurrency: section["max-concurrency"],
-    onLateness: (milliseconds) => metrics?.observeLateness(milliseconds / 1000),
-    onError: (name, error) => context.logger.error({ err: error, healthcheck: name }, "healthcheck run failed"),
-  });
-  metrics = new HealthcheckMetrics(context.metrics, () => scheduler.size);
-  const executor = new Executor();
-  const results = new ResultStore();
-  const catalog = new Catalog({
-    storage: new HealthcheckStorage(context.database),
-    scheduler,
-    results,
-    metrics,
-    executor,
-    logger: context.logger,
-    rules,
-  });
-  await catalog.start(configuredChecks(section));
+/** What the routes work with. */
+export interface HealthcheckRoutesOptions {
+  readonly catalog: Catalog;
+  readonly results: ResultStore;
+  /** The rules of the running configuration that definitions depend on. */
+  readonly rules: DefinitionRules;
+  /** Whether command checks may be created through the API (`allow-api-commands`, resolved). */
+  readonly allowCommands: boolean;
+}
 
-  let closed = false;
-  app.addHook("onClose", async () => {
-    closed = true;
-    catalog.stop();
-    await executor.close();
-  });
-  context.lifecycle.onReload("healthchecks", async (config) => {
-    const fresh = config.modules.healthchecks as HealthchecksSection | undefined;
-    if (closed || fresh === undefined) return;
-    await catalog.reload(configuredChecks(fresh));
-  });
-
-  if (context.config.security["require-token"]) app.addHook("preHandler", context.auth.require("tech"));
+/**
+ * Registers POST `/healthcheck/<kind>` for each kind, POST `/healthcheck/bulk`, GET `/healthcheck`,
+ * GET and DELETE `/healthcheck/:name`, GET `/result` and GET `/result/:name`.
+ */
+export function registerHealthcheckRoutes(app: FastifyInstance, options: HealthcheckRoutesOptions): void {
+  const { catalog, results, rules, allowCommands } = options;
 
   for (const kind of KINDS) {
     app.post(`/healthcheck/${kind}`, async (request, reply) => {
@@ -131,4 +96,4 @@ export const healthchecksPlugin: FastifyPluginAsync<ModuleOptions<typeof healthc
     if (result === undefined) throw new HttpError(404, `result not found for healthcheck ${request.params.name}`);
     return result;
   });
-};
+}

@@ -5,6 +5,7 @@ import { parseConfig } from "../../src/platform/config.js";
 import { defineModule } from "../../src/platform/module.js";
 import type { VigieServer } from "../../src/server.js";
 import { startTestServer } from "../support/server.js";
+import { until } from "../support/until.js";
 import { type Listening, listen } from "./local-servers.js";
 
 const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -38,16 +39,6 @@ function httpCheck(name: string, fields: Record<string, unknown> = {}) {
 /** A check that never gets a result during a test: its first run comes after minutes. */
 function quietCheck(name: string, fields: Record<string, unknown> = {}) {
   return { name, target: "127.0.0.1", port: 9, timeout: "1s", interval: "1h", ...fields };
-}
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 function client(server: VigieServer) {
@@ -499,8 +490,7 @@ describe("configuration-file healthchecks", () => {
     api = client(server);
   });
   afterAll(() => server.close());
-  const reload = (tree: Record<string, unknown>) =>
-    server.context.lifecycle.reload(parseConfig(tree, {}, [healthchecksModule]));
+  const reload = (tree: Record<string, unknown>) => server.reload(parseConfig(tree, {}, [healthchecksModule]));
 
   it("are listed with source configuration", async () => {
     expect((await api.get("/healthcheck/file-a")).body).toMatchObject({ source: "configuration", kind: "tcp" });

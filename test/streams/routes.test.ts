@@ -262,7 +262,7 @@ describe("streams API", () => {
       `{:kept ${keep} :changed {:actions {:action :index :params [[:service]]}} :added ${keep}}`,
     );
     const config = parseConfig({ streams: { directories: [directory] } }, {}, [streamsModule]);
-    expect(await server.context.lifecycle.reload(config)).toEqual([]);
+    expect(await server.reload(config)).toEqual([]);
     expect((await inject({ method: "GET", url: "/api/v1/stream" })).body).toEqual({
       streams: ["added", "api-only", "changed", "kept"],
     });
@@ -274,7 +274,7 @@ describe("streams API", () => {
 
     // An invalid file changes nothing.
     writeFileSync(join(directory, "b.edn"), "{:broken {:actions {:action :fooo}}}");
-    const failures = await server.context.lifecycle.reload(config);
+    const failures = await server.reload(config);
     expect(failures).toHaveLength(1);
     expect(String(failures[0]?.error)).toContain("unknown action :fooo");
     expect((await inject({ method: "GET", url: "/api/v1/stream" })).body.streams).toContain("kept");

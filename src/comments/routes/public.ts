@@ -3,8 +3,9 @@
  * approved comments of an article. CORS for the website's allowed origins on all three.
  */
 import type { FastifyError, FastifyInstance, onErrorHookHandler } from "fastify";
-import { fieldError, HttpError } from "../platform/errors.js";
-import { ValidationError } from "../platform/validation.js";
+import { fieldError, HttpError } from "../../platform/errors.js";
+import { escapeHtml } from "../../platform/html.js";
+import { ValidationError } from "../../platform/validation.js";
 import {
   CHALLENGE_ALREADY_USED,
   ChallengeClock,
@@ -13,17 +14,20 @@ import {
   issueChallenge,
   type Question,
   verifyChallenge,
-} from "./challenge.js";
-import { parseCommentFields } from "./comment-validation.js";
+} from "../challenge.js";
+import { parseCommentFields } from "../comment-validation.js";
+import type { CommentMetrics } from "../metrics.js";
+import type { CommentStore } from "../storage.js";
+import type { Websites } from "../websites.js";
 import { type ArticleParams, corsHeaders, preflight } from "./cors.js";
-import { escapeHtml } from "./html-escape.js";
-import type { CommentMetrics } from "./metrics.js";
-import { rateLimitMessage } from "./rate-limit.js";
-import type { CommentStore } from "./storage.js";
-import type { Websites } from "./websites.js";
 
 /** Body limit of the add-comment route, in bytes (comments.md §5). */
 export const COMMENT_BODY_LIMIT = 64 * 1024;
+
+/** The message of a 429 answer (comments.md §5). */
+export function rateLimitMessage(retryAfterSeconds: number): string {
+  return `too many comments from this address; retry in ${retryAfterSeconds} s`;
+}
 
 /** At most one purge of expired challenges and rate-limit hits per this many milliseconds. */
 const PURGE_INTERVAL_MS = 60_000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { configuredChecks } from "../../src/healthchecks/configuration.js";
+import { configuredChecks } from "../../src/healthchecks/config.js";
 import { healthchecksModule } from "../../src/healthchecks/index.js";
 import { ConfigError, parseConfig } from "../../src/platform/config.js";
 

@@ -6,8 +6,8 @@
  * segment and the admin routes must send no CORS header at all.
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from "fastify";
-import { HttpError } from "../platform/errors.js";
-import { allowedOrigin, type Websites } from "./websites.js";
+import { HttpError } from "../../platform/errors.js";
+import { allowedOrigin, type Websites } from "../websites.js";
 
 /** The methods a pre-flight allows (comments.md §5). */
 export const CORS_METHODS = "GET, POST";

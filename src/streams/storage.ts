@@ -1,14 +1,19 @@
 /**
- * Stream directories (streams.md §6): every `*.edn` file of `streams.directories` is a streams file,
- * an EDN map from stream name to configuration. Streams created through the API with `:persist
- * true` are written to `<first directory>/<name>.edn` (temporary file, then rename).
+ * The streams module's storage (streams.md §6): streams keep no table (their state and index live
+ * in memory), only files. Every `*.edn` file of `streams.directories` is a streams file, an EDN map
+ * from stream name to configuration. Streams created through the API with `:persist true` are
+ * written to `<first directory>/<name>.edn` (temporary file, then rename).
  */
 import { randomBytes } from "node:crypto";
 import { readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { Migration } from "kysely";
 import { compileConfig } from "./compiler.js";
 import { type EdnValue, isMap, nameOf, parseEdn, toEdn } from "./edn.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "./names.js";
+
+/** The module's migrations: none, streams keep nothing in the database. */
+export const streamsMigrations: Readonly<Record<string, Migration>> = {};
 
 /** A stream read from a streams file. */
 export interface FileStream {

@@ -4,11 +4,11 @@
  * active admin user (platform.md §5); none sends CORS headers.
  */
 import type { FastifyInstance, preHandlerHookHandler } from "fastify";
-import { HttpError } from "../platform/errors.js";
+import { HttpError } from "../../platform/errors.js";
+import { commentIdOf } from "../resources.js";
+import type { CommentStore } from "../storage.js";
+import type { Websites } from "../websites.js";
 import type { ArticleParams } from "./cors.js";
-import { commentIdOf } from "./resources.js";
-import type { CommentStore } from "./storage.js";
-import type { Websites } from "./websites.js";
 
 /** What the admin routes need. */
 export interface AdminRoutesOptions {

@@ -2,15 +2,15 @@
  * The streams HTTP API (streams.md §6): stream configurations, pushes, index searches.
  */
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
-import { HttpError } from "../platform/errors.js";
-import { isPlainObject } from "../platform/validation.js";
-import { CompileError } from "./compile-error.js";
-import { compileCondition, type Predicate } from "./condition.js";
-import { persistedFile, removeStreamFile, writeStreamFile } from "./directories.js";
-import { type EdnValue, isMap, mapSet, parseEdn, toEdn } from "./edn.js";
-import type { Stream, StreamEngine } from "./engine.js";
-import type { Event } from "./event.js";
-import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "./names.js";
+import { HttpError } from "../../platform/errors.js";
+import { isPlainObject } from "../../platform/validation.js";
+import { CompileError } from "../compile-error.js";
+import { compileCondition, type Predicate } from "../condition.js";
+import { type EdnValue, isMap, mapSet, parseEdn, toEdn } from "../edn.js";
+import type { Stream, StreamEngine } from "../engine.js";
+import type { Event } from "../event.js";
+import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
+import { persistedFile, removeStreamFile, writeStreamFile } from "../storage.js";
 
 /** What the routes need besides the engine. */
 export interface StreamRoutesOptions {

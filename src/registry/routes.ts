@@ -1,0 +1,141 @@
+/**
+ * The routes of the registry (registry.md §2–3): users (admin, or a user for its own description
+ * and password) and tokens (created with the user's password, rate limited; listed and deleted by
+ * their owner, or by an admin with `?user=<name>`). Errors are HttpErrors and ValidationErrors,
+ * answered by the platform's error handler.
+ */
+import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
+import type { Principal } from "../platform/auth.js";
+import { HttpError } from "../platform/errors.js";
+import { optional, ValidationError } from "../platform/validation.js";
+import { dummyPasswordHash, hashPassword, verifyPassword } from "./passwords.js";
+import type { FailureLimiter, TokenStore, UserStore } from "./storage.js";
+import { newTokenBody, tokenView } from "./tokens.js";
+import { newUserBody, setsAdminOnlyField, type User, userName, userNotFound, userUpdateBody } from "./users.js";
+import type { RegistryVerifier } from "./verifier.js";
+
+/** What the routes work with. */
+export interface RegistryRoutesOptions {
+  readonly users: UserStore;
+  readonly tokens: TokenStore;
+  readonly limiter: FailureLimiter;
+  readonly verifier: RegistryVerifier;
+  /** Guards of the routes for admins only, and for any active user. */
+  readonly requireAdmin: preHandlerHookHandler;
+  readonly requireUser: preHandlerHookHandler;
+  /** The clock, milliseconds since the epoch. */
+  readonly now: () => number;
+}
+
+const OK = { ok: true } as const;
+const USERS = "/api/v1/registry/user";
+const TOKENS = "/api/v1/registry/token";
+
+/** The caller set by a guard; a route without a guard has none. */
+function principalOf(request: FastifyRequest): Principal {
+  const { principal } = request;
+  if (principal === undefined) throw new Error("route reached without an authenticated principal");
+  return principal;
+}
+
+const queryUser = optional(userName);
+
+/**
+ * Registers POST/GET `/api/v1/registry/user`, POST/DELETE `/api/v1/registry/user/:name`, POST/GET
+ * `/api/v1/registry/token` and DELETE `/api/v1/registry/token/:name`.
+ */
+export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRoutesOptions): void {
+  const { users, tokens, limiter, verifier, requireAdmin, requireUser, now } = options;
+
+  /**
+   * The user whose tokens a request is about: the caller, or with `?user=<name>` another user
+   * for an admin (registry.md §3).
+   */
+  async function tokenOwner(request: FastifyRequest): Promise<Pick<User, "id" | "name">> {
+    const principal = principalOf(request);
+    let name: string | undefined;
+    try {
+      name = queryUser((request.query as Record<string, unknown>).user, "user");
+    } catch (error) {
+      if (error instanceof ValidationError) throw new HttpError(400, `query parameter ${error.message}`);
+      throw error;
+    }
+    if (name === undefined || name === principal.name) return principal;
+    if (principal.role !== "admin") throw new HttpError(403, "forbidden");
+    const user = await users.find(name);
+    if (user === undefined) throw userNotFound(name);
+    return user;
+  }
+
+  app.post(USERS, { preHandler: requireAdmin }, async (request, reply) => {
+    const body = newUserBody(request.body, "");
+    const passwordHash = await hashPassword(body.password);
+    await users.create(
+      { name: body.name, description: body.description, role: body.role, active: body.active, passwordHash },
+      now(),
+    );
+    return reply.code(201).send(OK);
+  });
+
+  app.get(USERS, { preHandler: requireAdmin }, async () => ({ users: await users.list() }));
+
+  app.post<{ Params: { name: string } }>(`${USERS}/:name`, { preHandler: requireUser }, async (request) => {
+    const principal = principalOf(request);
+    const { name } = request.params;
+    const admin = principal.role === "admin";
+    if (!admin && principal.name !== name) throw new HttpError(403, "forbidden");
+    if (!admin && setsAdminOnlyField(request.body)) throw new HttpError(403, "only admins can change role or active");
+    const changes = userUpdateBody(request.body, "");
+    const passwordHash = changes.password === undefined ? undefined : await hashPassword(changes.password);
+    const user = await users.update(
+      name,
+      {
+        ...(changes.description === undefined ? {} : { description: changes.description }),
+        ...(passwordHash === undefined ? {} : { passwordHash }),
+        ...(changes.role === undefined ? {} : { role: changes.role }),
+        ...(changes.active === undefined ? {} : { active: changes.active }),
+      },
+      now(),
+    );
+    verifier.invalidateUser(user.id);
+    return OK;
+  });
+
+  app.delete<{ Params: { name: string } }>(`${USERS}/:name`, { preHandler: requireAdmin }, async (request) => {
+    const user = await users.delete(request.params.name);
+    verifier.invalidateUser(user.id);
+    return OK;
+  });
+
+  app.post(TOKENS, async (request, reply) => {
+    const body = newTokenBody(request.body, "");
+    const keys = [`user:${body.user}`, `address:${request.ip}`];
+    // Checked before the password, so a limited attacker gets no answer about it.
+    const wait = await limiter.check(keys, now());
+    if (wait !== undefined) {
+      throw new HttpError(429, `too many failed attempts, retry in ${wait} seconds`, { "retry-after": String(wait) });
+    }
+    const user = await users.findCredentials(body.user);
+    // An unknown user costs the same Argon2 verification as a wrong password (same timing).
+    const matches = await verifyPassword(user?.passwordHash ?? (await dummyPasswordHash()), body.password);
+    if (user === undefined || !matches) {
+      await limiter.record(keys, now());
+      throw new HttpError(401, "invalid user or password");
+    }
+    if (!user.active) throw new HttpError(403, "user is not active");
+    const { token } = await tokens.create(user.id, body.name, body.validity, now());
+    return reply.code(201).send({ token });
+  });
+
+  app.get(TOKENS, { preHandler: requireUser }, async (request) => {
+    const owner = await tokenOwner(request);
+    return { tokens: (await tokens.list(owner.id)).map(tokenView) };
+  });
+
+  app.delete<{ Params: { name: string } }>(`${TOKENS}/:name`, { preHandler: requireUser }, async (request) => {
+    const owner = await tokenOwner(request);
+    const deleted = await tokens.delete(owner.id, request.params.name);
+    verifier.invalidateToken(deleted.id);
+    return OK;
+  });
+}
