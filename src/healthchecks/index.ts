@@ -32,7 +32,7 @@ export const healthchecksModule = defineModule({
       onLateness: (milliseconds) => metrics?.observeLateness(milliseconds / 1000),
       onError: (name, error) => context.logger.error({ err: error, healthcheck: name }, "healthcheck run failed"),
     });
-    metrics = new HealthcheckMetrics(context.metrics, () => scheduler.size);
+    metrics = new HealthcheckMetrics(context.metrics, context.exposition, () => scheduler.size);
     const executor = new Executor();
     const results = new ResultStore();
     const catalog = new Catalog({

@@ -18,6 +18,7 @@
  */
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { Gauge, Histogram, type Metric, type Registry } from "prom-client";
+import type { Exposition } from "../platform/metrics.js";
 
 /** Upper bounds of `healthcheck_duration_seconds`, in seconds. */
 export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -125,10 +126,10 @@ export class HealthcheckMetrics {
   readonly #lateness: Histogram;
 
   /**
-   * Registers the four metrics in `registry`.
+   * Registers the four metrics in `registry` (the per-check families through `exposition`).
    * @param scheduled the number of scheduled checks, read at each scrape
    */
-  constructor(registry: Registry, scheduled: () => number) {
+  constructor(registry: Registry, _exposition: Exposition, scheduled: () => number) {
     registry.registerMetric(
       family(
         "healthcheck_total",

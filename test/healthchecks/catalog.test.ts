@@ -9,6 +9,7 @@ import { ResultStore } from "../../src/healthchecks/results.js";
 import { Scheduler } from "../../src/healthchecks/scheduler.js";
 import { HealthcheckStorage, healthcheckMigrations } from "../../src/healthchecks/storage.js";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
+import { Exposition } from "../../src/platform/metrics.js";
 
 const RULES = { minInterval: { text: "1s", milliseconds: 1_000 } };
 
@@ -33,7 +34,7 @@ describe("Catalog", () => {
       storage: new HealthcheckStorage(database),
       scheduler,
       results,
-      metrics: new HealthcheckMetrics(new Registry(), () => scheduler.size),
+      metrics: new HealthcheckMetrics(new Registry(), new Exposition(), () => scheduler.size),
       executor,
       logger: pino({ level: "silent" }),
       rules: RULES,

@@ -1,11 +1,12 @@
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { HealthcheckMetrics } from "../../src/healthchecks/metrics.js";
+import { Exposition } from "../../src/platform/metrics.js";
 
 describe("HealthcheckMetrics", () => {
   it("renders per-check series with the check's labels through prom-client's registry", async () => {
     const registry = new Registry();
-    const metrics = new HealthcheckMetrics(registry, () => 7);
+    const metrics = new HealthcheckMetrics(registry, new Exposition(), () => 7);
     const series = metrics.series("web", { env: "prod" });
     series.observe(true, 0.003);
     series.observe(true, 0.2);
@@ -51,7 +52,7 @@ describe("HealthcheckMetrics", () => {
 
   it("escapes label values as the text format requires", async () => {
     const registry = new Registry();
-    const metrics = new HealthcheckMetrics(registry, () => 0);
+    const metrics = new HealthcheckMetrics(registry, new Exposition(), () => 0);
     metrics.series('a "quoted"\\name', { note: "two\nlines" }).observe(true, 1);
     expect(await registry.metrics()).toContain(
       'healthcheck_total{name="a \\"quoted\\"\\\\name",note="two\\nlines",status="success"} 1',
@@ -60,7 +61,7 @@ describe("HealthcheckMetrics", () => {
 
   it("renders thousands of checks without blocking the event loop for the whole scrape", async () => {
     const registry = new Registry();
-    const metrics = new HealthcheckMetrics(registry, () => 0);
+    const metrics = new HealthcheckMetrics(registry, new Exposition(), () => 0);
     for (let index = 0; index < 5_000; index++) metrics.series(`check-${index}`).observe(true, 0.01);
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 0);
