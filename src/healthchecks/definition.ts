@@ -6,6 +6,7 @@
 import { isIP } from "node:net";
 import type { Duration } from "../platform/duration.js";
 import { isHostName } from "../platform/hosts.js";
+import { linearRegexPattern } from "../platform/regex.js";
 import {
   array,
   boolean,
@@ -62,7 +63,7 @@ export interface HttpDefinition extends CommonDefinition {
   /** Merged into the query string of `path` (these win over same-named parameters). */
   readonly query?: Readonly<Record<string, string>>;
   readonly body?: string;
-  /** Regular expressions (JavaScript syntax) that must all match the response body. */
+  /** Regular expressions (RE2 syntax, linear time) that must all match somewhere in the response body. */
   readonly "body-regexp"?: readonly string[];
   /** Host header override. */
   readonly host?: string;
@@ -265,16 +266,6 @@ const headers: Validator<Record<string, string>> = (value, path) => {
 // be percent-encoded.
 const httpPath = string({ pattern: /^\/[\x21-\x7e]*$/, rule: "must start with / and contain only printable ASCII" });
 
-const regexp: Validator<string> = (value, path) => {
-  if (typeof value !== "string") throw new ValidationError(path, "must be a string", value);
-  try {
-    new RegExp(value);
-  } catch {
-    throw new ValidationError(path, "must be a valid regular expression", value);
-  }
-  return value;
-};
-
 function intervalValidator(rules: DefinitionRules, timeout: Duration): Validator<Duration> {
   return (value, path) => {
     const parsed = duration()(value, path);
@@ -361,7 +352,7 @@ export function validateDefinition<K extends Kind>(
       set("headers", field("headers", optional(headers)));
       set("query", field("query", optional(record(string()))));
       set("body", field("body", optional(string())));
-      set("body-regexp", field("body-regexp", optional(array(regexp))));
+      set("body-regexp", field("body-regexp", optional(array(linearRegexPattern))));
       set("host", field("host", optional(nonEmpty)));
       tlsFields();
       break;

@@ -11,6 +11,7 @@
 import { isIP } from "node:net";
 import { Agent, type Dispatcher, interceptors } from "undici";
 import { escapeHtml } from "../platform/html.js";
+import { compileLinearRegex, type LinearRegex } from "../platform/regex.js";
 import type { HttpDefinition } from "./definition.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
 import { hasTlsFiles, readTlsFiles, type TlsFiles } from "./tls-files.js";
@@ -100,6 +101,22 @@ function requestOptions(definition: HttpDefinition): RequestOptions {
     REQUESTS.set(definition, options);
   }
   return options;
+}
+
+/** The compiled body-regexp of each definition, compiled once (definitions are immutable). */
+const PATTERNS = new WeakMap<HttpDefinition, readonly LinearRegex[]>();
+
+/**
+ * The body-regexp of a definition, compiled with RE2 (linear time, platform.md §8). The definition
+ * was validated, so every pattern compiles.
+ */
+function bodyPatterns(definition: HttpDefinition): readonly LinearRegex[] {
+  let patterns = PATTERNS.get(definition);
+  if (patterns === undefined) {
+    patterns = (definition["body-regexp"] ?? []).map(compileLinearRegex);
+    PATTERNS.set(definition, patterns);
+  }
+  return patterns;
 }
 
 /** A dispatcher without and with redirect following, over one undici Agent. */
@@ -206,24 +223,26 @@ class Exchange implements Dispatcher.DispatchHandler {
     return this.#settled;
   }
 
-  /** The first `limit` bytes of the body, decoded as UTF-8 (a character cut at the end is replaced). */
-  #body(limit: number): string {
-    return Buffer.concat(this.#chunks).subarray(0, limit).toString("utf8");
+  /** The first `limit` bytes of the body. */
+  #body(limit: number): Buffer {
+    return Buffer.concat(this.#chunks).subarray(0, limit);
   }
 
   #judge(): void {
     if (this.#settled) return;
     if (!this.definition["valid-status"].includes(this.#status)) {
-      const body = escapeHtml(this.#body(FAILURE_BODY_BYTES));
+      // Decoded as UTF-8: a character cut at the end is replaced.
+      const body = escapeHtml(this.#body(FAILURE_BODY_BYTES).toString("utf8"));
       this.#settle(failure(`HTTP request failed: status ${this.#status}. Body: '${body}'`));
       return;
     }
-    const regexps = this.definition["body-regexp"] ?? [];
-    if (regexps.length > 0) {
+    const patterns = bodyPatterns(this.definition);
+    if (patterns.length > 0) {
+      // RE2 reads the UTF-8 bytes as they came: no decoding of up to 10 MiB first.
       const body = this.#body(MATCHED_BODY_BYTES);
-      for (const pattern of regexps) {
-        if (!new RegExp(pattern).test(body)) {
-          this.#settle(failure(`body does not match regexp ${pattern}`));
+      for (const pattern of patterns) {
+        if (!pattern.test(body)) {
+          this.#settle(failure(`body does not match regexp ${pattern.source}`));
           return;
         }
       }

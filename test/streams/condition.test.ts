@@ -61,6 +61,18 @@ describe("where-conditions: the rest of the grammar", () => {
     expect(matches("[:> [:a :b :c] 1]", { a: "not an object" })).toBe(false);
   });
 
+  it(":regex gives the same answers from its memory of values as without, for short, long and many values", () => {
+    const predicate = compileCondition(parseEdn('[:regex :host "host-1.*"]'), "actions.params[0]");
+    const long = `host-1${"x".repeat(300)}`;
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 5000; i++) expect(predicate({ host: `host-${i}` })).toBe(String(i).startsWith("1"));
+      expect(predicate({ host: long })).toBe(true);
+      expect(predicate({ host: `h${long}` })).toBe(false);
+    }
+    // An EDN regex literal works too.
+    expect(compileCondition(parseEdn('[:regex :host #"a+"]'), "q")({ host: "aaa" })).toBe(true);
+  });
+
   it("supports :not, :always-true and :true", () => {
     expect(matches("[:not [:> :metric 10]]", { metric: 5 })).toBe(true);
     expect(matches("[:not [:> :metric 10]]", { metric: 50 })).toBe(false);
