@@ -119,7 +119,7 @@ export function checkEdnStructure(text: string): void {
         i += 2;
       } else if (end === i + 1 && text[i + 1] !== '"') {
         // `#"..."` is a regular expression literal, a tag without a name for edn-data.
-        fail("a # must start a tag, a set #{...}, a discard #_ or a regular expression #\"...\"", i);
+        fail('a # must start a tag, a set #{...}, a discard #_ or a regular expression #"..."', i);
       } else {
         current().prefixes.push("tag");
         i = end;
