@@ -102,10 +102,10 @@ export class StreamEngine {
   /**
    * Compiles and starts a stream, replacing any stream of that name (the new one starts with fresh
    * state and an empty index).
+   * @param compiled the configuration compiled already, when the caller did
    * @throws CompileError when the configuration does not compile (nothing changes then)
    */
-  add(name: string, config: EdnValue, origin: StreamOrigin): Stream {
-    const compiled = compileConfig(config);
+  add(name: string, config: EdnValue, origin: StreamOrigin, compiled = compileConfig(config)): Stream {
     if (this.#streams.has(name)) this.hooks.forget?.(name);
     const stream = new Stream(name, config, compiled, origin, this, this.hooks);
     this.#streams.set(name, stream);

@@ -2,10 +2,10 @@
  * The streams module's storage (streams.md §6): streams keep no table (their state and index live
  * in memory), only files. Every `*.edn` file of `streams.directories` is a streams file, an EDN map
  * from stream name to configuration. Streams created through the API with `:persist true` are
- * written to `<first directory>/<name>.edn` (temporary file, then rename).
+ * written to `<first directory>/<name>.edn` durably (see `writeStreamFile`).
  */
 import { randomBytes } from "node:crypto";
-import { readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Migration } from "kysely";
 import { compileConfig } from "./compiler.js";
@@ -94,25 +94,82 @@ export function persistedFile(directory: string, name: string): string {
 }
 
 /**
- * Writes `{:<name> <config>}` to `<directory>/<name>.edn` atomically: a temporary file in the same
- * directory, then a rename, so a crash never leaves a half-written streams file.
+ * Writes `{:<name> <config>}` (UTF-8 EDN text, one line) to `<directory>/<name>.edn`, replacing any
+ * file of that name, atomically and durably: the text goes to a temporary file in the same directory
+ * (`<name>.edn.<random>.tmp`, which the loader ignores), is flushed to disk, is renamed over
+ * `<name>.edn`, and the directory is flushed so the rename itself is on disk. A killed process or an
+ * operating-system crash therefore leaves either the previous file or the complete new one, never a
+ * half-written or empty one; once the promise resolves the new file survives both.
+ * @param directory the first of `streams.directories`; created (with its parents) when missing
+ * @returns the path of the written file
+ * @throws the file-system error (`EACCES`, `ENOSPC`, `EIO`...) when creating the directory, writing, flushing or renaming fails; the temporary file is removed and an existing
+ * `<name>.edn` is left untouched. A failure to flush the directory after the rename is thrown too
+ * (the new file is then in place but may not survive a crash), except where the platform cannot
+ * open or flush directories (Windows, some file systems), where that step is skipped.
  */
 export async function writeStreamFile(directory: string, name: string, config: EdnValue): Promise<string> {
   const file = persistedFile(directory, name);
   // Names that start with a digit are not valid EDN keywords: use a string key for them.
   const key = /^[A-Za-z._-]/.test(name) && !/^[._-]?\d/.test(name) ? `:${name}` : JSON.stringify(name);
   const temporary = `${file}.${randomBytes(6).toString("hex")}.tmp`;
+  // A configured directory that does not exist yet reads as empty at start-up; create it on first use.
+  await mkdir(directory, { recursive: true });
+  // "wx": a temporary file is only ever ours, so removing it on failure never removes another's.
+  const handle = await open(temporary, "wx", 0o644);
   try {
-    await writeFile(temporary, `{${key} ${toEdn(config)}}\n`, { mode: 0o644 });
+    try {
+      await handle.writeFile(`{${key} ${toEdn(config)}}\n`, "utf8");
+      // The file system may put the rename on disk before the data: without this flush, a crash of
+      // the machine could leave an empty <name>.edn where the previous version was.
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
     await rename(temporary, file);
   } catch (error) {
     await rm(temporary, { force: true });
     throw error;
   }
+  await syncDirectory(directory);
   return file;
 }
 
-/** Removes a persisted stream's file (nothing when there is none). */
+/**
+ * Error codes of platforms where a directory cannot be opened for reading or flushed (Windows:
+ * `EISDIR`/`EPERM`; some file systems: `EINVAL`/`ENOTSUP`/`EBADF`; an unreadable directory: `EACCES`).
+ * Flushing a directory is then impossible rather than failed, so it is skipped.
+ */
+const DIRECTORY_SYNC_UNSUPPORTED = new Set(["EISDIR", "EPERM", "EACCES", "EINVAL", "ENOTSUP", "EBADF"]);
+
+/**
+ * Flushes a directory's entries to disk (`fsync` of the directory), so a rename into it survives an
+ * operating-system crash.
+ * @throws the file-system error, except the codes of `DIRECTORY_SYNC_UNSUPPORTED`
+ */
+async function syncDirectory(directory: string): Promise<void> {
+  let handle: FileHandle;
+  try {
+    handle = await open(directory, "r");
+  } catch (error) {
+    if (DIRECTORY_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? "")) return;
+    throw error;
+  }
+  try {
+    await handle.sync();
+  } catch (error) {
+    if (!DIRECTORY_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Removes a persisted stream's file (nothing when there is none), durably: the directory is flushed
+ * so that a removed stream does not come back after an operating-system crash.
+ */
 export async function removeStreamFile(directory: string, name: string): Promise<void> {
   await rm(persistedFile(directory, name), { force: true });
+  await syncDirectory(directory).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  });
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { InjectOptions } from "fastify";
@@ -238,13 +238,31 @@ describe("streams API", () => {
     expect(existsSync(file)).toBe(false);
   });
 
-  it("refuses :persist without a stream directory", async () => {
+  it("refuses :persist without a stream directory, leaving a running stream of that name as it was", async () => {
     server = await startTestServer({ modules: [streamsModule] });
     expect(await addStream("kept", "{:persist true :actions {:action :sdo}}")).toEqual({
       status: 400,
       body: { error: "invalid stream config: :persist needs streams.directories to be configured" },
     });
     expect((await inject({ method: "GET", url: "/api/v1/stream" })).body).toEqual({ streams: [] });
+    await addStream("running", INDEXING);
+    await inject({ method: "PUT", url: "/api/v1/stream/running", payload: { event: { host: "a", time: 5 } } });
+    expect((await addStream("running", "{:persist true :actions {:action :sdo}}")).status).toBe(400);
+    expect((await inject({ method: "GET", url: "/api/v1/index/running/current-time" })).body).toEqual({
+      "current-time": 5,
+    });
+  });
+
+  it("creates a missing stream directory on the first persisted stream", async () => {
+    const parent = mkdtempSync(join(tmpdir(), "vigie-streams-"));
+    const missing = join(parent, "not", "yet");
+    server = await startTestServer({ modules: [streamsModule], config: { streams: { directories: [missing] } } });
+    try {
+      expect((await addStream("kept", "{:persist true :actions {:action :sdo}}")).status).toBe(201);
+      expect(existsSync(join(missing, "kept.edn"))).toBe(true);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 
   it("loads stream directories at start-up and reloads them, keeping untouched streams' state", async () => {

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fas
 import { HttpError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
 import { CompileError } from "../compile-error.js";
+import { type CompiledConfig, compileConfig } from "../compiler.js";
 import { compileCondition, type Predicate } from "../condition.js";
 import { type EdnValue, isMap, mapSet, parseEdn, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
@@ -155,24 +156,27 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     const config = ednOf(decodeBase64(bodyObject(request.body).config, "config"), "invalid stream config");
     if (!isMap(config)) throw new HttpError(400, "invalid stream config: the configuration must be an EDN map");
     const previous = engine.get(name);
-    let stream: ReturnType<StreamEngine["add"]>;
+    let compiled: CompiledConfig;
     try {
-      // Compile first: a configuration that does not compile changes nothing.
-      stream = engine.add(name, config, { kind: "api" });
+      compiled = compileConfig(config);
     } catch (error) {
       if (error instanceof CompileError) throw new HttpError(400, error.message);
       throw error;
     }
-    if (stream.compiled.persist) {
+    // Nothing changes until the configuration compiled and, when persisted, its file is written:
+    // a refused or failed POST leaves the running stream (and its file) as they were.
+    if (compiled.persist) {
       if (persistDirectory === undefined) {
-        engine.remove(name);
         throw new HttpError(400, "invalid stream config: :persist needs streams.directories to be configured");
       }
       const file = await writeStreamFile(persistDirectory, name, config);
-      engine.add(name, config, { kind: "file", file });
-    } else if (persistDirectory !== undefined && isPersisted(previous, persistDirectory)) {
+      engine.add(name, config, { kind: "file", file }, compiled);
+    } else {
+      engine.add(name, config, { kind: "api" }, compiled);
       // A stream replaced by one that is not persisted must not come back at the next start.
-      await removeStreamFile(persistDirectory, name);
+      if (persistDirectory !== undefined && isPersisted(previous, persistDirectory)) {
+        await removeStreamFile(persistDirectory, name);
+      }
     }
     reply.code(201);
     return { message: "stream added" };
