@@ -10,6 +10,29 @@ export type Event = Record<string, unknown>;
 /** Seconds an event stays valid when it has no `ttl` (applied when reading, never written). */
 export const DEFAULT_TTL_SECONDS = 120;
 
+/**
+ * How deeply objects and arrays may nest in an event received from the network (an event is level
+ * 1; `{"a": {"b": [1]}}` nests 3 deep). Deeper events are refused before anything recurses into
+ * them: searches, comparisons and serialisation walk events recursively.
+ */
+export const MAX_EVENT_NESTING = 32;
+
+/**
+ * Whether `value` nests objects and arrays more than `limit` levels deep (a scalar nests 0, `{}` 1).
+ * The recursion stops at the limit, so a hostile value costs at most `limit` frames, and nothing
+ * is allocated: this runs for every pushed event.
+ */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (limit <= 0) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (nestsDeeperThan(item, limit - 1)) return true;
+    return false;
+  }
+  for (const key in value) if (nestsDeeperThan((value as Record<string, unknown>)[key], limit - 1)) return true;
+  return false;
+}
+
 /** A path to a field: `["host"]` for `:host`, `["attributes", "host"]` for `[:attributes :host]`. */
 export type FieldPath = readonly string[];
 

@@ -11,7 +11,7 @@
 import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 import { isPlainObject } from "../platform/validation.js";
-import type { Event } from "./event.js";
+import { type Event, MAX_EVENT_NESTING } from "./event.js";
 
 /** A body that is not a valid ExportTraceServiceRequest. */
 export class OtlpError extends Error {
@@ -87,15 +87,24 @@ function int64(value: unknown): number | string {
   return big <= 9007199254740992n && big >= -9007199254740992n ? Number(big) : text;
 }
 
-/** An `AnyValue` as JSON: strings, booleans, numbers, arrays and objects; bytes as base64. */
-function anyValue(value: unknown): unknown {
+/**
+ * An `AnyValue` as JSON: strings, booleans, numbers, arrays and objects; bytes as base64.
+ * @param depth how deep this value sits in the event (the span event is 1, `attributes` 2)
+ * @throws OtlpError beyond {@link MAX_EVENT_NESTING} levels, before recursing further
+ */
+function anyValue(value: unknown, depth: number): unknown {
   const any = record(value);
   if (any.stringValue !== undefined) return String(any.stringValue);
   if (any.boolValue !== undefined) return Boolean(any.boolValue);
   if (any.intValue !== undefined) return int64(any.intValue);
   if (any.doubleValue !== undefined) return Number(any.doubleValue);
-  if (any.arrayValue !== undefined) return list(record(any.arrayValue).values).map(anyValue);
-  if (any.kvlistValue !== undefined) return keyValues(record(any.kvlistValue).values);
+  if (any.arrayValue !== undefined || any.kvlistValue !== undefined) {
+    if (depth > MAX_EVENT_NESTING) {
+      throw new OtlpError(`attribute values must not nest more than ${MAX_EVENT_NESTING} levels deep in an event`);
+    }
+    if (any.arrayValue !== undefined) return list(record(any.arrayValue).values).map((item) => anyValue(item, depth + 1));
+    return keyValues(record(any.kvlistValue).values, depth);
+  }
   if (any.bytesValue !== undefined) {
     const bytes = any.bytesValue;
     return bytes instanceof Uint8Array
@@ -105,12 +114,15 @@ function anyValue(value: unknown): unknown {
   return null;
 }
 
-/** A list of `KeyValue` as a JSON object key → value. */
-function keyValues(values: unknown): Json {
+/**
+ * A list of `KeyValue` as a JSON object key → value.
+ * @param depth how deep the object sits in the event (see {@link anyValue})
+ */
+function keyValues(values: unknown, depth: number): Json {
   const object: Json = {};
   for (const entry of list(values)) {
     const { key, value } = record(entry);
-    if (typeof key === "string") object[key] = anyValue(value);
+    if (typeof key === "string") object[key] = anyValue(value, depth + 1);
   }
   return object;
 }
@@ -139,7 +151,7 @@ function spanEvent(span: Json, resource: Json, scope: Json): Event {
   event.time = end;
   event["start-time"] = start;
   event.metric = end - start;
-  event.attributes = keyValues(span.attributes);
+  event.attributes = keyValues(span.attributes, 2);
   event.resource = resource;
   event.scope = {
     name: typeof scope.name === "string" ? scope.name : "",
@@ -152,7 +164,7 @@ function spanEvent(span: Json, resource: Json, scope: Json): Event {
       return {
         name: typeof spanEventItem.name === "string" ? spanEventItem.name : "",
         time: seconds(spanEventItem.timeUnixNano),
-        attributes: keyValues(spanEventItem.attributes),
+        attributes: keyValues(spanEventItem.attributes, 4),
       };
     });
   }
@@ -162,7 +174,7 @@ function spanEvent(span: Json, resource: Json, scope: Json): Event {
       const link = record(item);
       const mapped: Json = { "trace-id": hexId(link.traceId), "span-id": hexId(link.spanId) };
       if (typeof link.traceState === "string" && link.traceState !== "") mapped["trace-state"] = link.traceState;
-      mapped.attributes = keyValues(link.attributes);
+      mapped.attributes = keyValues(link.attributes, 4);
       return mapped;
     });
   }
@@ -174,7 +186,7 @@ function requestEvents(request: Json): Event[] {
   const events: Event[] = [];
   for (const resourceSpans of list(request.resourceSpans)) {
     const { resource, scopeSpans } = record(resourceSpans);
-    const resourceAttributes = keyValues(record(resource).attributes);
+    const resourceAttributes = keyValues(record(resource).attributes, 2);
     for (const scopeSpansItem of list(scopeSpans)) {
       const { scope, spans } = record(scopeSpansItem);
       for (const span of list(spans)) events.push(spanEvent(record(span), resourceAttributes, record(scope)));
@@ -194,7 +206,8 @@ export function decodeProtobufTraces(body: Uint8Array): Event[] {
   } catch (error) {
     throw new OtlpError(`invalid protobuf: ${(error as Error).message}`);
   }
-  // Longs as decimal strings so that 64-bit times and integers keep every digit.
+  // Longs as decimal strings so that 64-bit times and integers keep every digit. (A hostile nesting
+  // never gets here: protobufjs's decoder refuses messages nested beyond its recursion limit.)
   return requestEvents(ExportTraceServiceRequest.toObject(message, { longs: String, defaults: false }) as Json);
 }
 

@@ -302,4 +302,67 @@ describe("ingestion routes", () => {
     );
     expect(await indexed("metrics")).toEqual([]);
   });
+
+  it("refuses attribute values nested deeper than events may nest, in JSON and in protobuf, without a 500", async () => {
+    /** A request whose span has an attribute of key-value lists nested `levels` deep, as JSON text. */
+    const request = (levels: number) => {
+      const open = '{"kvlistValue":{"values":[{"key":"k","value":';
+      const value = `${open.repeat(levels)}{"stringValue":"leaf"}${"}]}}".repeat(levels)}`;
+      const span = JSON.stringify({ ...SPAN, attributes: [] }).replace(
+        '"attributes":[]',
+        `"attributes":[{"key":"deep","value":${value}}]`,
+      );
+      return `{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"spans":[${span}]}]}]}`;
+    };
+    const postJson = (levels: number) =>
+      inject({
+        method: "POST",
+        url: "/api/v1/opentelemetry/v1/traces/metrics",
+        headers: { "content-type": "application/json" },
+        payload: request(levels),
+      });
+    // The event is level 1, its attributes level 2: 30 key-value lists reach level 32, the limit.
+    expect((await postJson(30)).statusCode).toBe(200);
+    for (const levels of [31, 1_000]) {
+      expect((await postJson(levels)).json()).toEqual({
+        error: "invalid OTLP traces request: attribute values must not nest more than 32 levels deep in an event",
+      });
+    }
+    // Written by hand: protobufjs itself recurses when encoding such a value.
+    const varint = (value: number) => {
+      const bytes: number[] = [];
+      let rest = value;
+      while (rest > 127) {
+        bytes.push((rest & 127) | 128);
+        rest >>>= 7;
+      }
+      bytes.push(rest);
+      return Buffer.from(bytes);
+    };
+    const field = (number: number, bytes: Buffer) =>
+      Buffer.concat([varint((number << 3) | 2), varint(bytes.length), bytes]);
+    let any = field(1, Buffer.from("leaf"));
+    for (let level = 0; level < 3_000; level++) {
+      any = field(6, field(1, Buffer.concat([field(1, Buffer.from("k")), field(2, any)])));
+    }
+    const span = Buffer.concat([
+      Buffer.from(
+        traces
+          .lookupType("vigie.otlp.Span")
+          .encode({ traceId: Buffer.alloc(16, 1), spanId: Buffer.alloc(8, 2) })
+          .finish(),
+      ),
+      field(9, Buffer.concat([field(1, Buffer.from("deep")), field(2, any)])),
+    ]);
+    const deepProtobuf = field(1, field(2, field(2, span)));
+    const answer = await inject({
+      method: "POST",
+      url: "/api/v1/opentelemetry/v1/traces/metrics",
+      headers: { "content-type": "application/x-protobuf" },
+      payload: deepProtobuf,
+    });
+    expect(answer.statusCode).toBe(400);
+    expect(answer.json().error).toMatch(/^invalid OTLP traces request: /);
+    expect(await indexed("metrics")).toHaveLength(1);
+  });
 });

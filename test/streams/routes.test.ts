@@ -238,6 +238,51 @@ describe("streams API", () => {
     expect(existsSync(file)).toBe(false);
   });
 
+  it("bounds nesting: events at 32 levels, EDN of configurations and queries at 128, with a 400 naming the limit", async () => {
+    await start();
+    await addStream("cpu", INDEXING);
+    const nestedObject = (levels: number) => `${'{"a":'.repeat(levels - 1)}{}${"}".repeat(levels - 1)}`;
+    const push = (body: string) =>
+      inject({
+        method: "PUT",
+        url: "/api/v1/stream/cpu",
+        headers: { "content-type": "application/json" },
+        payload: body,
+      });
+    expect((await push(`{"event": {"host": "a", "time": 1, "n": ${nestedObject(31)}}}`)).status).toBe(200);
+    expect(await push(`{"event": {"host": "a", "time": 1, "n": ${nestedObject(32)}}}`)).toEqual({
+      status: 400,
+      body: { error: "field event: must not nest objects and arrays more than 32 levels deep" },
+    });
+    expect(
+      await push(`{"events": [{"host": "b", "time": 2}, {"n": ${"[".repeat(10_000)}${"]".repeat(10_000)}}]}`),
+    ).toEqual({
+      status: 400,
+      body: { error: "field events[1]: must not nest objects and arrays more than 32 levels deep" },
+    });
+    // Nothing of a refused push went through: the index holds the first event only.
+    const search = await inject({ method: "GET", url: `/api/v1/index/cpu/search?query=${b64("[:true]")}` });
+    expect(search.body.events).toHaveLength(1);
+
+    const deepQuery = `${"[:not ".repeat(5_000)}[:true]${"]".repeat(5_000)}`;
+    expect(
+      await inject({ method: "POST", url: "/api/v1/index/cpu/search", payload: { query: b64(deepQuery) } }),
+    ).toEqual({
+      status: 400,
+      body: { error: "invalid query: invalid EDN: collections nested deeper than 128 levels at line 1, column 769" },
+    });
+    const deepActions = `{:actions ${"{:action :sdo :children [".repeat(3_000)}{:action :sdo}${"]}".repeat(3_000)}}`;
+    expect(await addStream("deep", deepActions)).toEqual({
+      status: 400,
+      body: {
+        error: "invalid stream config: invalid EDN: collections nested deeper than 128 levels at line 1, column 1610",
+      },
+    });
+    // 60 levels of actions is within the limit.
+    const fine = `{:actions ${"{:action :sdo :children [".repeat(60)}{:action :sdo}${"]}".repeat(60)}}`;
+    expect((await addStream("fine", fine)).status).toBe(201);
+  });
+
   it("refuses :persist without a stream directory, leaving a running stream of that name as it was", async () => {
     server = await startTestServer({ modules: [streamsModule] });
     expect(await addStream("kept", "{:persist true :actions {:action :sdo}}")).toEqual({

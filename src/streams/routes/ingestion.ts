@@ -99,7 +99,8 @@ export async function ingestionRoutes(app: FastifyInstance, options: IngestionOp
     samples(name).inc(events.length);
     reply.code(204).send();
   };
-  const remoteWriteOptions = guard === undefined ? {} : { preHandler: guard };
+  // The route's own limit too, so that a 413 names the limit that applied.
+  const remoteWriteOptions = guard === undefined ? { bodyLimit } : { bodyLimit, preHandler: guard };
   app.post("/api/v1/tsdb/remote-write/:name", remoteWriteOptions, remoteWrite);
   app.post("/api/v1/prometheus/remote-write/:name", remoteWriteOptions, remoteWrite);
 

@@ -9,7 +9,7 @@ import { type CompiledConfig, compileConfig } from "../compiler.js";
 import { compileCondition, type Predicate } from "../condition.js";
 import { type EdnValue, isMap, mapSet, parseEdn, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
-import type { Event } from "../event.js";
+import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
 import { persistedFile, removeStreamFile, writeStreamFile } from "../storage.js";
 
@@ -84,6 +84,9 @@ export function acceptEvents(body: unknown, now: number): Event[] {
     const event = events[i];
     const where = field === "event" ? "event" : `events[${i}]`;
     if (!isPlainObject(event)) throw new HttpError(400, `field ${where}: must be an object`);
+    if (nestsDeeperThan(event, MAX_EVENT_NESTING)) {
+      throw new HttpError(400, `field ${where}: must not nest objects and arrays more than ${MAX_EVENT_NESTING} levels deep`);
+    }
     const record: Event = event;
     const time = record.time;
     if (time === undefined || time === null) record.time = now;
