@@ -5,7 +5,13 @@
 // approved comments, and starts a bare Fastify server in a child process that answers the same
 // JSON array on one route (and a stub challenge and post, for the flow baseline). Then, with
 // autocannon on loopback:
-//   list: GET /api/v1/comment/<w>/<a>        requests/s, vigie vs bare
+//   list: GET /api/v1/comment/<w>/<a>        requests/s, vigie vs bare (Fastify serialises the array
+//                                            on every request, its default; vigie answers the JSON
+//                                            text of its list cache)
+//   list, pre-serialised                     the same vigie figure vs a bare route answering the JSON
+//                                            text serialised once: what vigie's hooks, checks and
+//                                            cache lookup cost beyond Fastify itself
+//   304: the list with If-None-Match         requests/s of revalidations (304, no body), vigie only
 //   flow: GET challenge, solve it, POST      completed flows/s (201 answers), vigie vs bare stubs
 // Each phase runs BENCH_SECONDS (default 5, at most 10) after a 1 s warm-up, with BENCH_CONNECTIONS
 // connections (default 10). Nothing asserts a timing; the figures and ratios are printed.
@@ -31,12 +37,20 @@ if (process.argv[2] === "baseline-server") {
   await main();
 }
 
-/** The bare Fastify server: the same JSON array, and stubs of the challenge and the post. */
+/**
+ * The bare Fastify server: the same JSON array (serialised per request, and as text serialised
+ * once under `/pre/`), and stubs of the challenge and the post.
+ */
 async function baselineServer(port, file) {
   const { default: Fastify } = await import("fastify");
   const comments = JSON.parse(readFileSync(file, "utf8"));
+  const text = JSON.stringify(comments);
   const app = Fastify({ logger: false });
   app.get("/api/v1/comment/:website/:article", async () => comments);
+  app.get("/pre/api/v1/comment/:website/:article", async (_request, reply) => {
+    reply.type("application/json; charset=utf-8");
+    return text;
+  });
   app.get("/api/v1/challenge/:website/:article", async () => ({
     timestamp: Date.now(),
     question: "what is the result of: 7 + 3",
@@ -79,6 +93,17 @@ async function loadList(url, duration) {
   const result = await autocannon({ url, connections, duration, pipelining: 1 });
   if (result.errors > 0 || result.non2xx > 0 || result.timeouts > 0) {
     throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx answers, ${result.timeouts} timeouts`);
+  }
+  return { perSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+}
+
+/** Loads GET <url> with `If-None-Match: <etag>`; refuses a run where any answer is not a 304. */
+async function loadRevalidation(url, etag, duration) {
+  const result = await autocannon({ url, connections, duration, pipelining: 1, headers: { "if-none-match": etag } });
+  if (result.errors > 0 || result.timeouts > 0 || result["3xx"] !== result.requests.total) {
+    throw new Error(
+      `${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result["3xx"]} 3xx answers of ${result.requests.total}`,
+    );
   }
   return { perSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
 }
@@ -137,10 +162,13 @@ async function loadFlow(baseUrl, duration) {
   return { perSecond: completed / duration, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
+function figure(run, unit) {
+  return `${run.perSecond.toFixed(0).padStart(7)} ${unit} (p50 ${run.p50} ms, p99 ${run.p99} ms)`;
+}
+
 function line(label, vigie, bare, unit) {
-  const figure = (run) => `${run.perSecond.toFixed(0).padStart(7)} ${unit} (p50 ${run.p50} ms, p99 ${run.p99} ms)`;
   const ratio = (vigie.perSecond / bare.perSecond).toFixed(2);
-  console.log(`${label.padEnd(28)} vigie ${figure(vigie)}   bare fastify ${figure(bare)}   ratio ${ratio}`);
+  console.log(`${label.padEnd(30)} vigie ${figure(vigie, unit)}   bare fastify ${figure(bare, unit)}   ratio ${ratio}`);
 }
 
 async function main() {
@@ -183,13 +211,18 @@ async function main() {
         `${connections} connections, ${seconds} s per phase, node ${process.version}`,
     );
     const bareListUrl = `${bareUrl}/api/v1/comment/${WEBSITE}/${ARTICLE}`;
+    const bareTextUrl = `${bareUrl}/pre/api/v1/comment/${WEBSITE}/${ARTICLE}`;
     await loadList(listUrl, 1);
     await loadList(bareListUrl, 1);
-    line(
-      `GET list (${SEEDED} comments)`,
-      await loadList(listUrl, seconds),
-      await loadList(bareListUrl, seconds),
-      "req/s",
+    await loadList(bareTextUrl, 1);
+    const vigieList = await loadList(listUrl, seconds);
+    line(`GET list (${SEEDED} comments)`, vigieList, await loadList(bareListUrl, seconds), "req/s");
+    line("GET list, bare pre-serialised", vigieList, await loadList(bareTextUrl, seconds), "req/s");
+    const etag = (await fetch(listUrl)).headers.get("etag");
+    if (etag === null) throw new Error("the list has no ETag");
+    await loadRevalidation(listUrl, etag, 1);
+    console.log(
+      `${"GET list, If-None-Match: 304".padEnd(30)} vigie ${figure(await loadRevalidation(listUrl, etag, seconds), "req/s")}`,
     );
     await loadFlow(vigieUrl, 1);
     await loadFlow(bareUrl, 1);

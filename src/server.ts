@@ -18,6 +18,7 @@ import { Auth } from "./platform/auth.js";
 import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
 import { HttpError, installErrorHandling } from "./platform/errors.js";
+import { HostOriginPolicy, installHostAndOriginChecks } from "./platform/host-origin.js";
 import { Lifecycle } from "./platform/lifecycle.js";
 import { createMetricsRegistry, Exposition, installHttpMetrics } from "./platform/metrics.js";
 import { type AnyModule, type ModuleContext, type SectionReload, sectionOf } from "./platform/module.js";
@@ -154,6 +155,7 @@ async function setUp(
   // parser would let a wrong media type through to validation instead of a 415.
   app.removeContentTypeParser("text/plain");
   installErrorHandling(app);
+  installHostAndOriginChecks(app, new HostOriginPolicy(config.http));
   installHttpMetrics(app, metrics, exposition);
   if (app.log.level === "debug" || app.log.level === "trace") {
     app.addHook("onResponse", (request, reply, done) => {

@@ -65,11 +65,15 @@ export function normalizeAnswer(answer: string): string {
 }
 
 /**
- * The signature of a challenge: lower-case hex HMAC-SHA256, keyed with `secret`, of
- * `<timestamp>-<answer lower-cased>-<website>-<article>` (comments.md §4).
+ * The signature of a challenge (comments.md §4): lower-case hex HMAC-SHA256, keyed with `secret`,
+ * of the UTF-8 text of the JSON array `[timestamp, answer, website, article]` exactly as
+ * `JSON.stringify` writes it, e.g. `[1700000000000,"10","blog","my-post"]`. A JSON array rather
+ * than the parts joined with `-`: names may contain `-`, and `blog`/`my-post` must not sign the same
+ * text as `blog-my`/`post`.
  *
- * @param timestamp milliseconds since the Unix epoch, written in decimal
+ * @param timestamp milliseconds since the Unix epoch, written as a JSON number
  * @param answer the answer as it will be compared (already normalised, see {@link normalizeAnswer})
+ * @returns 64 lower-case hex digits
  */
 export function challengeSignature(
   secret: string,
@@ -78,7 +82,9 @@ export function challengeSignature(
   website: string,
   article: string,
 ): string {
-  return createHmac("sha256", secret).update(`${timestamp}-${answer}-${website}-${article}`).digest("hex");
+  return createHmac("sha256", secret)
+    .update(JSON.stringify([timestamp, answer, website, article]))
+    .digest("hex");
 }
 
 /** What `GET /api/v1/challenge/<website>/<article>` answers. */

@@ -6,6 +6,7 @@ import { constantTimeEqual } from "../platform/auth.js";
 import { defineModule } from "../platform/module.js";
 import { listQuestion, mathQuestion, type Question } from "./challenge.js";
 import { COMMENTS_ENVIRONMENT, commentsConfigShape } from "./config.js";
+import { LIST_CACHE_SHARED_TTL_MS, ListCache } from "./list-cache.js";
 import { CommentMetrics } from "./metrics.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import { registerPublicRoutes } from "./routes/public.js";
@@ -15,7 +16,8 @@ import { Websites } from "./websites.js";
 
 /**
  * The comments module, for the `modules` list of `src/server.ts`. Its plugin resolves the secrets
- * (comments.md §7), then registers the public routes (§4–5) and the admin routes (§6).
+ * (comments.md §7), then registers the public routes (§4–5) and the admin routes (§6), which share
+ * the cache of the public list (list-cache.ts).
  */
 export const commentsModule = defineModule({
   name: "comments",
@@ -33,17 +35,26 @@ export const commentsModule = defineModule({
       limit: section["rate-limit"].comments,
       windowMs: section["rate-limit"].per.milliseconds,
     });
+    const metrics = new CommentMetrics(context.metrics);
+    // PostgreSQL may be shared by several instances, whose writes this cache cannot see: a TTL
+    // bounds how long they stay invisible here. SQLite has one process, which invalidates itself.
+    const lists = new ListCache({
+      ttlMs: context.database.dialect === "postgres" ? LIST_CACHE_SHARED_TTL_MS : undefined,
+      observer: metrics.listCache,
+    });
     const questions: readonly Question[] = section.challenge.questions;
     registerPublicRoutes(app, {
       websites,
       store,
-      metrics: new CommentMetrics(context.metrics),
+      lists,
+      metrics,
       challenge: { secret: challengeSecret, ttlMs: section.challenge.ttl.milliseconds },
       nextQuestion: section.challenge.type === "questions" ? () => listQuestion(questions) : () => mathQuestion(),
     });
     registerAdminRoutes(app, {
       websites,
       store,
+      lists,
       guard: context.auth.require("admin", { alsoAccept: (token) => constantTimeEqual(token, adminToken) }),
     });
   },

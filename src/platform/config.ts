@@ -4,13 +4,24 @@
  */
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
+import {
+  ALLOWED_HOST_RULE,
+  ALLOWED_ORIGIN_RULE,
+  defaultPublicUrl,
+  PUBLIC_URL_RULE,
+  parseAllowedHost,
+  parseAllowedOrigin,
+  parsePublicUrl,
+} from "./host-origin.js";
 import type { AnyModule } from "./module.js";
 import {
+  array,
   boolean,
   integer,
   isPlainObject,
   object,
   oneOf,
+  optional,
   type Shape,
   type ShapeOf,
   secret,
@@ -43,16 +54,36 @@ const databaseUrl: Validator<string> = (value, path) => {
   throw new ValidationError(path, DATABASE_URL_RULE, value);
 };
 
+/** A validator of strings that `parse` normalises, or refuses with `rule` when it answers undefined. */
+function parsed(parse: (text: string) => string | undefined, rule: string): Validator<string> {
+  return (value, path) => {
+    const result = typeof value === "string" ? parse(value) : undefined;
+    if (result === undefined) throw new ValidationError(path, rule, value);
+    return result;
+  };
+}
+
+const httpObject = object(
+  {
+    host: withDefault(string({ min: 1 }), "127.0.0.1"),
+    port: withDefault(integer(1, 65535), 8080),
+    "public-url": optional(parsed(parsePublicUrl, PUBLIC_URL_RULE)),
+    "allowed-hosts": withDefault(array(parsed(parseAllowedHost, ALLOWED_HOST_RULE)), []),
+    "allowed-origins": withDefault(array(parsed(parseAllowedOrigin, ALLOWED_ORIGIN_RULE)), []),
+    "trust-proxy": withDefault(boolean(), false),
+    "body-limit": withDefault(size(), 1024 * 1024),
+  },
+  { unknownKeys: "reject", optional: true },
+);
+
+/** The `http` section; `public-url` defaults to `http://<host>:<port>` (platform.md §2). */
+const http = (value: unknown, path: string) => {
+  const section = httpObject(value, path);
+  return { ...section, "public-url": section["public-url"] ?? defaultPublicUrl(section.host, section.port) };
+};
+
 const platformShape = {
-  http: object(
-    {
-      host: withDefault(string({ min: 1 }), "127.0.0.1"),
-      port: withDefault(integer(1, 65535), 8080),
-      "trust-proxy": withDefault(boolean(), false),
-      "body-limit": withDefault(size(), 1024 * 1024),
-    },
-    { unknownKeys: "reject", optional: true },
-  ),
+  http,
   "log-level": withDefault(oneOf(LOG_LEVELS), "info"),
   database: object(
     // The URL may carry a password: never echo it in an error.

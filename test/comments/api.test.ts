@@ -1,3 +1,4 @@
+import { createHmac } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { challengeSignature } from "../../src/comments/challenge.js";
 import type { VigieServer } from "../../src/server.js";
@@ -292,6 +293,24 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
     // A string of digits is a timestamp too; a wrong answer did not use the challenge.
     const ok = await postComment(app, "blog", "post", { ...body, timestamp: String(body.timestamp) });
     expect(ok.statusCode).toBe(201);
+  });
+
+  it.skipIf(skip)("refuses a challenge of blog/my-post on blog-my/post: the signed parts stay apart", async () => {
+    const app = await start();
+    const body = await solvedBody(app, "blog", "my-post");
+    const elsewhere = await postComment(app, "blog-my", "post", body);
+    expect([elsewhere.statusCode, elsewhere.json()]).toEqual([400, { error: "Bad challenge response" }]);
+    expect((await postComment(app, "blog", "my-post", body)).statusCode).toBe(201);
+    // The server verifies the HMAC of the JSON array (comments.md §4): signed for blog-my/post, a
+    // challenge is refused on blog/my-post and accepted on blog-my/post.
+    const timestamp = Date.now();
+    const signature = createHmac("sha256", CHALLENGE_SECRET)
+      .update(JSON.stringify([timestamp, "3", "blog-my", "post"]))
+      .digest("hex");
+    const signed = { author: "Bob", content: "Hi", answer: "3", timestamp, signature };
+    const wrongPlace = await postComment(app, "blog", "my-post", signed);
+    expect([wrongPlace.statusCode, wrongPlace.json()]).toEqual([400, { error: "Bad challenge response" }]);
+    expect((await postComment(app, "blog-my", "post", signed)).statusCode).toBe(201);
   });
 
   it.skipIf(skip)("refuses expired and future challenges", async () => {

@@ -36,10 +36,26 @@ function solve(question: string): string {
 }
 
 describe("challengeSignature", () => {
-  it("is the lower-case hex HMAC-SHA256 of <timestamp>-<answer>-<website>-<article>", () => {
-    const expected = createHmac("sha256", "s3cret").update("1700000000000-10-blog-my-post").digest("hex");
+  it("is the lower-case hex HMAC-SHA256 of the JSON array [timestamp, answer, website, article]", () => {
+    const expected = createHmac("sha256", "s3cret").update('[1700000000000,"10","blog","my-post"]').digest("hex");
     expect(challengeSignature("s3cret", NOW, "10", "blog", "my-post")).toBe(expected);
     expect(expected).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("signs the UTF-8 text of the array, answers with quotes and non-ASCII letters included", () => {
+    const text = String.raw`[1700000000000,"\"bleu\" ciel é","blog","post"]`;
+    expect(text).toBe(JSON.stringify([NOW, '"bleu" ciel é', "blog", "post"]));
+    const expected = createHmac("sha256", "s3cret").update(Buffer.from(text, "utf8")).digest("hex");
+    expect(challengeSignature("s3cret", NOW, '"bleu" ciel é', "blog", "post")).toBe(expected);
+  });
+
+  it("keeps the parts apart: blog/my-post and blog-my/post sign different texts", () => {
+    expect(challengeSignature("s3cret", NOW, "10", "blog", "my-post")).not.toBe(
+      challengeSignature("s3cret", NOW, "10", "blog-my", "post"),
+    );
+    expect(challengeSignature("s3cret", NOW, "1-blog", "x", "post")).not.toBe(
+      challengeSignature("s3cret", NOW, "1", "blog-x", "post"),
+    );
   });
 
   it("depends on every part and on the secret", () => {
@@ -148,6 +164,17 @@ describe("verifyChallenge", () => {
   it("refuses a challenge of another article or website", () => {
     expect(verifyChallenge(settings, response("-3"), "blog", "other", NOW)).toBe(BAD_CHALLENGE_RESPONSE);
     expect(verifyChallenge(settings, response("-3"), "shop", "post", NOW)).toBe(BAD_CHALLENGE_RESPONSE);
+  });
+
+  it("verifies a challenge of blog/my-post for blog/my-post and not for blog-my/post", () => {
+    const question = { question: "what is the result of: 7 + 3", answer: "10" };
+    const mine = { ...issueChallenge(settings, question, "blog", "my-post", NOW), answer: "10" };
+    expect(verifyChallenge(settings, mine, "blog", "my-post", NOW)).toBeUndefined();
+    expect(verifyChallenge(settings, mine, "blog-my", "post", NOW)).toBe(BAD_CHALLENGE_RESPONSE);
+    // And the other way round.
+    const theirs = { ...issueChallenge(settings, question, "blog-my", "post", NOW), answer: "10" };
+    expect(verifyChallenge(settings, theirs, "blog-my", "post", NOW)).toBeUndefined();
+    expect(verifyChallenge(settings, theirs, "blog", "my-post", NOW)).toBe(BAD_CHALLENGE_RESPONSE);
   });
 
   it("refuses a changed timestamp or signature, and another secret", () => {

@@ -92,6 +92,23 @@ describe("comments (real process)", () => {
     expect(await approve.json()).toEqual({ message: "Comment approved" });
     expect(await publicList()).toEqual([{ ...comment, approved: true }]);
 
+    // The list carries a strong ETag; a browser revalidating it gets 304 without body, with the
+    // CORS headers it needs to use its stored copy.
+    const listed = await fetch(`${base}/api/v1/comment/blog/hello-world`, {
+      headers: { origin: "https://blog.example.org" },
+    });
+    const etag = listed.headers.get("etag");
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+    expect(listed.headers.get("cache-control")).toBe("no-cache");
+    const revalidated = await fetch(`${base}/api/v1/comment/blog/hello-world`, {
+      headers: { origin: "https://blog.example.org", "if-none-match": etag as string },
+    });
+    expect(revalidated.status).toBe(304);
+    expect(await revalidated.text()).toBe("");
+    expect(revalidated.headers.get("etag")).toBe(etag);
+    expect(revalidated.headers.get("access-control-allow-origin")).toBe("https://blog.example.org");
+    expect(revalidated.headers.get("vary")).toMatch(/Origin/);
+
     const events = await (await fetch(`${base}/api/admin/event/blog`, { headers: asAdmin })).json();
     expect(events).toEqual([
       {

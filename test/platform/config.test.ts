@@ -31,7 +31,15 @@ function message(run: () => unknown): string {
 describe("parseConfig", () => {
   it("gives a default for every key", () => {
     const config = parseConfig(undefined, {}, [sample]);
-    expect(config.http).toEqual({ host: "127.0.0.1", port: 8080, "trust-proxy": false, "body-limit": 1_048_576 });
+    expect(config.http).toEqual({
+      host: "127.0.0.1",
+      port: 8080,
+      "public-url": "http://127.0.0.1:8080",
+      "allowed-hosts": [],
+      "allowed-origins": [],
+      "trust-proxy": false,
+      "body-limit": 1_048_576,
+    });
     expect(config["log-level"]).toBe("info");
     expect(config.database).toEqual({ url: "sqlite:./data/vigie.db" });
     expect(config.security).toEqual({ "require-token": false });
@@ -41,7 +49,15 @@ describe("parseConfig", () => {
   it("reads every platform key", () => {
     const config = parseConfig(
       {
-        http: { host: "0.0.0.0", port: 9000, "trust-proxy": true, "body-limit": "64KiB" },
+        http: {
+          host: "0.0.0.0",
+          port: 9000,
+          "public-url": "https://Vigie.Example.org:443/ops/",
+          "allowed-hosts": ["vigie.internal.", "*.Example.net", "10.0.0.5"],
+          "allowed-origins": ["https://Dashboard.example.org/", "http://127.0.0.1:3000", "https://*.example.com"],
+          "trust-proxy": true,
+          "body-limit": "64KiB",
+        },
         "log-level": "debug",
         database: { url: "postgres://u:p@db:5432/vigie" },
         security: { "require-token": true },
@@ -50,7 +66,15 @@ describe("parseConfig", () => {
       {},
       [sample],
     );
-    expect(config.http).toEqual({ host: "0.0.0.0", port: 9000, "trust-proxy": true, "body-limit": 65_536 });
+    expect(config.http).toEqual({
+      host: "0.0.0.0",
+      port: 9000,
+      "public-url": "https://vigie.example.org/ops",
+      "allowed-hosts": ["vigie.internal", "*.example.net", "10.0.0.5"],
+      "allowed-origins": ["https://dashboard.example.org", "http://127.0.0.1:3000", "https://*.example.com"],
+      "trust-proxy": true,
+      "body-limit": 65_536,
+    });
     expect(config["log-level"]).toBe("debug");
     expect(config.database.url).toBe("postgres://u:p@db:5432/vigie");
     expect(config.security["require-token"]).toBe(true);
@@ -70,6 +94,15 @@ describe("parseConfig", () => {
     expect(message(() => parseConfig({ sample: { loud: "yes" } }, {}, [sample]))).toBe(
       'invalid configuration: sample.loud: must be true or false (got "yes")',
     );
+    expect(message(() => parseConfig({ http: { "public-url": "ftp://example.org" } }, {}, []))).toBe(
+      'invalid configuration: http.public-url: must be an http or https URL such as https://vigie.example.org, without user, query or fragment (got "ftp://example.org")',
+    );
+    expect(message(() => parseConfig({ http: { "allowed-hosts": ["a b"] } }, {}, []))).toBe(
+      'invalid configuration: http.allowed-hosts[0]: must be a host name such as vigie.example.org, *.example.org, or an IP address (got "a b")',
+    );
+    expect(message(() => parseConfig({ http: { "allowed-origins": ["https://a.org/path"] } }, {}, []))).toBe(
+      'invalid configuration: http.allowed-origins[0]: must be an origin scheme://host[:port] such as https://dashboard.example.org, or https://*.example.org for its subdomains (http or https, no path) (got "https://a.org/path")',
+    );
     expect(message(() => parseConfig({ http: 5 }, {}, []))).toBe(
       "invalid configuration: http: must be an object (got 5)",
     );
@@ -83,7 +116,7 @@ describe("parseConfig", () => {
       "invalid configuration: htp: unknown key (known keys: http, log-level, database, security, sample)",
     );
     expect(message(() => parseConfig({ http: { prot: 1 } }, {}, []))).toMatch(
-      /^invalid configuration: http\.prot: unknown key \(known keys: host, port, trust-proxy, body-limit\)$/,
+      /^invalid configuration: http\.prot: unknown key \(known keys: host, port, public-url, allowed-hosts, allowed-origins, trust-proxy, body-limit\)$/,
     );
     expect(message(() => parseConfig({ sample: { gretting: "x" } }, {}, [sample]))).toMatch(
       /^invalid configuration: sample\.gretting: unknown key/,

@@ -1,10 +1,13 @@
 /**
  * The admin API of comments (comments.md §6): read, approve and delete comments, read and clear the
  * event log of a website. Every route needs the comments admin token or a registry token of an
- * active admin user (platform.md §5); none sends CORS headers.
+ * active admin user (platform.md §5); none sends CORS headers. The admin routes read the database
+ * directly, never the cache of the public list (comments.md §10: every change is visible at once);
+ * each write invalidates that cache for its article.
  */
 import type { FastifyInstance, preHandlerHookHandler } from "fastify";
 import { HttpError } from "../../platform/errors.js";
+import type { ListCache } from "../list-cache.js";
 import { commentIdOf } from "../resources.js";
 import type { CommentStore } from "../storage.js";
 import type { Websites } from "../websites.js";
@@ -14,6 +17,8 @@ import type { ArticleParams } from "./cors.js";
 export interface AdminRoutesOptions {
   readonly websites: Websites;
   readonly store: CommentStore;
+  /** The cache of the public list, invalidated by every write of a comment. */
+  readonly lists: ListCache;
   /** The guard of every admin route (auth before any other check, so nothing leaks to strangers). */
   readonly guard: preHandlerHookHandler;
 }
@@ -28,8 +33,20 @@ function commentNotFound(id: string): HttpError {
 
 /** Registers the routes of comments.md §6 under `/api/admin/`. */
 export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOptions): void {
-  const { websites, store, guard } = options;
+  const { websites, store, lists, guard } = options;
   const route = { preHandler: guard };
+
+  /**
+   * Runs a write of an article's comments, then invalidates the article's public list, also when
+   * the write failed (it may have been committed before the failure).
+   */
+  const writing = async <T>(website: string, article: string, write: () => Promise<T>): Promise<T> => {
+    try {
+      return await write();
+    } finally {
+      lists.invalidate(website, article);
+    }
+  };
 
   /** The website, article and stored id of a comment path. @throws HttpError 404 */
   const locate = (params: CommentParams): { website: string; article: string; id: string } => {
@@ -45,8 +62,9 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOp
   });
 
   app.delete<{ Params: ArticleParams }>("/api/admin/comment/:website/:article", route, async (request) => {
-    const { website, article } = request.params;
-    await store.deleteAll(websites.getWithArticle(website, article).name, article);
+    const website = websites.getWithArticle(request.params.website, request.params.article).name;
+    const article = request.params.article;
+    await writing(website, article, () => store.deleteAll(website, article));
     return { message: "Comments deleted" };
   });
 
@@ -59,13 +77,15 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOp
 
   app.post<{ Params: CommentParams }>("/api/admin/comment/:website/:article/:id", route, async (request) => {
     const { website, article, id } = locate(request.params);
-    if (!(await store.approve(website, article, id))) throw commentNotFound(request.params.id);
+    const approved = await writing(website, article, () => store.approve(website, article, id));
+    if (!approved) throw commentNotFound(request.params.id);
     return { message: "Comment approved" };
   });
 
   app.delete<{ Params: CommentParams }>("/api/admin/comment/:website/:article/:id", route, async (request) => {
     const { website, article, id } = locate(request.params);
-    if (!(await store.delete(website, article, id))) throw commentNotFound(request.params.id);
+    const deleted = await writing(website, article, () => store.delete(website, article, id));
+    if (!deleted) throw commentNotFound(request.params.id);
     return { message: "Comment deleted" };
   });
 

@@ -45,6 +45,18 @@ export function corsHeaders(websites: Websites): onRequestHookHandler {
 }
 
 /**
+ * The `allowOrigin` route option of the platform's origin check (platform.md §8): a public route
+ * declares CORS for the origins its website allows (comments.md §5), so that a cross-origin POST
+ * from one of them is not refused with 403. A website that does not exist declares none.
+ */
+export function declaredOrigins(websites: Websites): (request: FastifyRequest, origin: string) => boolean {
+  return (request, origin) => {
+    const website = websites.find((request.params as ArticleParams).website);
+    return website !== undefined && allowedOrigin(website, origin) !== undefined;
+  };
+}
+
+/**
  * The handler of `OPTIONS` on a public path. A pre-flight from an allowed origin → 204 with the
  * allowed methods and headers (the origin header comes from {@link corsHeaders}); from another
  * origin → 403 without CORS headers, so the browser blocks the request and the developer sees

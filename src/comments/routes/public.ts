@@ -1,6 +1,7 @@
 /**
  * The public API of comments (comments.md §4–5): issue a challenge, post a comment, list the
- * approved comments of an article. CORS for the website's allowed origins on all three.
+ * approved comments of an article. CORS for the website's allowed origins on all three. The list is
+ * answered from a per-article cache (list-cache.ts) with an entity tag; posting invalidates it.
  */
 import type { FastifyError, FastifyInstance, onErrorHookHandler } from "fastify";
 import { fieldError, HttpError } from "../../platform/errors.js";
@@ -16,10 +17,11 @@ import {
   verifyChallenge,
 } from "../challenge.js";
 import { parseCommentFields } from "../comment-validation.js";
+import { ifNoneMatchHolds, type ListCache } from "../list-cache.js";
 import type { CommentMetrics } from "../metrics.js";
-import type { CommentStore } from "../storage.js";
+import type { AddOutcome, CommentStore } from "../storage.js";
 import type { Websites } from "../websites.js";
-import { type ArticleParams, corsHeaders, preflight } from "./cors.js";
+import { type ArticleParams, corsHeaders, declaredOrigins, preflight } from "./cors.js";
 
 /** Body limit of the add-comment route, in bytes (comments.md §5). */
 export const COMMENT_BODY_LIMIT = 64 * 1024;
@@ -29,6 +31,13 @@ export function rateLimitMessage(retryAfterSeconds: number): string {
   return `too many comments from this address; retry in ${retryAfterSeconds} s`;
 }
 
+/**
+ * The `Cache-Control` of the list (RFC 9111 §5.2.2.4): a browser or proxy may keep the list but must
+ * revalidate it on every use, so an approved comment shows on the next page load; with the `ETag`
+ * the revalidation is a 304 without body.
+ */
+export const LIST_CACHE_CONTROL = "no-cache";
+
 /** At most one purge of expired challenges and rate-limit hits per this many milliseconds. */
 const PURGE_INTERVAL_MS = 60_000;
 
@@ -36,6 +45,8 @@ const PURGE_INTERVAL_MS = 60_000;
 export interface PublicRoutesOptions {
   readonly websites: Websites;
   readonly store: CommentStore;
+  /** The cache of approved lists; the add-comment route invalidates it. */
+  readonly lists: ListCache;
   readonly metrics: CommentMetrics;
   readonly challenge: ChallengeSettings;
   /** Draws the question of a new challenge. */
@@ -46,13 +57,14 @@ export interface PublicRoutesOptions {
 
 /** Registers `GET /api/v1/challenge/…`, `GET|POST /api/v1/comment/…` and their `OPTIONS`. */
 export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutesOptions): void {
-  const { websites, store, metrics, challenge, nextQuestion } = options;
+  const { websites, store, lists, metrics, challenge, nextQuestion } = options;
   const now = options.now ?? Date.now;
-  const onRequest = corsHeaders(websites);
+  // CORS on every public route: the headers, and the origins declared to the platform's check.
+  const cors = { onRequest: corsHeaders(websites), config: { allowOrigin: declaredOrigins(websites) } };
   const clock = new ChallengeClock();
   let lastPurge = 0;
 
-  app.get<{ Params: ArticleParams }>("/api/v1/challenge/:website/:article", { onRequest }, async (request, reply) => {
+  app.get<{ Params: ArticleParams }>("/api/v1/challenge/:website/:article", cors, async (request, reply) => {
     const { website: name, article } = request.params;
     const website = websites.getWithArticle(name, article);
     const issued = issueChallenge(challenge, nextQuestion(), website.name, article, clock.next(now()));
@@ -61,14 +73,23 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
     reply.header("Cache-Control", "no-store");
     return issued;
   });
-  app.options("/api/v1/challenge/:website/:article", { onRequest }, preflight(websites, "GET, HEAD, OPTIONS"));
+  app.options("/api/v1/challenge/:website/:article", cors, preflight(websites, "GET, HEAD, OPTIONS"));
 
-  app.get<{ Params: ArticleParams }>("/api/v1/comment/:website/:article", { onRequest }, async (request) => {
+  // The JSON text comes from the cache as `JSON.stringify` wrote it: the same bytes as Fastify's
+  // serialisation of the array. Conditional GET and HEAD per RFC 9110 §13.1.2: a matching
+  // `If-None-Match` → 304 without body, with the headers a 200 would have (ETag, Cache-Control and
+  // the CORS headers set by the `onRequest` hook; RFC 9110 §15.4.5).
+  app.get<{ Params: ArticleParams }>("/api/v1/comment/:website/:article", cors, async (request, reply) => {
     const { website: name, article } = request.params;
     const website = websites.getWithArticle(name, article);
-    return store.list(website.name, article, true);
+    const list = await lists.load(website.name, article, () => store.list(website.name, article, true));
+    reply.header("ETag", list.etag);
+    reply.header("Cache-Control", LIST_CACHE_CONTROL);
+    if (ifNoneMatchHolds(request.headers["if-none-match"], list.etag)) return reply.code(304).send();
+    reply.type("application/json; charset=utf-8");
+    return list.body;
   });
-  app.options("/api/v1/comment/:website/:article", { onRequest }, preflight(websites, "GET, HEAD, POST, OPTIONS"));
+  app.options("/api/v1/comment/:website/:article", cors, preflight(websites, "GET, HEAD, POST, OPTIONS"));
 
   // Bodies the parser refuses (not JSON, too large, wrong media type) are invalid comments too.
   const countRefusedBody: onErrorHookHandler = (request, _reply, error: FastifyError, done) => {
@@ -79,7 +100,7 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
 
   app.post<{ Params: ArticleParams }>(
     "/api/v1/comment/:website/:article",
-    { onRequest, onError: countRefusedBody, bodyLimit: COMMENT_BODY_LIMIT },
+    { ...cors, onError: countRefusedBody, bodyLimit: COMMENT_BODY_LIMIT },
     async (request, reply) => {
       const { website: name, article } = request.params;
       const time = now();
@@ -100,18 +121,28 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
         metrics.rejected(website.name, "challenge");
         throw new HttpError(400, failure);
       }
-      const result = await store.add({
-        website: website.name,
-        article,
-        author: escapeHtml(fields.author),
-        authorWebsite: fields.authorWebsite,
-        content: escapeHtml(fields.content),
-        approved: website.autoApprove,
-        signature: fields.signature,
-        challengeExpiresAt: challengeExpiresAt(challenge, fields.timestamp),
-        clientAddress: request.ip,
-        now: time,
-      });
+      let result: AddOutcome;
+      try {
+        result = await store.add({
+          website: website.name,
+          article,
+          author: escapeHtml(fields.author),
+          authorWebsite: fields.authorWebsite,
+          content: escapeHtml(fields.content),
+          approved: website.autoApprove,
+          signature: fields.signature,
+          challengeExpiresAt: challengeExpiresAt(challenge, fields.timestamp),
+          clientAddress: request.ip,
+          now: time,
+        });
+      } catch (error) {
+        // The transaction may have been committed before the failure (a connection lost on COMMIT).
+        lists.invalidate(website.name, article);
+        throw error;
+      }
+      // Every added comment, approved or not: only approved ones are listed, but being exact here
+      // would tie the cache to the moderation rules for no gain.
+      if (result.outcome === "added") lists.invalidate(website.name, article);
       if (result.outcome === "challenge-used") {
         metrics.rejected(website.name, "challenge");
         throw new HttpError(400, CHALLENGE_ALREADY_USED);
