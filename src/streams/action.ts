@@ -20,8 +20,29 @@ export type Destination =
   | { readonly kind: "default" }
   | { readonly kind: "stream"; readonly name: string };
 
+/**
+ * Bounds of the state a stream keeps (platform.md §8 "Bounded everything"): what goes beyond is
+ * dropped and counted in `stream_dropped_events_total{stream,action}`.
+ */
+export interface StreamLimits {
+  /** Keys in a stream's index (`streams.max-index-size`); an event with a new key beyond is dropped. */
+  readonly indexSize: number;
+  /** Forks of one `by` action (`streams.max-forks`); an event needing a new fork beyond is dropped. */
+  readonly forks: number;
+  /**
+   * Events a time window holds (`streams.max-window-events`): fixed time windows (and sum, mean,
+   * top, bottom, rate) drop events beyond; a moving time window drops its oldest event.
+   */
+  readonly windowEvents: number;
+}
+
+/** The defaults of {@link StreamLimits}. */
+export const DEFAULT_STREAM_LIMITS: StreamLimits = { indexSize: 1_000_000, forks: 100_000, windowEvents: 1_000_000 };
+
 /** What one running stream offers its actions. */
 export interface Runtime {
+  /** The bounds of the stream's state. */
+  readonly limits: StreamLimits;
   /** The stream's name (logs, metrics). */
   readonly stream: string;
   readonly index: StreamIndex;
@@ -106,13 +127,14 @@ export function transforming(
 }
 
 /**
- * Builds an action that keeps state per instance: `create` receives the joined children and the
- * action's dropped-events counter, and returns the instance's Next (closing over its state).
+ * Builds an action that keeps state per instance: `create` receives the joined children, the
+ * action's dropped-events counter and the stream's limits, and returns the instance's Next
+ * (closing over its state).
  */
 export function withChildren(
   action: string,
   children: readonly Builder[],
-  create: (next: Next, drop: () => void) => Next,
+  create: (next: Next, drop: () => void, limits: StreamLimits) => Next,
 ): Builder {
-  return (runtime) => create(buildChildren(children, runtime), runtime.dropped(action));
+  return (runtime) => create(buildChildren(children, runtime), runtime.dropped(action), runtime.limits);
 }

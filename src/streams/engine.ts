@@ -3,7 +3,14 @@
  * reinjection between streams, and the per-stream counters (streams.md §4–§6, §10). Plain
  * TypeScript: the HTTP plugin, the ingestion routes and `vigie stream test` all drive this class.
  */
-import type { Destination, Flow, Next, Runtime } from "./action.js";
+import {
+  DEFAULT_STREAM_LIMITS,
+  type Destination,
+  type Flow,
+  type Next,
+  type Runtime,
+  type StreamLimits,
+} from "./action.js";
 import { type CompiledConfig, compileConfig } from "./compiler.js";
 import { type EdnValue, toEdn } from "./edn.js";
 import type { Event } from "./event.js";
@@ -34,7 +41,7 @@ const nothing = () => {};
 
 /** One running stream. */
 export class Stream {
-  readonly index = new StreamIndex();
+  readonly index: StreamIndex;
   readonly #entry: Next;
   readonly #countEvents: (count: number) => void;
   readonly #dropException: () => void;
@@ -47,10 +54,13 @@ export class Stream {
     readonly origin: StreamOrigin,
     engine: StreamEngine,
     hooks: EngineHooks,
+    limits: StreamLimits,
   ) {
+    this.index = new StreamIndex(limits.indexSize);
     this.#countEvents = hooks.events?.(name) ?? nothing;
     this.#dropException = hooks.dropped?.(name, "exception") ?? nothing;
     const runtime: Runtime = {
+      limits,
       stream: name,
       index: this.index,
       reinject: (destination, event) => engine.reinject(this, destination, event),
@@ -97,7 +107,11 @@ export class StreamEngine {
   #defaults: readonly Stream[] = [];
   #depth = 0;
 
-  constructor(readonly hooks: EngineHooks = {}) {}
+  constructor(
+    readonly hooks: EngineHooks = {},
+    /** The bounds of every stream's state. */
+    readonly limits: StreamLimits = DEFAULT_STREAM_LIMITS,
+  ) {}
 
   /**
    * Compiles and starts a stream, replacing any stream of that name (the new one starts with fresh
@@ -107,7 +121,7 @@ export class StreamEngine {
    */
   add(name: string, config: EdnValue, origin: StreamOrigin, compiled = compileConfig(config)): Stream {
     if (this.#streams.has(name)) this.hooks.forget?.(name);
-    const stream = new Stream(name, config, compiled, origin, this, this.hooks);
+    const stream = new Stream(name, config, compiled, origin, this, this.hooks, this.limits);
     this.#streams.set(name, stream);
     this.#refreshDefaults();
     return stream;

@@ -4,7 +4,8 @@
  * OpenTelemetry traces ingestion.
  */
 import { defineModule } from "../platform/module.js";
-import { array, size, string, withDefault } from "../platform/validation.js";
+import { array, integer, size, string, withDefault } from "../platform/validation.js";
+import { DEFAULT_STREAM_LIMITS, type StreamLimits } from "./action.js";
 import { applyFileStreams, StreamEngine } from "./engine.js";
 import { ingestionCounters, metricHooks } from "./metrics.js";
 import { ingestionRoutes } from "./routes/ingestion.js";
@@ -20,6 +21,10 @@ export const streamsShape = {
   directories: withDefault(array(string({ min: 1 })), [] as string[]),
   /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (platform.md §2). */
   "ingestion-body-limit": withDefault(size(), 32 * 1024 * 1024),
+  /** The bounds of a stream's state (platform.md §8); see {@link StreamLimits}. */
+  "max-index-size": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.indexSize),
+  "max-forks": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.forks),
+  "max-window-events": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.windowEvents),
 };
 
 /**
@@ -33,7 +38,15 @@ export const streamsModule = defineModule({
   configShape: streamsShape,
   migrations: streamsMigrations,
   plugin: async (app, { context, section, onReload }) => {
-    const running: StreamEngine = new StreamEngine(metricHooks(context.metrics, context.logger, () => running));
+    const limits: StreamLimits = {
+      indexSize: section["max-index-size"],
+      forks: section["max-forks"],
+      windowEvents: section["max-window-events"],
+    };
+    const running: StreamEngine = new StreamEngine(
+      metricHooks(context.metrics, context.logger, () => running),
+      limits,
+    );
     applyFileStreams(running, await loadStreamDirectories(section.directories));
     onReload(async (fresh) => {
       applyFileStreams(running, await loadStreamDirectories(fresh.directories));

@@ -102,7 +102,8 @@ function anyValue(value: unknown, depth: number): unknown {
     if (depth > MAX_EVENT_NESTING) {
       throw new OtlpError(`attribute values must not nest more than ${MAX_EVENT_NESTING} levels deep in an event`);
     }
-    if (any.arrayValue !== undefined) return list(record(any.arrayValue).values).map((item) => anyValue(item, depth + 1));
+    if (any.arrayValue !== undefined)
+      return list(record(any.arrayValue).values).map((item) => anyValue(item, depth + 1));
     return keyValues(record(any.kvlistValue).values, depth);
   }
   if (any.bytesValue !== undefined) {

@@ -17,6 +17,9 @@ export class StreamIndex {
   readonly #entries = new Map<string, Entry>();
   #currentTime = 0;
 
+  /** @param maxSize the most keys kept (`streams.max-index-size`) */
+  constructor(readonly maxSize: number = Number.POSITIVE_INFINITY) {}
+
   /** The index clock in seconds; 0 before the first indexed event. */
   get currentTime(): number {
     return this.#currentTime;
@@ -29,14 +32,16 @@ export class StreamIndex {
 
   /**
    * Stores an event under `key` (built by the `index` action from the listed fields), or removes
-   * the key when the event's state is `expired`. Events without a numeric time are not indexed.
-   * @returns false when the event has no time
+   * the key when the event's state is `expired`. Events without a numeric time are not indexed, nor
+   * events with a new key once the index holds `maxSize` keys.
+   * @returns false when the event has no time or the index is full
    */
   put(key: string, event: Event): boolean {
     const time = timeOf(event);
     if (time === undefined) return false;
     if (time > this.#currentTime) this.#currentTime = time;
     if (event.state === "expired") this.#entries.delete(key);
+    else if (this.#entries.size >= this.maxSize && !this.#entries.has(key)) return false;
     else this.#entries.set(key, { key, event, time });
     return true;
   }

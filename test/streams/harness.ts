@@ -2,25 +2,28 @@
  * Runs stream configurations in tests: compile EDN, push events, read what reached each tap and
  * what each action dropped.
  */
-import type { Flow } from "../../src/streams/action.js";
+import type { Flow, StreamLimits } from "../../src/streams/action.js";
 import { parseEdn } from "../../src/streams/edn.js";
 import { StreamEngine } from "../../src/streams/engine.js";
 import type { Event } from "../../src/streams/event.js";
 
-/** An engine recording taps, logs and drops. */
-export function recordingEngine() {
+/** An engine recording taps, logs and drops; `limits` bounds its streams' state. */
+export function recordingEngine(limits?: StreamLimits) {
   const taps = new Map<string, Flow[]>();
   const drops = new Map<string, number>();
   const logs: Array<{ level: string; stream: string; value: Flow }> = [];
-  const engine = new StreamEngine({
-    tap: (_stream, name, value) => {
-      const list = taps.get(name) ?? [];
-      list.push(value);
-      taps.set(name, list);
+  const engine = new StreamEngine(
+    {
+      tap: (_stream, name, value) => {
+        const list = taps.get(name) ?? [];
+        list.push(value);
+        taps.set(name, list);
+      },
+      dropped: (stream, action) => () => drops.set(`${stream}/${action}`, (drops.get(`${stream}/${action}`) ?? 0) + 1),
+      log: (level, stream, value) => logs.push({ level, stream, value }),
     },
-    dropped: (stream, action) => () => drops.set(`${stream}/${action}`, (drops.get(`${stream}/${action}`) ?? 0) + 1),
-    log: (level, stream, value) => logs.push({ level, stream, value }),
-  });
+    limits,
+  );
   return { engine, taps, drops, logs, tap: (name: string) => taps.get(name) ?? [] };
 }
 
@@ -28,8 +31,8 @@ export function recordingEngine() {
  * Compiles `{:actions <actions>}` as stream `s` and pushes `events` one by one.
  * @returns what reached the taps (by name) and the drop counts (`s/<action>`)
  */
-export function run(actions: string, events: readonly Event[]) {
-  const recorder = recordingEngine();
+export function run(actions: string, events: readonly Event[], limits?: StreamLimits) {
+  const recorder = recordingEngine(limits);
   const stream = recorder.engine.add("s", parseEdn(`{:actions ${actions}}`), { kind: "api" });
   for (const event of events) stream.push([event]);
   return { ...recorder, stream };

@@ -117,6 +117,7 @@ export const by: ActionDefinition = {
     const ttl = forkTtl ?? gcInterval;
     return (runtime) => {
       const forks = new Map<unknown, { next: Next; seen: number }>();
+      const maxForks = runtime.limits.forks;
       const drop = runtime.dropped("by");
       let clock = Number.NEGATIVE_INFINITY;
       let nextCollection = Number.NEGATIVE_INFINITY;
@@ -131,6 +132,11 @@ export const by: ActionDefinition = {
         const key = keyOf(value);
         let fork = forks.get(key);
         if (fork === undefined) {
+          // Bounded (streams.max-forks): an event that needs one fork too many is dropped.
+          if (forks.size >= maxForks) {
+            drop();
+            return;
+          }
           fork = { next: fanOut(children.map((child) => child(runtime))), seen: Number.NEGATIVE_INFINITY };
           forks.set(key, fork);
         }

@@ -30,10 +30,12 @@ class FixedTimeWindows {
   constructor(
     readonly duration: number,
     readonly delay: number,
+    /** The most events one window holds (`streams.max-window-events`). */
+    readonly maxEvents: number,
     readonly emit: (events: Event[]) => void,
   ) {}
 
-  /** @returns false when the event is too late for its window (or has no time) */
+  /** @returns false when the event is too late for its window, its window is full, or it has no time */
   add(event: Event): boolean {
     const time = timeOf(event);
     if (time === undefined) return false;
@@ -41,8 +43,10 @@ class FixedTimeWindows {
     if (index < this.#closedBelow) return false;
     const open = this.#open;
     const last = open[open.length - 1];
-    if (last !== undefined && last.index === index) last.events.push(event);
-    else this.#insert(index, event);
+    if (last !== undefined && last.index === index) {
+      if (last.events.length >= this.maxEvents) return false;
+      last.events.push(event);
+    } else if (!this.#insert(index, event)) return false;
     if (time > this.#maxTime) {
       this.#maxTime = time;
       const closedBelow = Math.floor((time - this.delay) / this.duration);
@@ -54,13 +58,16 @@ class FixedTimeWindows {
     return true;
   }
 
-  #insert(index: number, event: Event): void {
+  /** @returns false when the event's window is full */
+  #insert(index: number, event: Event): boolean {
     const open = this.#open;
     let position = open.length;
     while (position > 0 && (open[position - 1] as Window).index > index) position -= 1;
     const existing = open[position - 1];
-    if (existing !== undefined && existing.index === index) existing.events.push(event);
-    else open.splice(position, 0, { index, events: [event] });
+    if (existing === undefined || existing.index !== index) open.splice(position, 0, { index, events: [event] });
+    else if (existing.events.length >= this.maxEvents) return false;
+    else existing.events.push(event);
+    return true;
   }
 }
 
@@ -80,8 +87,10 @@ function timeWindowBuilder(
   children: readonly Builder[],
   toOutput: (events: Event[], next: Next, drop: () => void) => void,
 ): Builder {
-  return withChildren(action, children, (next, drop) => {
-    const windows = new FixedTimeWindows(duration, delay, (events) => toOutput(events, next, drop));
+  return withChildren(action, children, (next, drop, limits) => {
+    const windows = new FixedTimeWindows(duration, delay, limits.windowEvents, (events) =>
+      toOutput(events, next, drop),
+    );
     return (value) => {
       if (Array.isArray(value) || !windows.add(value)) drop();
     };
@@ -129,11 +138,21 @@ export const rate: ActionDefinition = {
   },
 };
 
+/** The most events an event window may hold (a bound, platform.md §8). */
+export const MAX_EVENT_WINDOW_SIZE = 1_000_000;
+
+/** The `:size` of an event window: an integer from 1 to {@link MAX_EVENT_WINDOW_SIZE}. */
+function eventWindowSize(params: readonly EdnValue[], path: string, action: string): number {
+  const size = countParam(optionsParam(params[0], path, action, ["size"]).get("size"), path, ":size");
+  if (size > MAX_EVENT_WINDOW_SIZE) throw new CompileError(path, `:size must be at most ${MAX_EVENT_WINDOW_SIZE}`);
+  return size;
+}
+
 /** `fixed-event-window [{:size n}]`: emits every n events as a list. */
 export const fixedEventWindow: ActionDefinition = {
   compile(params, children, path) {
     expectCount(params, 1, 1, path, "fixed-event-window", "[{:size n}]");
-    const size = countParam(optionsParam(params[0], path, "fixed-event-window", ["size"]).get("size"), path, ":size");
+    const size = eventWindowSize(params, path, "fixed-event-window");
     return withChildren("fixed-event-window", children, (next, drop) => {
       let buffer: Event[] = [];
       return (value) => {
@@ -156,7 +175,7 @@ export const fixedEventWindow: ActionDefinition = {
 export const movingEventWindow: ActionDefinition = {
   compile(params, children, path) {
     expectCount(params, 1, 1, path, "moving-event-window", "[{:size n}]");
-    const size = countParam(optionsParam(params[0], path, "moving-event-window", ["size"]).get("size"), path, ":size");
+    const size = eventWindowSize(params, path, "moving-event-window");
     return withChildren("moving-event-window", children, (next, drop) => {
       let buffer: Event[] = [];
       return (value) => {
@@ -178,7 +197,7 @@ export const movingTimeWindow: ActionDefinition = {
     expectCount(params, 1, 1, path, "moving-time-window", "[{:duration D}]");
     const options = optionsParam(params[0], path, "moving-time-window", ["duration"]);
     const duration = secondsParam(options.get("duration"), path, ":duration");
-    return withChildren("moving-time-window", children, (next, drop) => {
+    return withChildren("moving-time-window", children, (next, drop, limits) => {
       let buffer: Event[] = [];
       let clock = Number.NEGATIVE_INFINITY;
       return (value) => {
@@ -191,6 +210,11 @@ export const movingTimeWindow: ActionDefinition = {
         const horizon = clock - duration;
         const kept = buffer.filter((event) => (timeOf(event) as number) > horizon);
         if (time > horizon) kept.push(value as Event);
+        // Bounded (streams.max-window-events): the oldest events go first, counted as dropped.
+        if (kept.length > limits.windowEvents) {
+          for (let excess = kept.length - limits.windowEvents; excess > 0; excess--) drop();
+          kept.splice(0, kept.length - limits.windowEvents);
+        }
         buffer = kept;
         next(buffer);
       };

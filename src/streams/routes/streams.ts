@@ -85,7 +85,10 @@ export function acceptEvents(body: unknown, now: number): Event[] {
     const where = field === "event" ? "event" : `events[${i}]`;
     if (!isPlainObject(event)) throw new HttpError(400, `field ${where}: must be an object`);
     if (nestsDeeperThan(event, MAX_EVENT_NESTING)) {
-      throw new HttpError(400, `field ${where}: must not nest objects and arrays more than ${MAX_EVENT_NESTING} levels deep`);
+      throw new HttpError(
+        400,
+        `field ${where}: must not nest objects and arrays more than ${MAX_EVENT_NESTING} levels deep`,
+      );
     }
     const record: Event = event;
     const time = record.time;
