@@ -1,11 +1,15 @@
 /**
  * The bulk payload (healthchecks.md §6): an object with optional arrays `http-checks`,
  * `tcp-checks`, `dns-checks`, `tls-checks` and `command-checks`, validated as a whole before
- * anything changes.
+ * anything changes. Each definition goes through what a single POST does (admission.ts):
+ * `<redacted>` resolved from the existing check of its name, TLS file names checked under
+ * `healthchecks.tls-directory` (platform.md §8). Errors name the check and the field, never a
+ * value.
  */
 import { isPlainObject, ValidationError } from "../platform/validation.js";
+import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } from "./admission.js";
 import { checksKey } from "./config.js";
-import { type Definition, type DefinitionRules, KINDS, validateDefinition } from "./definition.js";
+import { type Definition, type DefinitionRules, KINDS } from "./definition.js";
 
 /** A bulk payload that cannot be applied; the message is the API's error, as is. */
 export class BulkError extends Error {
@@ -26,15 +30,22 @@ export function hasCommandChecks(body: unknown): boolean {
 }
 
 /**
- * Validates a bulk payload. Unknown keys and unknown fields are ignored; an omitted list counts as
- * empty.
+ * Validates a bulk payload: every definition against the synchronous rules first, then the TLS
+ * files of each (asynchronous I/O). Unknown keys and unknown fields are ignored; an omitted list
+ * counts as empty.
  *
- * @returns every definition, kinds in the order of KINDS, each list in its order
+ * @param existing finds the existing check of a name, for `<redacted>` values
+ * @returns every definition, kinds in the order of KINDS, each list in its order, stored values in
+ *   place of `<redacted>`
  * @throws BulkError `invalid healthcheck <name>: <field>: <rule>` (the position, such as
  *   `http-checks[2]`, stands for the name when the definition has no usable one), `one-off
  *   healthchecks are not allowed in bulk`, or `duplicate healthcheck name <name> in the bulk payload`
  */
-export function parseBulk(body: unknown, rules: DefinitionRules): Definition[] {
+export async function parseBulk(
+  body: unknown,
+  rules: DefinitionRules,
+  existing: ExistingDefinition,
+): Promise<Definition[]> {
   if (!isPlainObject(body)) {
     throw new BulkError(
       `invalid bulk payload: must be an object with optional arrays ${KINDS.map(checksKey).join(", ")}`,
@@ -53,7 +64,7 @@ export function parseBulk(body: unknown, rules: DefinitionRules): Definition[] {
       if (isPlainObject(item) && item["one-off"] === true) throw new BulkError(ONE_OFF_IN_BULK);
       let definition: Definition;
       try {
-        definition = validateDefinition(kind, item, rules, { unknownKeys: "ignore" });
+        definition = parseApiDefinition(kind, item, rules, existing);
       } catch (error) {
         if (error instanceof ValidationError) throw new BulkError(`invalid healthcheck ${label}: ${error.message}`);
         throw error;
@@ -64,6 +75,16 @@ export function parseBulk(body: unknown, rules: DefinitionRules): Definition[] {
       names.add(definition.name);
       definitions.push(definition);
     });
+  }
+  for (const definition of definitions) {
+    try {
+      await checkApiDefinitionFiles(definition, rules);
+    } catch (error) {
+      if (error instanceof ValidationError) {
+        throw new BulkError(`invalid healthcheck ${definition.name}: ${error.message}`);
+      }
+      throw error;
+    }
   }
   return definitions;
 }

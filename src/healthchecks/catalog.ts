@@ -3,10 +3,15 @@
  * upserts and deletions (stored first, then applied), bulk replacement, configuration-file reloads
  * and the restore at start-up. Each registered check is scheduled; its executions feed the latest
  * results and the metrics.
+ *
+ * What it shows is redacted (platform.md §8): the view of each check (definition.ts, `viewOf`), the
+ * labels and messages of results, the labels of metric series. What it logs names checks and
+ * rules, never a definition or a value.
  */
 import { setMaxListeners } from "node:events";
 import { isDeepStrictEqual } from "node:util";
 import { ValidationError } from "../platform/validation.js";
+import { checkApiDefinitionFiles } from "./admission.js";
 import type { ConfiguredCheck } from "./config.js";
 import {
   type Definition,
@@ -21,6 +26,7 @@ import {
 } from "./definition.js";
 import type { Execution, Executor } from "./execute.js";
 import type { CheckSeries, HealthcheckMetrics } from "./metrics.js";
+import { redactLabels, redactMessage } from "./redaction.js";
 import type { HealthcheckResult, ResultStore } from "./results.js";
 import type { Scheduler } from "./scheduler.js";
 import type { HealthcheckStorage } from "./storage.js";
@@ -30,8 +36,10 @@ export interface Registration {
   readonly definition: Definition;
   /** Changes when an identical definition comes from the other source (the schedule stays). */
   source: Source;
-  /** What GET /healthcheck/<name> returns. */
+  /** What GET /healthcheck/<name> returns: the definition with its secrets redacted. */
   view: DefinitionView;
+  /** The labels shown in results and metrics: the definition's, URL passwords redacted. */
+  readonly labels?: Readonly<Record<string, string>>;
   readonly series: CheckSeries;
 }
 
@@ -50,7 +58,7 @@ export interface CatalogOptions {
   readonly metrics: HealthcheckMetrics;
   readonly executor: Executor;
   readonly logger: CatalogLogger;
-  /** The rules of the running configuration (min-interval). */
+  /** The rules of the running configuration (min-interval, tls-directory). */
   readonly rules: DefinitionRules;
 }
 
@@ -64,6 +72,11 @@ export interface ReloadSummary {
 }
 
 type Change = "added" | "changed" | "unchanged";
+
+/** The headers of an http check, whose secret values are scrubbed from messages. */
+function headersOf(definition: Definition): Readonly<Record<string, string>> | undefined {
+  return definition.kind === "http" ? definition.headers : undefined;
+}
 
 function byName(a: { name: string }, b: { name: string }): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
@@ -104,7 +117,9 @@ export class Catalog {
    * Registers the checks at start-up: the API checks stored in the database, and the
    * configuration-file checks. An API check wins over a configuration check of the same name (it
    * was created through the API after the file listed it, or replaced it). A stored check that the
-   * current rules refuse (min-interval raised since) is logged and left in the database, unscheduled.
+   * current rules refuse (min-interval raised since; a TLS file name while tls-directory is no
+   * longer configured, or that no longer leads to a regular file of at most 1 MiB in it,
+   * platform.md §8) is logged and left in the database, unscheduled.
    */
   start(configured: readonly ConfiguredCheck[]): Promise<void> {
     return this.#serialize(async () => {
@@ -114,11 +129,15 @@ export class Catalog {
           if (!(KINDS as readonly string[]).includes(stored.kind)) throw new Error(`unknown kind ${stored.kind}`);
           const definition = validateDefinition(stored.kind as Kind, stored.definition, this.#options.rules, {
             unknownKeys: "ignore",
+            tlsFiles: "names",
           });
+          await checkApiDefinitionFiles(definition, this.#options.rules);
           api.push(definition);
         } catch (error) {
+          // The reason names the field and the rule; not the error itself, whose quoted value a
+          // logger would print (platform.md §8: no secrets in logs).
           this.#options.logger.error(
-            { healthcheck: stored.name, err: error },
+            { healthcheck: stored.name },
             `stored healthcheck ${stored.name} is invalid and was not restored: ${(error as Error).message}`,
           );
         }
@@ -210,7 +229,13 @@ export class Catalog {
       for (const { definition, path } of configured) {
         try {
           // Unknown keys were refused when the file was parsed; `kind` is part of the JSON form.
-          validateDefinition(definition.kind, toJson(definition), this.#options.rules, { unknownKeys: "ignore" }, path);
+          validateDefinition(
+            definition.kind,
+            toJson(definition),
+            this.#options.rules,
+            { unknownKeys: "ignore", tlsFiles: "paths" },
+            path,
+          );
         } catch (error) {
           if (error instanceof ValidationError) throw new Error(`invalid configuration: ${error.message}`);
           throw error;
@@ -238,9 +263,17 @@ export class Catalog {
     });
   }
 
-  /** Runs a one-off check at once (healthchecks.md §5): nothing is stored, scheduled or kept. */
-  runOnce(definition: Definition): Promise<Execution> {
-    return this.#options.executor.execute(definition, this.#stopController.signal);
+  /**
+   * Runs a one-off check at once (healthchecks.md §5): nothing is stored, scheduled or kept. It
+   * comes from the API (its TLS files are names under tls-directory); its message is redacted like
+   * those of results.
+   */
+  async runOnce(definition: Definition): Promise<Execution> {
+    const execution = await this.#options.executor.execute(definition, {
+      source: "api",
+      stop: this.#stopController.signal,
+    });
+    return { ...execution, message: redactMessage(execution.message, headersOf(definition)) };
   }
 
   /** Stops every schedule and abandons executions in flight (the module is closing). */
@@ -273,11 +306,13 @@ export class Catalog {
       // The result belongs to the old definition; the series stays when the labels do.
       this.#options.results.delete(definition.name);
     }
+    const labels = redactLabels(definition.labels);
     const registration: Registration = {
       definition,
       source,
       view: viewOf(definition, source),
-      series: this.#options.metrics.series(definition.name, definition.labels),
+      ...(labels === undefined ? {} : { labels }),
+      series: this.#options.metrics.series(definition.name, labels),
     };
     this.#checks.set(definition.name, registration);
     const interval = definition.interval?.milliseconds;
@@ -295,7 +330,11 @@ export class Catalog {
   }
 
   async #run(registration: Registration): Promise<void> {
-    const execution = await this.#options.executor.execute(registration.definition, this.#stopController.signal);
+    // The source is read at each run: an identical definition may have changed source since.
+    const execution = await this.#options.executor.execute(registration.definition, {
+      source: registration.source,
+      stop: this.#stopController.signal,
+    });
     // Deleted or replaced while it ran: the result belongs to nobody.
     if (this.#checks.get(registration.definition.name) !== registration) return;
     const result: HealthcheckResult = {
@@ -303,9 +342,9 @@ export class Catalog {
       configuration: registration.view,
       success: execution.success,
       timestamp: execution.timestamp,
-      message: execution.message,
+      message: redactMessage(execution.message, headersOf(registration.definition)),
       duration: execution.duration,
-      ...(registration.definition.labels === undefined ? {} : { labels: registration.definition.labels }),
+      ...(registration.labels === undefined ? {} : { labels: registration.labels }),
     };
     this.#options.results.set(result);
     registration.series.observe(execution.success, execution.duration / 1000);

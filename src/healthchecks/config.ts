@@ -6,8 +6,10 @@ import type { Duration } from "../platform/duration.js";
 import {
   duration,
   integer,
+  optional,
   type Shape,
   type ShapeOf,
+  string,
   ValidationError,
   type Validator,
   withDefault,
@@ -21,6 +23,7 @@ import {
   type Kind,
   validateDefinition,
 } from "./definition.js";
+import { redactSecrets } from "./redaction.js";
 
 /** `healthchecks.min-interval` when not set. */
 export const DEFAULT_MIN_INTERVAL: Duration = { text: "1s", milliseconds: 1_000 };
@@ -35,6 +38,16 @@ export type ChecksKey = `${Kind}-checks`;
 export function checksKey(kind: Kind): ChecksKey {
   return `${kind}-checks`;
 }
+
+/**
+ * `healthchecks.tls-directory` (platform.md §8, "No file paths from the network"): the directory
+ * that the `key`, `cert` and `cacert` of API checks are file names in; no default, and without it
+ * API checks cannot name TLS files. Configuration-file checks are not bound to it. The file only
+ * says it is a path; index.ts checks at start-up that it is a readable directory (the file may be
+ * checked on another machine than the one it runs on). Not reloadable on SIGHUP, like
+ * `min-interval`: stored API checks were accepted under it.
+ */
+const tlsDirectory: Validator<string | undefined> = optional(string({ min: 1, rule: "must be a directory path" }));
 
 const allowApiCommands: Validator<AllowApiCommands> = (value, path) => {
   if (value === "auto" || value === true || value === false) return value;
@@ -62,10 +75,18 @@ function buildShape() {
   const checks = <K extends Kind>(kind: K): Validator<DefinitionOf<K>[]> => {
     return (value, path) => {
       if (value === undefined || value === null) return [];
-      if (!Array.isArray(value)) throw new ValidationError(path, "must be an array", value);
+      // The value is quoted in the error: without its secrets (platform.md §8).
+      if (!Array.isArray(value)) throw new ValidationError(path, "must be an array", redactSecrets(value));
       return value.map((item, index) => {
         const itemPath = `${path}[${index}]`;
-        const definition = validateDefinition(kind, item, rules, { unknownKeys: "reject" }, itemPath);
+        // Configuration files may name TLS files at any path (platform.md §8).
+        const definition = validateDefinition(
+          kind,
+          item,
+          rules,
+          { unknownKeys: "reject", tlsFiles: "paths" },
+          itemPath,
+        );
         if (definition["one-off"]) {
           throw new ValidationError(`${itemPath}.one-off`, "must be false in the configuration file", true);
         }
@@ -87,6 +108,7 @@ function buildShape() {
     "min-interval": minInterval,
     "max-concurrency": withDefault(integer(1, 1_000_000), DEFAULT_MAX_CONCURRENCY),
     "allow-api-commands": withDefault(allowApiCommands, "auto" as AllowApiCommands),
+    "tls-directory": tlsDirectory,
     "http-checks": checks("http"),
     "tcp-checks": checks("tcp"),
     "dns-checks": checks("dns"),

@@ -1,7 +1,9 @@
 /**
  * Healthcheck definitions (healthchecks.md §1): the fields of every kind, their rules and defaults,
  * and the JSON view a definition is returned as. One validator serves the API (unknown fields
- * ignored) and the configuration file (unknown keys refused, platform.md §2).
+ * ignored, TLS files named relative to `healthchecks.tls-directory`) and the configuration file
+ * (unknown keys refused, platform.md §2; TLS files at any path). Secrets never leave through the
+ * view nor through a validation error (platform.md §8, redaction.ts).
  */
 import { isIP } from "node:net";
 import type { Duration } from "../platform/duration.js";
@@ -18,11 +20,14 @@ import {
   optional,
   record,
   required,
+  secret,
   string,
   ValidationError,
   type Validator,
   withDefault,
 } from "../platform/validation.js";
+import { redactSecrets } from "./redaction.js";
+import { isTlsFileName, NO_TLS_DIRECTORY_RULE, TLS_FILE_NAME_RULE } from "./tls-files.js";
 
 /** The kinds of healthcheck, in the order the API and the configuration list them. */
 export const KINDS = ["http", "tcp", "dns", "tls", "command"] as const;
@@ -129,16 +134,33 @@ export type DefinitionView = Readonly<Record<string, unknown>> & {
   readonly source: Source;
 };
 
-/** The rules of the running configuration that definitions depend on. */
+/**
+ * The rules of the running configuration that definitions depend on. Neither is reloadable on
+ * SIGHUP: API checks were accepted under them.
+ */
 export interface DefinitionRules {
   /** `healthchecks.min-interval`: the shortest interval accepted. */
   readonly minInterval: Duration;
+  /**
+   * `healthchecks.tls-directory`, absolute: the directory that the `key`, `cert` and `cacert` of
+   * API checks are file names in (platform.md §8). Undefined when not configured: API checks
+   * cannot name TLS files then.
+   */
+  readonly tlsDirectory?: string;
 }
 
 /** Options of {@link validateDefinition}. */
 export interface ValidateOptions {
   /** `ignore` for API bodies (healthchecks.md §1), `reject` for the configuration file (platform.md §2). */
   readonly unknownKeys: "ignore" | "reject";
+  /**
+   * What `key`, `cert` and `cacert` are (platform.md §8, "No file paths from the network"):
+   * `names` (the default, for API bodies and stored API checks) are file names relative to
+   * `rules.tlsDirectory`, refused when it is not configured; `paths` (configuration-file checks)
+   * may be any path. Whether a name leads to a usable file is checked afterwards, asynchronously
+   * (tls-files.ts, `checkTlsFiles`).
+   */
+  readonly tlsFiles?: "names" | "paths";
 }
 
 /** HTTP methods an http check may use. */
@@ -223,6 +245,16 @@ const port = integer(1, 65535);
 const nonEmpty = string({ min: 1 });
 const filePath = string({ min: 1, rule: "must be a non-empty file path" });
 
+/** A TLS file field of an API check: a relative name under `tlsDirectory` (platform.md §8). */
+function fileName(tlsDirectory: string | undefined): Validator<string> {
+  return (value, path) => {
+    const text = filePath(value, path);
+    if (tlsDirectory === undefined) throw new ValidationError(path, NO_TLS_DIRECTORY_RULE);
+    if (!isTlsFileName(text)) throw new ValidationError(path, TLS_FILE_NAME_RULE);
+    return text;
+  };
+}
+
 const positiveDuration: Validator<Duration> = (value, path) => {
   const parsed = duration()(value, path);
   if (parsed.milliseconds <= 0) throw new ValidationError(path, "must be greater than 0", value);
@@ -251,16 +283,17 @@ const labels: Validator<Record<string, string>> = (value, path) => {
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const BAD_HEADER_VALUE = /[\r\n\0]/;
 
-const headers: Validator<Record<string, string>> = (value, path) => {
+// Header values may be secrets (platform.md §8): no error quotes them.
+const headers: Validator<Record<string, string>> = secret((value, path) => {
   const entries = record(string())(value, path);
   for (const [key, text] of Object.entries(entries)) {
     if (!HEADER_NAME.test(key)) throw new ValidationError(childPath(path, key), "must be a valid header name");
     if (BAD_HEADER_VALUE.test(text)) {
-      throw new ValidationError(childPath(path, key), "must not contain line breaks or NUL", text);
+      throw new ValidationError(childPath(path, key), "must not contain line breaks or NUL");
     }
   }
   return entries;
-};
+});
 
 // What undici accepts in a request path, restricted to printable ASCII: non-ASCII characters must
 // be percent-encoded.
@@ -280,6 +313,20 @@ function intervalValidator(rules: DefinitionRules, timeout: Duration): Validator
 }
 
 /**
+ * The same error without secrets (platform.md §8): the quoted value and the rule (an RE2 message
+ * may quote the pattern) with their URL passwords and secret header values redacted. Configuration
+ * errors print the value (`(got "...")`); API errors never do, but the log of a refused stored
+ * check would.
+ */
+function withoutSecrets(error: unknown): unknown {
+  if (!(error instanceof ValidationError)) return error;
+  const rule = redactSecrets(error.rule);
+  return error.hasValue
+    ? new ValidationError(error.path, rule, redactSecrets(error.value))
+    : new ValidationError(error.path, rule);
+}
+
+/**
  * Validates one definition of `kind`.
  *
  * @param value the raw definition (a parsed JSON or YAML object)
@@ -287,7 +334,8 @@ function intervalValidator(rules: DefinitionRules, timeout: Duration): Validator
  *   `healthchecks.http-checks[0]` in the configuration file
  * @returns the definition with its defaults filled in; optional fields without a default are absent
  * @throws ValidationError naming the first field that breaks a rule, e.g. `port: must be an integer
- *   between 1 and 65535`
+ *   between 1 and 65535`, `cert: must be a file name relative to healthchecks.tls-directory, ...`;
+ *   its value and rule carry no secret (redaction.ts)
  */
 export function validateDefinition<K extends Kind>(
   kind: K,
@@ -296,7 +344,7 @@ export function validateDefinition<K extends Kind>(
   options: ValidateOptions,
   path = "",
 ): DefinitionOf<K> {
-  if (!isPlainObject(value)) throw new ValidationError(path, "must be an object", value);
+  if (!isPlainObject(value)) throw new ValidationError(path, "must be an object", redactSecrets(value));
   if (options.unknownKeys === "reject") {
     const known = FIELDS[kind];
     for (const key of Object.keys(value)) {
@@ -305,7 +353,14 @@ export function validateDefinition<K extends Kind>(
       }
     }
   }
-  const field = <T>(key: string, validator: Validator<T>): T => validator(value[key], childPath(path, key));
+  const field = <T>(key: string, validator: Validator<T>): T => {
+    try {
+      return validator(value[key], childPath(path, key));
+    } catch (error) {
+      throw withoutSecrets(error);
+    }
+  };
+  const tlsFile = options.tlsFiles === "paths" ? filePath : fileName(rules.tlsDirectory);
   const result: Record<string, unknown> = {};
   const set = (key: string, parsed: unknown) => {
     if (parsed !== undefined) result[key] = parsed;
@@ -328,15 +383,15 @@ export function validateDefinition<K extends Kind>(
   const tlsFields = () => {
     set("server-name", field("server-name", optional(nonEmpty)));
     set("insecure", field("insecure", withDefault(boolean(), false)));
-    const key = field("key", optional(filePath));
-    const cert = field("cert", optional(filePath));
+    const key = field("key", optional(tlsFile));
+    const cert = field("cert", optional(tlsFile));
     if (key !== undefined && cert === undefined)
       throw new ValidationError(childPath(path, "cert"), "is required with key");
     if (cert !== undefined && key === undefined)
       throw new ValidationError(childPath(path, "key"), "is required with cert");
     set("key", key);
     set("cert", cert);
-    set("cacert", field("cacert", optional(filePath)));
+    set("cacert", field("cacert", optional(tlsFile)));
     set("source-ip", field("source-ip", optional(ipAddress)));
   };
 
@@ -392,7 +447,12 @@ export function toJson(definition: Definition): Record<string, unknown> {
   return json;
 }
 
-/** The view the API returns (healthchecks.md §1): {@link toJson} plus `source`. */
+/**
+ * The view the API returns (healthchecks.md §1): {@link toJson} plus `source`, with secrets
+ * replaced by `<redacted>` (platform.md §8: secret header values, URL passwords; redaction.ts). Every
+ * GET route shows definitions through it: `GET /healthcheck`, `GET /healthcheck/<name>` and the
+ * `configuration` of results.
+ */
 export function viewOf(definition: Definition, source: Source): DefinitionView {
-  return { ...toJson(definition), source } as DefinitionView;
+  return redactSecrets({ ...toJson(definition), source }) as DefinitionView;
 }

@@ -3,12 +3,13 @@
  * behind one entry point that answers an {@link Execution}.
  */
 import { runCommand } from "./command.js";
-import type { Definition } from "./definition.js";
+import type { Definition, Source } from "./definition.js";
 import { runDns } from "./dns.js";
 import { HttpExecutor } from "./http.js";
 import { failure, type Outcome } from "./outcome.js";
 import { runTcp } from "./tcp.js";
 import { runTls } from "./tls.js";
+import { TLS_FILE_PATHS, type TlsFileLocation } from "./tls-files.js";
 
 /** One execution of a healthcheck. */
 export interface Execution extends Outcome {
@@ -21,20 +22,48 @@ export interface Execution extends Outcome {
   readonly timestamp: string;
 }
 
+/** Options of {@link Executor}. */
+export interface ExecutorOptions {
+  /**
+   * `healthchecks.tls-directory` (absolute), where the TLS file names of API checks are
+   * (platform.md §8); undefined when not configured.
+   */
+  readonly tlsDirectory?: string;
+}
+
+/** How one execution runs. */
+export interface ExecuteOptions {
+  /**
+   * Where the check comes from: the TLS files (`key`, `cert`, `cacert`) of an `api` check are
+   * names under `healthchecks.tls-directory`, those of a `configuration` check paths as given
+   * (platform.md §8). One-off checks come from the API.
+   */
+  readonly source: Source;
+  /** Aborted when the module stops; the execution is abandoned. */
+  readonly stop?: AbortSignal;
+}
+
 /** Runs healthchecks of every kind; owns the http connections. Close it when done. */
 export class Executor {
   readonly #http = new HttpExecutor();
+  readonly #apiFiles: TlsFileLocation;
 
-  #run(definition: Definition, stop?: AbortSignal): Promise<Outcome> {
+  constructor(options: ExecutorOptions = {}) {
+    this.#apiFiles = { kind: "names", directory: options.tlsDirectory };
+  }
+
+  #run(definition: Definition, options: ExecuteOptions): Promise<Outcome> {
+    const { stop } = options;
+    const files = options.source === "api" ? this.#apiFiles : TLS_FILE_PATHS;
     switch (definition.kind) {
       case "http":
-        return this.#http.run(definition, stop);
+        return this.#http.run(definition, stop, files);
       case "tcp":
         return runTcp(definition, stop);
       case "dns":
         return runDns(definition, stop);
       case "tls":
-        return runTls(definition, stop);
+        return runTls(definition, stop, files);
       case "command":
         return runCommand(definition, stop);
     }
@@ -42,15 +71,14 @@ export class Executor {
 
   /**
    * Executes one healthcheck. Never throws: an unexpected error becomes a failure `internal error:
-   * <message>`.
-   *
-   * @param stop aborted when the module stops; the execution is abandoned
+   * <message>`. The message may quote what the target or the command said; callers that show it
+   * redact it (redaction.ts, `redactMessage`).
    */
-  async execute(definition: Definition, stop?: AbortSignal): Promise<Execution> {
+  async execute(definition: Definition, options: ExecuteOptions): Promise<Execution> {
     const started = performance.now();
     let outcome: Outcome;
     try {
-      outcome = await this.#run(definition, stop);
+      outcome = await this.#run(definition, options);
     } catch (error) {
       outcome = failure(`internal error: ${error instanceof Error ? error.message : String(error)}`);
     }

@@ -14,7 +14,7 @@ import { escapeHtml } from "../platform/html.js";
 import { compileLinearRegex, type LinearRegex } from "../platform/regex.js";
 import type { HttpDefinition } from "./definition.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
-import { hasTlsFiles, readTlsFiles, type TlsFiles } from "./tls-files.js";
+import { hasTlsFiles, readTlsFiles, TLS_FILE_PATHS, type TlsFileLocation, type TlsFiles } from "./tls-files.js";
 
 /** The User-Agent of http checks (healthchecks.md §3), unless the check sets its own. */
 export const USER_AGENT = "vigie-healthcheck";
@@ -311,12 +311,15 @@ export class HttpExecutor {
    * Executes one http check. Never throws.
    *
    * @param stop aborted when the module stops; the request is abandoned
+   * @param files how `key`, `cert` and `cacert` lead to files: paths as given (configuration-file
+   *   checks, the default) or names under `healthchecks.tls-directory` (API checks, platform.md §8)
    * @returns success when the status is in valid-status and every body-regexp matches; otherwise a
    *   failure such as `HTTP request failed: status 500. Body: '...'` (first 1000 bytes of the body,
    *   HTML-escaped), `HTTP request failed: connect ECONNREFUSED 127.0.0.1:9999`, `HTTP request
-   *   failed: timeout after 2s` or `body does not match regexp <r>`
+   *   failed: timeout after 2s`, `HTTP request failed: cannot read cert client.pem: larger than 1
+   *   MiB` or `body does not match regexp <r>`
    */
-  async run(definition: HttpDefinition, stop?: AbortSignal): Promise<Outcome> {
+  async run(definition: HttpDefinition, stop?: AbortSignal, files: TlsFileLocation = TLS_FILE_PATHS): Promise<Outcome> {
     if (stop?.aborted) return failure("HTTP request failed: the healthchecks module is stopping");
     if (stop !== undefined) this.#watch(stop);
     let own: Agent | undefined;
@@ -328,12 +331,12 @@ export class HttpExecutor {
         resolve(outcome);
       });
       this.#inFlight.add(exchange);
-      const dispatch = (files: TlsFiles | undefined) => {
+      const dispatch = (contents: TlsFiles | undefined) => {
         if (exchange.settled) return;
         try {
           let dispatchers: Dispatchers;
-          if (files !== undefined) {
-            dispatchers = createDispatchers(definition, files);
+          if (contents !== undefined) {
+            dispatchers = createDispatchers(definition, contents);
             own = dispatchers.agent;
           } else {
             dispatchers = this.#sharedDispatchers(definition);
@@ -350,8 +353,8 @@ export class HttpExecutor {
         dispatch(undefined);
         return;
       }
-      readTlsFiles(definition).then(dispatch, (error: unknown) => {
-        // A TlsFileError reads `cannot read cert /etc/x.pem: ENOENT`.
+      readTlsFiles(definition, files).then(dispatch, (error: unknown) => {
+        // A TlsFileError reads `cannot read cert /etc/x.pem: ENOENT` or `... : not a regular file`.
         exchange.fail(error instanceof Error ? error.message : String(error));
       });
     });

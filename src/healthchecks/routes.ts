@@ -2,21 +2,40 @@
  * The routes of the healthchecks module (healthchecks.md §5): definitions, bulk, one-off
  * executions and results. Open by default; with `security.require-token: true` every route needs a
  * registry token of an active tech or admin user (platform.md §5; index.ts adds the guard).
+ *
+ * No secret leaves (platform.md §8): definitions and results are shown through their redacted
+ * views (catalog.ts), a one-off failure message is redacted, and a posted `<redacted>` keeps the
+ * stored value (admission.ts).
  */
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "../platform/errors.js";
 import { ValidationError } from "../platform/validation.js";
+import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } from "./admission.js";
 import { BulkError, hasCommandChecks, parseBulk } from "./bulk.js";
 import type { Catalog } from "./catalog.js";
-import { type Definition, type DefinitionRules, KINDS, type Kind, validateDefinition } from "./definition.js";
+import { type Definition, type DefinitionRules, KINDS, type Kind } from "./definition.js";
 import type { ResultStore } from "./results.js";
 
 /** The 403 of a command check posted while `allow-api-commands` is off (healthchecks.md §5). */
 export const COMMANDS_DISABLED = "command healthchecks are disabled for the API";
 
-function parseDefinition(kind: Kind, body: unknown, rules: DefinitionRules): Definition {
+/**
+ * The definition posted to `POST /healthcheck/<kind>` (a one-off included), admitted as
+ * admission.ts says: validated, `<redacted>` resolved from the existing check of its name, TLS file
+ * names checked under `healthchecks.tls-directory`.
+ *
+ * @throws HttpError 400 `invalid healthcheck: <field>: <rule>`, naming the field, never its value
+ */
+async function admit(
+  kind: Kind,
+  body: unknown,
+  rules: DefinitionRules,
+  existing: ExistingDefinition,
+): Promise<Definition> {
   try {
-    return validateDefinition(kind, body, rules, { unknownKeys: "ignore" });
+    const definition = parseApiDefinition(kind, body, rules, existing);
+    await checkApiDefinitionFiles(definition, rules);
+    return definition;
   } catch (error) {
     if (error instanceof ValidationError) throw new HttpError(400, `invalid healthcheck: ${error.message}`);
     throw error;
@@ -43,12 +62,14 @@ export interface HealthcheckRoutesOptions {
  */
 export function registerHealthcheckRoutes(app: FastifyInstance, options: HealthcheckRoutesOptions): void {
   const { catalog, results, rules, allowCommands } = options;
+  const existing: ExistingDefinition = (name) => catalog.get(name)?.definition;
 
   for (const kind of KINDS) {
     app.post(`/healthcheck/${kind}`, async (request, reply) => {
       if (kind === "command" && !allowCommands) throw new HttpError(403, COMMANDS_DISABLED);
-      const definition = parseDefinition(kind, request.body, rules);
+      const definition = await admit(kind, request.body, rules, existing);
       if (definition["one-off"]) {
+        // The message is redacted by the catalog, like the results'.
         const execution = await catalog.runOnce(definition);
         if (execution.success) {
           return reply.code(201).send({ message: `One-off healthcheck ${definition.name} successfully executed` });
@@ -66,7 +87,7 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     if (!allowCommands && hasCommandChecks(request.body)) throw new HttpError(403, COMMANDS_DISABLED);
     let definitions: Definition[];
     try {
-      definitions = parseBulk(request.body, rules);
+      definitions = await parseBulk(request.body, rules, existing);
     } catch (error) {
       if (error instanceof BulkError) throw new HttpError(400, error.message);
       throw error;

@@ -8,7 +8,7 @@ import { connect, type DetailedPeerCertificate } from "node:tls";
 import { startDeadline } from "./deadline.js";
 import type { TlsDefinition } from "./definition.js";
 import { endpoint, failure, type Outcome, SUCCESS } from "./outcome.js";
-import { readTlsFiles } from "./tls-files.js";
+import { readTlsFiles, TLS_FILE_PATHS, type TlsFileLocation } from "./tls-files.js";
 
 /**
  * The earliest `valid_to` of a peer certificate and its issuers as presented by the handshake, in
@@ -40,11 +40,19 @@ function serverName(definition: TlsDefinition): string | undefined {
  * Executes one tls check. Never throws.
  *
  * @param stop aborted when the module stops; the handshake is abandoned
- * @returns success, or `TLS handshake failed on host:port: <reason>` (the TLS or socket error, or
- *   `timeout after 2s`), or `the certificate for host:port expires at <RFC 3339 time>` when the
- *   earliest certificate of the chain expires within expiration-delay
+ * @param files how `key`, `cert` and `cacert` lead to files: paths as given (configuration-file
+ *   checks, the default) or names under `healthchecks.tls-directory` (API checks, platform.md §8)
+ * @returns success, or `TLS handshake failed on host:port: <reason>` (the TLS or socket error,
+ *   `timeout after 2s`, or `cannot read cacert ca.pem: not a regular file` for a TLS file that
+ *   cannot be read or is not a regular file of at most 1 MiB), or `the certificate for host:port
+ *   expires at <RFC 3339 time>` when the earliest certificate of the chain expires within
+ *   expiration-delay
  */
-export async function runTls(definition: TlsDefinition, stop?: AbortSignal): Promise<Outcome> {
+export async function runTls(
+  definition: TlsDefinition,
+  stop?: AbortSignal,
+  files: TlsFileLocation = TLS_FILE_PATHS,
+): Promise<Outcome> {
   const where = endpoint(definition.target, definition.port);
   const deadline = startDeadline(definition.timeout.milliseconds, stop);
   const aborted = new Promise<never>((_resolve, reject) => {
@@ -53,8 +61,9 @@ export async function runTls(definition: TlsDefinition, stop?: AbortSignal): Pro
   aborted.catch(() => {});
   let expiry: number | undefined;
   try {
-    // Reading the files is part of the bounded execution (a path may name a FIFO or a hung mount).
-    const files = await Promise.race([readTlsFiles(definition), aborted]);
+    // Reading the files is part of the bounded execution (a path may be on a hung mount); each
+    // read is bounded in size too, and a FIFO or a device is refused without being read.
+    const contents = await Promise.race([readTlsFiles(definition, files), aborted]);
     const name = serverName(definition);
     expiry = await new Promise<number | undefined>((resolve, reject) => {
       const socket = connect({
@@ -62,7 +71,7 @@ export async function runTls(definition: TlsDefinition, stop?: AbortSignal): Pro
         port: definition.port,
         rejectUnauthorized: !definition.insecure,
         ...(name === undefined ? {} : { servername: name }),
-        ...files,
+        ...contents,
         ...(definition["source-ip"] === undefined ? {} : { localAddress: definition["source-ip"] }),
       });
       deadline.onAbort(() => {

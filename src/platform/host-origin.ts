@@ -126,7 +126,10 @@ export class HostOriginPolicy {
       ...settings["allowed-hosts"].filter((host) => !host.startsWith("*.")),
     ]);
     this.#hostSuffixes = settings["allowed-hosts"].filter((host) => host.startsWith("*.")).map((host) => host.slice(1));
-    this.#origins = new Set([publicUrl.origin, ...settings["allowed-origins"].filter((origin) => !origin.includes("*"))]);
+    this.#origins = new Set([
+      publicUrl.origin,
+      ...settings["allowed-origins"].filter((origin) => !origin.includes("*")),
+    ]);
     this.#originWildcards = settings["allowed-origins"]
       .filter((origin) => origin.includes("*"))
       .map((origin) => {

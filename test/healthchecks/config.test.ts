@@ -54,6 +54,15 @@ describe("the healthchecks section", () => {
         "allow-api-commands": value,
       });
     }
+    expect(parse({ "tls-directory": "/etc/vigie/tls" }).modules.healthchecks).toMatchObject({
+      "tls-directory": "/etc/vigie/tls",
+    });
+    expect(refusal({ "tls-directory": 3 })).toBe(
+      "invalid configuration: healthchecks.tls-directory: must be a directory path (got 3)",
+    );
+    expect(refusal({ "tls-directory": "" })).toBe(
+      'invalid configuration: healthchecks.tls-directory: must be a directory path (got "")',
+    );
     expect(refusal({ "min-intervall": "1s" })).toMatch(
       /^invalid configuration: healthchecks\.min-intervall: unknown key/,
     );
@@ -93,6 +102,29 @@ describe("the healthchecks section", () => {
     // The next parse starts afresh.
     expect(refusal({ "tcp-checks": [tcp("a", { interval: "200ms", timeout: "100ms" })] })).toBe(
       'invalid configuration: healthchecks.tcp-checks[0].interval: must be at least 1s (got "200ms")',
+    );
+  });
+
+  it("lets checks name TLS files at any path, with or without tls-directory (platform.md §8)", () => {
+    const tls = { name: "t", target: "localhost", port: 443, timeout: "1s", interval: "10s" };
+    for (const extra of [{}, { "tls-directory": "/srv/vigie/tls" }]) {
+      const [check] = configuredChecks(
+        section({ ...extra, "tls-checks": [{ ...tls, key: "/etc/k.pem", cert: "../c.pem", cacert: "ca.pem" }] }),
+      );
+      expect(check?.definition).toMatchObject({ key: "/etc/k.pem", cert: "../c.pem", cacert: "ca.pem" });
+    }
+  });
+
+  it("never quotes a header value or a URL password in its errors (platform.md §8)", () => {
+    const site = { name: "site", target: "example.org", port: 443, "valid-status": [200], timeout: "5s" };
+    const message = refusal({
+      "http-checks": [{ ...site, interval: "30s", headers: { Authorization: "Bearer t0ken\n" } }],
+    });
+    expect(message).toBe(
+      "invalid configuration: healthchecks.http-checks[0].headers.Authorization: must not contain line breaks or NUL",
+    );
+    expect(refusal({ "http-checks": [{ ...site, interval: "30s", target: "https://ann:pw@example.org" }] })).toBe(
+      'invalid configuration: healthchecks.http-checks[0].target: must be a host name, an IPv4 address or an IPv6 address (got "https://ann:<redacted>@example.org")',
     );
   });
 

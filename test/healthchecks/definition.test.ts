@@ -1,9 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { type Kind, toJson, validateDefinition, viewOf } from "../../src/healthchecks/definition.js";
+import {
+  type DefinitionRules,
+  type Kind,
+  toJson,
+  validateDefinition,
+  viewOf,
+} from "../../src/healthchecks/definition.js";
+import { REDACTED } from "../../src/healthchecks/redaction.js";
 import { ValidationError } from "../../src/platform/validation.js";
 import { validationError } from "../support/validation.js";
 
-const RULES = { minInterval: { text: "1s", milliseconds: 1_000 } };
+// With a tls-directory, so that API definitions may name TLS files (platform.md §8).
+const RULES: DefinitionRules = { minInterval: { text: "1s", milliseconds: 1_000 }, tlsDirectory: "/srv/vigie/tls" };
 const API = { unknownKeys: "ignore" } as const;
 
 const MINIMAL: Record<Kind, Record<string, unknown>> = {
@@ -15,7 +23,7 @@ const MINIMAL: Record<Kind, Record<string, unknown>> = {
 };
 
 /** The error message of validating `fields` over the minimal definition of `kind`. */
-function refusal(kind: Kind, fields: Record<string, unknown>, rules = RULES): string {
+function refusal(kind: Kind, fields: Record<string, unknown>, rules: DefinitionRules = RULES): string {
   return validationError(() => validateDefinition(kind, { ...MINIMAL[kind], ...fields }, rules, API)).message;
 }
 
@@ -102,14 +110,16 @@ describe("defaults and the returned view", () => {
       host: "www.example.org",
       "server-name": "example.org",
       insecure: true,
-      key: "/etc/vigie/client.key",
-      cert: "/etc/vigie/client.pem",
-      cacert: "/etc/vigie/ca.pem",
+      key: "client.key",
+      cert: "clients/client.pem",
+      cacert: "ca.pem",
       "source-ip": "::1",
     };
     expect(view("http", { ...full, surprise: 1, kind: "tcp", source: "configuration" })).toEqual({
       ...MINIMAL.http,
       ...full,
+      // The view hides the values of secret headers (platform.md §8).
+      headers: { "X-Token": REDACTED },
       kind: "http",
       source: "api",
       timeout: "2s",
@@ -246,13 +256,14 @@ describe("rules of each kind", () => {
 
   it("requires key and cert together (http, tls)", () => {
     for (const kind of ["http", "tls"] as const) {
-      expect(refusal(kind, { key: "/k.pem" })).toBe("cert: is required with key");
-      expect(refusal(kind, { cert: "/c.pem" })).toBe("key: is required with cert");
+      // File names relative to the tls-directory through the API (see "TLS files" below).
+      expect(refusal(kind, { key: "k.pem" })).toBe("cert: is required with key");
+      expect(refusal(kind, { cert: "c.pem" })).toBe("key: is required with cert");
       expect(refusal(kind, { cacert: "" })).toBe("cacert: must be a non-empty file path");
-      expect(view(kind, { key: "/k.pem", cert: "/c.pem", cacert: "/ca.pem" })).toMatchObject({
-        key: "/k.pem",
-        cert: "/c.pem",
-        cacert: "/ca.pem",
+      expect(view(kind, { key: "k.pem", cert: "c.pem", cacert: "ca.pem" })).toMatchObject({
+        key: "k.pem",
+        cert: "c.pem",
+        cacert: "ca.pem",
       });
     }
   });
@@ -294,5 +305,112 @@ describe("configuration-file definitions", () => {
         "healthchecks.tcp-checks[1]",
       ),
     ).toThrow(new ValidationError("healthchecks.tcp-checks[1].port", "must be an integer between 1 and 65535", 0));
+  });
+});
+
+describe("TLS files (platform.md §8: no file paths from the network)", () => {
+  const NO_DIRECTORY = { minInterval: RULES.minInterval };
+  const nameRule =
+    "must be a file name relative to healthchecks.tls-directory, not an absolute path and without .. segments";
+
+  it("through the API, are names relative to the tls-directory: no absolute path, no .. segment", () => {
+    for (const kind of ["http", "tls"] as const) {
+      for (const field of ["key", "cert", "cacert"] as const) {
+        const other = field === "key" ? { cert: "c.pem" } : field === "cert" ? { key: "k.pem" } : {};
+        for (const bad of [
+          "/etc/passwd",
+          "/dev/zero",
+          "../x",
+          "a/../../x",
+          "sub/..",
+          "..\\x",
+          "C:\\certs\\a.pem",
+          "\\\\server\\share\\a.pem",
+          "a\u0000b",
+          "a\nb",
+        ]) {
+          expect(refusal(kind, { ...other, [field]: bad })).toBe(`${field}: ${nameRule}`);
+        }
+        for (const good of ["a.pem", "clients/web.pem", "./a.pem", "a..b.pem", "..a.pem"]) {
+          expect(view(kind, { ...other, [field]: good })[field]).toBe(good);
+        }
+      }
+    }
+  });
+
+  it("through the API, are refused without a configured tls-directory", () => {
+    const rule = "cannot be set through the API: healthchecks.tls-directory is not configured";
+    expect(refusal("tls", { cacert: "ca.pem" }, NO_DIRECTORY)).toBe(`cacert: ${rule}`);
+    expect(refusal("http", { key: "k.pem", cert: "c.pem" }, NO_DIRECTORY)).toBe(`key: ${rule}`);
+    // The default of the option is the API's rule.
+    expect(
+      validationError(() =>
+        validateDefinition("tls", { ...MINIMAL.tls, cacert: "/etc/ssl/ca.pem" }, RULES, { unknownKeys: "reject" }),
+      ).message,
+    ).toBe(`cacert: ${nameRule}`);
+  });
+
+  it("in the configuration file, may be any path, with or without a tls-directory", () => {
+    const fields = { key: "/etc/vigie/client.key", cert: "../client.pem", cacert: "/etc/ssl/ca.pem" };
+    for (const rules of [RULES, NO_DIRECTORY]) {
+      const definition = validateDefinition("http", { ...MINIMAL.http, ...fields }, rules, {
+        unknownKeys: "reject",
+        tlsFiles: "paths",
+      });
+      expect(definition).toMatchObject(fields);
+    }
+  });
+});
+
+describe("secrets in views and errors (platform.md §8)", () => {
+  it("redacts secret header values and URL passwords in the view, not in toJson (what is stored)", () => {
+    const fields = {
+      headers: { Authorization: "Bearer t0ken", "X-Env": "prod", Referer: "https://ann:pw@example.org/" },
+      description: "see https://ann:pw@example.org/x",
+      body: '{"url":"postgres://app:pw@db:5432/x"}',
+      query: { next: "https://bob:s3cret@example.org/" },
+      path: "/proxy?to=https://u:p@internal/",
+      labels: { source: "https://ann:pw@git.example.org/repo" },
+    };
+    expect(view("http", fields)).toMatchObject({
+      headers: { Authorization: REDACTED, "X-Env": "prod", Referer: `https://ann:${REDACTED}@example.org/` },
+      description: `see https://ann:${REDACTED}@example.org/x`,
+      body: `{"url":"postgres://app:${REDACTED}@db:5432/x"}`,
+      query: { next: `https://bob:${REDACTED}@example.org/` },
+      path: `/proxy?to=https://u:${REDACTED}@internal/`,
+      labels: { source: `https://ann:${REDACTED}@git.example.org/repo` },
+    });
+    expect(view("command", { arguments: ["--url", "https://ann:pw@example.org"] }).arguments).toEqual([
+      "--url",
+      `https://ann:${REDACTED}@example.org`,
+    ]);
+    const definition = validateDefinition("http", { ...MINIMAL.http, ...fields }, RULES, API);
+    expect(toJson(definition)).toMatchObject(fields);
+  });
+
+  it("never quotes a header value or a URL password in a validation error", () => {
+    const headerError = validationError(() =>
+      validateDefinition("http", { ...MINIMAL.http, headers: { Authorization: "Bearer t0ken\n" } }, RULES, {
+        unknownKeys: "reject",
+      }),
+    );
+    expect(headerError.message).toBe("headers.Authorization: must not contain line breaks or NUL");
+    expect(headerError.hasValue).toBe(false);
+    const notAnObject = validationError(() =>
+      validateDefinition("http", { ...MINIMAL.http, headers: "Authorization: Bearer t0ken" }, RULES, API),
+    );
+    expect(notAnObject.hasValue).toBe(false);
+    const target = validationError(() =>
+      validateDefinition("http", { ...MINIMAL.http, target: "https://ann:pw@example.org" }, RULES, API),
+    );
+    expect(target.value).toBe(`https://ann:${REDACTED}@example.org`);
+    const pattern = validationError(() =>
+      validateDefinition("http", { ...MINIMAL.http, "body-regexp": ["(https://ann:pw@example.org"] }, RULES, API),
+    );
+    expect(JSON.stringify([pattern.message, pattern.value])).not.toContain("pw@");
+    const whole = validationError(() =>
+      validateDefinition("http", [{ headers: { "X-Api-Key": "k3y" }, body: "https://a:pw@b" }], RULES, API),
+    );
+    expect(JSON.stringify(whole.value)).not.toMatch(/k3y|pw@/);
   });
 });

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { join } from "node:path";
@@ -16,7 +16,8 @@ function http(fields: Record<string, unknown>): HttpDefinition {
     "http",
     { name: "web", interval: "10s", timeout: "5s", target: "127.0.0.1", "valid-status": [200], ...fields },
     RULES,
-    { unknownKeys: "ignore" },
+    // As in the configuration file: TLS files at any path (platform.md §8).
+    { unknownKeys: "ignore", tlsFiles: "paths" },
   );
 }
 
@@ -321,20 +322,27 @@ describe.skipIf(OPENSSL_MISSING !== undefined)("http executor against local HTTP
     expect(virtualHost.message).toContain("wrong.example");
   });
 
-  it("bounds reading the TLS files by the timeout", async () => {
-    // A FIFO nobody writes to: opening it for reading blocks until a writer comes.
+  it("refuses a FIFO, a device or a file over 1 MiB at once instead of reading it without bound", async () => {
+    // Before the 1 MiB bound (platform.md §8) a FIFO nobody writes to blocked the read until the
+    // timeout; now it is refused at once, whatever the timeout.
     const fifo = join(certificates.directory, "http-ca.fifo");
     execFileSync("mkfifo", [fifo]);
     const started = Date.now();
-    try {
-      expect(
-        await executor.run(https({ port: open.port, target: "localhost", cacert: fifo, timeout: "300ms" })),
-      ).toEqual({ success: false, message: "HTTP request failed: timeout after 300ms" });
-      expect(Date.now() - started).toBeLessThan(5_000);
-    } finally {
-      // Release the blocked read: a writer opens and closes the FIFO.
-      closeSync(openSync(fifo, "w"));
-    }
+    expect(await executor.run(https({ port: open.port, target: "localhost", cacert: fifo, timeout: "5s" }))).toEqual({
+      success: false,
+      message: `HTTP request failed: cannot read cacert ${fifo}: not a regular file`,
+    });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await executor.run(https({ port: open.port, target: "localhost", cacert: "/dev/zero" }))).toEqual({
+      success: false,
+      message: "HTTP request failed: cannot read cacert /dev/zero: not a regular file",
+    });
+    const large = join(certificates.directory, "large-ca.pem");
+    writeFileSync(large, Buffer.concat([certificates.read(certificates.caCert), Buffer.alloc(1024 * 1024)]));
+    expect(await executor.run(https({ port: open.port, target: "localhost", cacert: large }))).toEqual({
+      success: false,
+      message: `HTTP request failed: cannot read cacert ${large}: larger than 1 MiB`,
+    });
   });
 
   it("presents the client certificate (key and cert) to a server that requires one", async () => {

@@ -1,9 +1,14 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Definition, validateDefinition } from "../../src/healthchecks/definition.js";
 import { healthchecksModule } from "../../src/healthchecks/index.js";
 import { HealthcheckStorage, healthcheckMigrations } from "../../src/healthchecks/storage.js";
+import { parseConfig } from "../../src/platform/config.js";
 import { openDatabase, platformMigrations } from "../../src/platform/database.js";
-import type { VigieServer } from "../../src/server.js";
+import { buildServer, type VigieServer } from "../../src/server.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
 import { startTestServer } from "../support/server.js";
 
@@ -106,6 +111,115 @@ describe.each(DATABASE_KINDS)("healthcheck storage on $kind", ({ kind, skip }) =
     const relaxed = await start({ "min-interval": "1s" });
     expect((await list(relaxed)).map((check: { name: string }) => check.name)).toEqual(["frequent", "rare"]);
   });
+
+  /** The stored JSON of each API check, read from the database itself. */
+  async function stored(): Promise<Record<string, Record<string, unknown>>> {
+    const opened = await openDatabase(database.url, { ...platformMigrations, ...healthcheckMigrations });
+    try {
+      const rows = await new HealthcheckStorage(opened).list();
+      return Object.fromEntries(rows.map((row) => [row.name, row.definition as Record<string, unknown>]));
+    } finally {
+      await opened.close();
+    }
+  }
+
+  /** A server whose log lines are collected in `lines`. */
+  async function startLogged(healthchecks: Record<string, unknown>, lines: string[]): Promise<VigieServer> {
+    const config = parseConfig({ database: { url: database.url }, healthchecks }, {}, [healthchecksModule]);
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const server = await buildServer(config, { modules: [healthchecksModule], logger });
+    servers.push(server);
+    return server;
+  }
+
+  const secretHeaders = { Authorization: "Bearer st0red-t0ken", "X-Api-Key": "st0red-key" };
+  const secretCheck = (name: string, fields: Record<string, unknown> = {}) =>
+    quiet(name, {
+      "valid-status": [200],
+      headers: secretHeaders,
+      description: "mirror of https://ann:st0red-pw@example.org",
+      ...fields,
+    });
+
+  it.skipIf(skip)(
+    "stores secrets as given, shows them redacted, and keeps them when posted back (platform.md §8)",
+    async () => {
+      const first = await start();
+      expect((await post(first, "/healthcheck/http", secretCheck("web"))).statusCode).toBe(201);
+      await first.close();
+      expect((await stored()).web).toMatchObject({
+        headers: secretHeaders,
+        description: "mirror of https://ann:st0red-pw@example.org",
+      });
+
+      const second = await start();
+      const view = (await second.app.inject({ method: "GET", url: "/healthcheck/web" })).json();
+      expect(view).toMatchObject({
+        headers: { Authorization: "<redacted>", "X-Api-Key": "<redacted>" },
+        description: "mirror of https://ann:<redacted>@example.org",
+      });
+      // GET → edit → POST after a restart, single and bulk.
+      expect((await post(second, "/healthcheck/http", { ...view, port: 10 })).statusCode).toBe(201);
+      expect((await stored()).web).toMatchObject({ port: 10, headers: secretHeaders });
+      expect((await post(second, "/healthcheck/bulk", { "http-checks": [{ ...view, port: 11 }] })).statusCode).toBe(
+        201,
+      );
+      expect((await stored()).web).toMatchObject({
+        port: 11,
+        headers: secretHeaders,
+        description: "mirror of https://ann:st0red-pw@example.org",
+      });
+    },
+  );
+
+  it.skipIf(skip)(
+    "restores a stored TLS file name only while it leads to a file of the tls-directory (platform.md §8)",
+    async () => {
+      const directory = mkdtempSync(join(tmpdir(), "vigie-tls-stored-"));
+      try {
+        writeFileSync(join(directory, "ca.pem"), "CA");
+        const lines: string[] = [];
+        const first = await startLogged({ "tls-directory": directory }, lines);
+        expect((await post(first, "/healthcheck/tls", quiet("with-ca", { cacert: "ca.pem" }))).statusCode).toBe(201);
+        expect((await post(first, "/healthcheck/http", secretCheck("secret", { interval: "2s" }))).statusCode).toBe(
+          201,
+        );
+        await first.close();
+        const names = async (server: VigieServer) => (await list(server)).map((check: { name: string }) => check.name);
+
+        // Without the directory, and with the file gone: logged and not restored, still stored.
+        const withoutDirectory = await startLogged({}, lines);
+        expect(await names(withoutDirectory)).toEqual(["secret"]);
+        await withoutDirectory.close();
+        rmSync(join(directory, "ca.pem"));
+        const withoutFile = await startLogged({ "tls-directory": directory }, lines);
+        expect(await names(withoutFile)).toEqual(["secret"]);
+        await withoutFile.close();
+        expect(Object.keys(await stored())).toEqual(["secret", "with-ca"]);
+        const errors = lines.map((line) => JSON.parse(line)).filter((line) => line.level >= 50);
+        expect(errors.map((line) => line.msg)).toEqual([
+          "stored healthcheck with-ca is invalid and was not restored: cacert: cannot be set through the API: healthchecks.tls-directory is not configured",
+          "stored healthcheck with-ca is invalid and was not restored: cacert: must name a regular file of at most 1 MiB in healthchecks.tls-directory",
+        ]);
+
+        // A stored check refused for another reason is logged without its secrets either.
+        const strict = await startLogged({ "tls-directory": directory, "min-interval": "1m" }, lines);
+        expect(await names(strict)).toEqual([]);
+        await strict.close();
+        expect(lines.join("\n")).toContain(
+          "stored healthcheck secret is invalid and was not restored: interval: must be at least 1m",
+        );
+        for (const secret of ["st0red-t0ken", "st0red-key", "st0red-pw"])
+          expect(lines.join("\n")).not.toContain(secret);
+
+        writeFileSync(join(directory, "ca.pem"), "CA");
+        const restored = await startLogged({ "tls-directory": directory }, lines);
+        expect(await names(restored)).toEqual(["secret", "with-ca"]);
+      } finally {
+        rmSync(directory, { recursive: true, force: true });
+      }
+    },
+  );
 
   it.skipIf(skip)("rolls back a bulk replacement that fails", async () => {
     const opened = await openDatabase(database.url, { ...platformMigrations, ...healthcheckMigrations });

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServer } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,6 +17,8 @@ function tls(fields: Record<string, unknown>): TlsDefinition {
     RULES,
     {
       unknownKeys: "ignore",
+      // As in the configuration file: TLS files at any path (platform.md §8).
+      tlsFiles: "paths",
     },
   );
 }
@@ -119,21 +121,27 @@ describe.skipIf(OPENSSL_MISSING !== undefined)("tls executor against local TLS s
     ).toEqual({ success: true, message: "success" });
   });
 
-  it("bounds reading the TLS files by the timeout", async () => {
-    // A FIFO nobody writes to: opening it for reading blocks until a writer comes.
+  it("refuses a FIFO, a device or a file over 1 MiB at once instead of reading it without bound", async () => {
+    // Before the 1 MiB bound (platform.md §8) a FIFO nobody writes to blocked the read until the
+    // timeout; now it is refused at once, whatever the timeout.
     const fifo = join(certificates.directory, "tls-ca.fifo");
     execFileSync("mkfifo", [fifo]);
     const started = Date.now();
-    try {
-      expect(await runTls(tls({ port: valid.port, cacert: fifo, timeout: "300ms" }))).toEqual({
-        success: false,
-        message: `TLS handshake failed on localhost:${valid.port}: timeout after 300ms`,
-      });
-      expect(Date.now() - started).toBeLessThan(5_000);
-    } finally {
-      // Release the blocked read: a writer opens and closes the FIFO.
-      closeSync(openSync(fifo, "w"));
-    }
+    expect(await runTls(tls({ port: valid.port, cacert: fifo, timeout: "5s" }))).toEqual({
+      success: false,
+      message: `TLS handshake failed on localhost:${valid.port}: cannot read cacert ${fifo}: not a regular file`,
+    });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await runTls(tls({ port: valid.port, cacert: "/dev/zero" }))).toEqual({
+      success: false,
+      message: `TLS handshake failed on localhost:${valid.port}: cannot read cacert /dev/zero: not a regular file`,
+    });
+    const large = join(certificates.directory, "large-ca.pem");
+    writeFileSync(large, Buffer.concat([certificates.read(certificates.caCert), Buffer.alloc(1024 * 1024)]));
+    expect(await runTls(tls({ port: valid.port, cacert: large }))).toEqual({
+      success: false,
+      message: `TLS handshake failed on localhost:${valid.port}: cannot read cacert ${large}: larger than 1 MiB`,
+    });
   });
 
   it("reports unreadable files, refused connections and timeouts", async () => {

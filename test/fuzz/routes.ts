@@ -1,0 +1,398 @@
+/**
+ * Every route of every module, with what the fuzzing sends it: path segments, query strings and
+ * bodies around a valid request, so that the fuzz reaches past the first check of each route.
+ */
+
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import fc from "fast-check";
+import protobuf from "protobufjs";
+import { compressSync } from "snappy";
+import {
+  anyPayload,
+  base64Edn,
+  jsonPayload,
+  mutated,
+  type Payload,
+  percentEncoded,
+  segment,
+  weirdString,
+  wrongValue,
+} from "./arbitraries.js";
+
+/** What the routes need to know of the server under test (read when requests are generated). */
+export interface FuzzContext {
+  /** A registry token of an active admin. */
+  readonly adminToken: string;
+  /** The comments admin token. */
+  readonly commentsToken: string;
+  /** A loopback port nothing listens on: the only target the fuzzed healthchecks may reach. */
+  readonly closedPort: number;
+}
+
+/** One request to send. */
+export interface FuzzRequest {
+  readonly path: string;
+  readonly payload: Payload;
+  readonly headers: Record<string, string>;
+}
+
+/** A route and the requests the fuzz sends it. */
+export interface FuzzRoute {
+  readonly method: "GET" | "POST" | "PUT" | "DELETE" | "OPTIONS";
+  /** The route pattern, as Fastify registered it. */
+  readonly url: string;
+  readonly requests: fc.Arbitrary<FuzzRequest>;
+  /** The one 5xx a route may answer: the 500 of a failed one-off healthcheck (healthchecks.md §5). */
+  readonly allowsFailedOneOff?: boolean;
+  /** A share of the default number of runs, for routes whose every request is slow (Argon2). */
+  readonly runs?: number;
+}
+
+const proto = (file: string) => protobuf.loadSync(fileURLToPath(new URL(`../../proto/${file}`, import.meta.url)));
+const WriteRequest = proto("remote-write.proto").lookupType("prometheus.WriteRequest");
+
+/** `name=value&...` with fuzzed names and values, or the given plausible pairs. */
+function queryString(names: readonly string[], values: fc.Arbitrary<string>): fc.Arbitrary<string> {
+  return fc
+    .array(fc.tuple(fc.oneof(fc.constantFrom(...names, "x"), segment()), values), { maxLength: 3 })
+    .map((pairs) => (pairs.length === 0 ? "" : `?${pairs.map(([name, value]) => `${name}=${value}`).join("&")}`));
+}
+
+function authorization(context: FuzzContext): fc.Arbitrary<Record<string, string>> {
+  // Read when a request is generated: the admin token exists only once the server runs.
+  const values = () => [
+    `Bearer ${context.adminToken}`,
+    context.adminToken,
+    `Bearer ${context.commentsToken}`,
+    `Bearer vigie_${"A".repeat(43)}`,
+    "Bearer",
+    "Basic Zm9vOmJhcg==",
+    `Bearer ${"x".repeat(5000)}`,
+  ];
+  return fc.oneof(
+    fc.constant({}),
+    fc.integer({ min: 0, max: 6 }).map((index) => ({ authorization: values()[index] as string })),
+  );
+}
+
+/** Rarely, an `Origin` of another site (the answer must then be a 403, or the route's CORS). */
+const origin: fc.Arbitrary<Record<string, string>> = fc.oneof(
+  { weight: 9, arbitrary: fc.constant({}) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom("http://evil.example", "null", "http://localhost").map((value) => ({ origin: value })),
+  },
+);
+
+/**
+ * Builds the requests of a route: its pattern's parameters filled with `params` (or fuzzed
+ * segments), a query string, a payload, and headers.
+ */
+function requests(
+  context: FuzzContext,
+  url: string,
+  options: {
+    params?: Readonly<Record<string, readonly string[]>>;
+    query?: fc.Arbitrary<string>;
+    payload?: fc.Arbitrary<Payload>;
+  } = {},
+): fc.Arbitrary<FuzzRequest> {
+  const names = [...url.matchAll(/:([a-z]+)/g)].map((match) => match[1] as string);
+  return fc
+    .record({
+      values: fc.tuple(...names.map((name) => segment(options.params?.[name] ?? []))),
+      query: options.query ?? fc.oneof({ weight: 4, arbitrary: fc.constant("") }, queryString([], segment())),
+      payload: options.payload ?? anyPayload,
+      authorization: authorization(context),
+      origin,
+    })
+    .map(({ values, query, payload, authorization, origin }) => {
+      let path = url;
+      names.forEach((name, index) => {
+        path = path.replace(`:${name}`, values[index] as string);
+      });
+      return { path: `${path}${query}`, payload, headers: { ...authorization, ...origin } };
+    });
+}
+
+/** Healthcheck fields that reach the network or decide how long a run waits: kept harmless. */
+function safeHealthcheckFields(context: FuzzContext): Record<string, fc.Arbitrary<unknown>> {
+  const invalid = fc.oneof(
+    wrongValue.filter((value) => typeof value !== "string"),
+    fc.constantFrom("", "a b", "x".repeat(300), "-bad-", "évil.example", "300.1.1.1"),
+  );
+  return {
+    target: fc.oneof(fc.constantFrom("127.0.0.1", "::1", "localhost"), invalid),
+    domain: fc.oneof(fc.constant("localhost"), invalid),
+    port: fc.oneof(
+      fc.constant(context.closedPort),
+      wrongValue.filter((value) => typeof value !== "number"),
+    ),
+    timeout: fc.oneof(fc.constantFrom("100ms", "1s", "0", "-1s", "1.5.2s", "10"), wrongValue),
+    // Command checks are refused (allow-api-commands: false); keep their command harmless anyway.
+    command: fc.constantFrom("/nonexistent/vigie-fuzz", ""),
+  };
+}
+
+function healthcheckSkeletons(context: FuzzContext): Record<string, Record<string, unknown>> {
+  const common = { name: "fuzz-check", timeout: "1s", interval: "10s", labels: { team: "fuzz" } };
+  return {
+    http: {
+      ...common,
+      target: "127.0.0.1",
+      port: context.closedPort,
+      "valid-status": [200],
+      headers: { Authorization: "Bearer secret" },
+      "body-regexp": ["ok"],
+      query: { a: "1" },
+      "one-off": false,
+    },
+    "http-with-files": {
+      ...common,
+      target: "127.0.0.1",
+      port: context.closedPort,
+      protocol: "https",
+      "valid-status": [200],
+      key: "client.key",
+      cert: "client.pem",
+      cacert: "ca.pem",
+    },
+    tcp: { ...common, target: "127.0.0.1", port: context.closedPort, "should-fail": true },
+    dns: { ...common, domain: "localhost", "expected-ips": ["127.0.0.1"] },
+    tls: { ...common, target: "127.0.0.1", port: context.closedPort, "expiration-delay": "1h", insecure: true },
+    command: { ...common, command: "/nonexistent/vigie-fuzz", arguments: ["--x"] },
+  };
+}
+
+/** The event, batch and remote-write payloads of the streams routes. */
+const event = fc.oneof(
+  fc.record({
+    host: weirdString,
+    service: fc.constant("cpu"),
+    metric: fc.oneof(fc.double(), wrongValue),
+    time: fc.oneof(fc.double(), wrongValue),
+  }),
+  fc.jsonValue({ maxDepth: 3 }),
+);
+
+const remoteWrite: fc.Arbitrary<Payload> = fc
+  .oneof(
+    fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)),
+    fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(compressSync(Buffer.from(bytes)))),
+    fc
+      .array(
+        fc.record({
+          labels: fc.array(fc.record({ name: fc.string({ maxLength: 10 }), value: weirdString }), { maxLength: 4 }),
+          samples: fc.array(fc.record({ value: fc.double(), timestamp: fc.integer() }), { maxLength: 3 }),
+        }),
+        { maxLength: 3 },
+      )
+      .map((timeseries) =>
+        Buffer.from(compressSync(Buffer.from(WriteRequest.encode(WriteRequest.fromObject({ timeseries })).finish()))),
+      ),
+  )
+  .chain((body) =>
+    fc.constantFrom<Payload>(
+      { body, headers: { "content-type": "application/x-protobuf", "content-encoding": "snappy" } },
+      { body, headers: { "content-type": "application/x-protobuf;proto=io.prometheus.write.v2.Request" } },
+      { body, headers: { "content-type": "application/json" } },
+    ),
+  );
+
+const otlpSkeleton = {
+  resourceSpans: [
+    {
+      resource: { attributes: [{ key: "service.name", value: { stringValue: "api" } }] },
+      scopeSpans: [
+        {
+          scope: { name: "lib" },
+          spans: [
+            {
+              traceId: "5b8efff798038103d269b633813fc60c",
+              spanId: "eee19b7ec3c1b174",
+              name: "GET /",
+              kind: 2,
+              startTimeUnixNano: "1700000000000000000",
+              endTimeUnixNano: "1700000000250000000",
+              attributes: [{ key: "n", value: { intValue: "5" } }],
+              status: { code: 2 },
+            },
+          ],
+        },
+      ],
+    },
+  ],
+};
+
+const otlp: fc.Arbitrary<Payload> = fc.oneof(
+  jsonPayload(mutated(otlpSkeleton)),
+  fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
+    body: Buffer.from(bytes),
+    headers: { "content-type": "application/x-protobuf" },
+  })),
+  fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
+    body: gzipSync(Buffer.from(bytes)),
+    headers: { "content-type": "application/json", "content-encoding": "gzip" },
+  })),
+  fc.constant({
+    body: Buffer.from("not gzip"),
+    headers: { "content-type": "application/json", "content-encoding": "gzip" },
+  }),
+);
+
+/** Every route of every module (test/fuzz/routes.test.ts checks that none is missing). */
+export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
+  const route = (
+    method: FuzzRoute["method"],
+    url: string,
+    options: Parameters<typeof requests>[2] = {},
+    extra: Partial<FuzzRoute> = {},
+  ): FuzzRoute => ({ method, url, requests: requests(context, url, options), ...extra });
+
+  const comment = {
+    website: ["blog", "open-site"],
+    article: ["post", "hello-world"],
+    id: ["6f1c0e8e-2b1a-4c3d-9e8f-0a1b2c3d4e5f"],
+  };
+  const commentBody = mutated({
+    author: "Ann",
+    "author-website": "ann.example.org",
+    content: "Nice post!",
+    answer: "10",
+    timestamp: 1_767_225_600_000,
+    signature: "0".repeat(64),
+  });
+  const safe = safeHealthcheckFields(context);
+  const skeletons = healthcheckSkeletons(context);
+  const definition = (kind: string) => mutated(skeletons[kind] as Record<string, unknown>, safe);
+  const oneOffOrNot = (kind: string) =>
+    fc.tuple(definition(kind), fc.boolean()).map(([value, oneOff]) => (oneOff ? { ...value, "one-off": true } : value));
+  const bulk = mutated(
+    {
+      "http-checks": [skeletons.http],
+      "tcp-checks": [skeletons.tcp],
+      "dns-checks": [skeletons.dns],
+      "tls-checks": [skeletons.tls],
+    },
+    {
+      "http-checks": fc.array(definition("http"), { maxLength: 2 }),
+      "tcp-checks": fc.array(definition("tcp"), { maxLength: 2 }),
+      "dns-checks": fc.array(definition("dns"), { maxLength: 2 }),
+      "tls-checks": fc.array(definition("tls"), { maxLength: 2 }),
+      "command-checks": fc.array(definition("command"), { maxLength: 1 }),
+    },
+  );
+  const streamNames = { name: ["fuzz", "default", "nowhere"] };
+  const query = queryString(
+    ["query"],
+    base64Edn.map((value) => percentEncoded(String(value))),
+  );
+
+  return [
+    route("GET", "/metrics"),
+    route("GET", "/healthz"),
+    route("GET", "/health"),
+
+    route(
+      "POST",
+      "/api/v1/registry/user",
+      {
+        payload: jsonPayload(
+          mutated({ name: "fuzz-user", description: "", password: "a-long-password", role: "tech", active: true }),
+        ),
+      },
+      { runs: 0.25 },
+    ),
+    route("GET", "/api/v1/registry/user"),
+    route(
+      "POST",
+      "/api/v1/registry/user/:name",
+      {
+        params: { name: ["fuzz-user", "root"] },
+        payload: jsonPayload(mutated({ description: "x", password: "another-long-one", role: "tech", active: true })),
+      },
+      { runs: 0.25 },
+    ),
+    route("DELETE", "/api/v1/registry/user/:name", { params: { name: ["fuzz-user", "nobody"] } }),
+    route(
+      "POST",
+      "/api/v1/registry/token",
+      {
+        payload: jsonPayload(
+          mutated({ name: "fuzz token", user: "fuzz-user", password: "wrong-password", validity: 1 }),
+        ),
+      },
+      { runs: 0.25 },
+    ),
+    route("GET", "/api/v1/registry/token", { query: queryString(["user"], segment(["root", "fuzz-user"])) }),
+    route("DELETE", "/api/v1/registry/token/:name", {
+      params: { name: ["fuzz token", "laptop"] },
+      query: queryString(["user"], segment(["root", "fuzz-user"])),
+    }),
+
+    route("GET", "/api/v1/challenge/:website/:article", { params: comment }),
+    route("OPTIONS", "/api/v1/challenge/:website/:article", { params: comment }),
+    route("GET", "/api/v1/comment/:website/:article", {
+      params: comment,
+      query: queryString(["limit", "before"], fc.oneof(fc.integer().map(String), segment())),
+    }),
+    route("OPTIONS", "/api/v1/comment/:website/:article", { params: comment }),
+    route("POST", "/api/v1/comment/:website/:article", { params: comment, payload: jsonPayload(commentBody) }),
+    route("GET", "/api/admin/comment/:website/:article", { params: comment }),
+    route("DELETE", "/api/admin/comment/:website/:article", { params: comment }),
+    route("GET", "/api/admin/comment/:website/:article/:id", { params: comment }),
+    route("POST", "/api/admin/comment/:website/:article/:id", { params: comment }),
+    route("DELETE", "/api/admin/comment/:website/:article/:id", { params: comment }),
+    route("GET", "/api/admin/event/:website", { params: comment }),
+    route("DELETE", "/api/admin/event/:website", { params: comment }),
+
+    ...["http", "tcp", "dns", "tls", "command"].map((kind) =>
+      route(
+        "POST",
+        `/healthcheck/${kind}`,
+        {
+          payload: jsonPayload(
+            kind === "http" ? fc.oneof(oneOffOrNot("http"), oneOffOrNot("http-with-files")) : oneOffOrNot(kind),
+          ),
+        },
+        { allowsFailedOneOff: true },
+      ),
+    ),
+    route("POST", "/healthcheck/bulk", { payload: jsonPayload(bulk) }),
+    route("GET", "/healthcheck"),
+    route("GET", "/healthcheck/:name", { params: { name: ["fuzz-check"] } }),
+    route("DELETE", "/healthcheck/:name", { params: { name: ["fuzz-check"] } }),
+    route("GET", "/result"),
+    route("GET", "/result/:name", { params: { name: ["fuzz-check"] } }),
+
+    route("POST", "/api/v1/tsdb/remote-write/:name", { params: streamNames, payload: remoteWrite }),
+    route("POST", "/api/v1/prometheus/remote-write/:name", { params: streamNames, payload: remoteWrite }),
+    route("POST", "/api/v1/opentelemetry/v1/traces/:name", { params: streamNames, payload: otlp }),
+    route("POST", "/api/v1/stream/:name", {
+      params: { name: ["fuzzed", "default"] },
+      payload: jsonPayload(
+        mutated({ config: Buffer.from("{:actions {:action :sdo}}").toString("base64") }, { config: base64Edn }),
+      ),
+    }),
+    route("GET", "/api/v1/stream"),
+    route("GET", "/api/v1/stream/:name", { params: streamNames }),
+    route("DELETE", "/api/v1/stream/:name", { params: { name: ["fuzzed", "nowhere"] } }),
+    route("PUT", "/api/v1/stream/:name", {
+      params: streamNames,
+      payload: jsonPayload(
+        fc.oneof(
+          mutated({ event: { host: "a", metric: 1, time: 1 } }, { event }),
+          mutated({ events: [{ host: "a", metric: 1, time: 1 }] }, { events: fc.array(event, { maxLength: 4 }) }),
+        ),
+      ),
+    }),
+    route("GET", "/api/v1/index/:name/search", { params: streamNames, query }),
+    route("POST", "/api/v1/index/:name/search", {
+      params: streamNames,
+      query,
+      payload: jsonPayload(mutated({ query: Buffer.from("[:true]").toString("base64") }, { query: base64Edn })),
+    }),
+    route("GET", "/api/v1/index/:name/current-time", { params: streamNames }),
+  ];
+}
