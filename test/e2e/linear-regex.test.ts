@@ -29,7 +29,7 @@ beforeAll(async () => {
   const configFile = join(directory, "vigie.yaml");
   writeFileSync(
     configFile,
-    [`http:\n  port: ${port}`, "log-level: warn", 'database:\n  url: "sqlite::memory:"'].join("\n"),
+    [`http:\n  port: ${port}`, "log-level: warn", "database:\n  url: sqlite:./vigie.db"].join("\n"),
   );
   vigie = await startVigie({ configFile, port, cwd: directory });
 });

@@ -4,9 +4,9 @@
  * certificate (mutual TLS). Tests that need them skip, with the reason, when openssl is missing.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { temporaryDirectory } from "../support/temporary.js";
 
 /** Paths of the generated files (PEM). */
 export interface Certificates {
@@ -99,7 +99,7 @@ function selfSignedCa(directory: string, name: string): void {
 
 /** Generates a fresh set in a temporary directory (a few hundred milliseconds). */
 export function generateCertificates(): Certificates {
-  const directory = mkdtempSync(join(tmpdir(), "vigie-certs-"));
+  const directory = temporaryDirectory("vigie-certs-");
   selfSignedCa(directory, "ca");
   selfSignedCa(directory, "other-ca");
   const serverExtensions =

@@ -4,7 +4,7 @@
  * API checks are names under `healthchecks.tls-directory`.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { tmpdir } from "node:os";
@@ -15,6 +15,7 @@ import { healthchecksModule } from "../../src/healthchecks/index.js";
 import { ConfigError } from "../../src/platform/config.js";
 import type { VigieServer } from "../../src/server.js";
 import { startTestServer } from "../support/server.js";
+import { temporaryDirectory } from "../support/temporary.js";
 import { until } from "../support/until.js";
 import { type Certificates, generateCertificates, OPENSSL_MISSING } from "./certificates.js";
 import { type Listening, listen } from "./local-servers.js";
@@ -398,7 +399,7 @@ describe("TLS files through the API (platform.md §8: no file paths from the net
   });
 
   it("with a tls-directory, refuse /dev/zero, /etc/passwd, ../x, a directory, a FIFO, a large and a missing file, naming the field", async () => {
-    const directory = mkdtempSync(join(tmpdir(), "vigie-tls-api-"));
+    const directory = temporaryDirectory("vigie-tls-api-");
     try {
       writeFileSync(join(directory, "ca.pem"), "not even a certificate");
       writeFileSync(join(directory, "large.pem"), Buffer.alloc(1024 * 1024 + 1));

@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -11,6 +10,7 @@ import { openDatabase, platformMigrations } from "../../src/platform/database.js
 import { buildServer, type VigieServer } from "../../src/server.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
 import { startTestServer } from "../support/server.js";
+import { temporaryDirectory } from "../support/temporary.js";
 
 const quiet = (name: string, fields: Record<string, unknown> = {}) => ({
   name,
@@ -175,7 +175,7 @@ describe.each(DATABASE_KINDS)("healthcheck storage on $kind", ({ kind, skip }) =
   it.skipIf(skip)(
     "restores a stored TLS file name only while it leads to a file of the tls-directory (platform.md §8)",
     async () => {
-      const directory = mkdtempSync(join(tmpdir(), "vigie-tls-stored-"));
+      const directory = temporaryDirectory("vigie-tls-stored-");
       try {
         writeFileSync(join(directory, "ca.pem"), "CA");
         const lines: string[] = [];

@@ -1,6 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -14,6 +13,7 @@ import {
   TlsFileError,
 } from "../../src/healthchecks/tls-files.js";
 import { ValidationError } from "../../src/platform/validation.js";
+import { temporaryDirectory } from "../support/temporary.js";
 
 const FILE_RULE = "must name a regular file of at most 1 MiB in healthchecks.tls-directory";
 const NAME_RULE =
@@ -33,8 +33,8 @@ async function refusal(fields: Record<string, string>, directory: string | undef
 let directory: string;
 let outside: string;
 beforeAll(() => {
-  directory = mkdtempSync(join(tmpdir(), "vigie-tls-directory-"));
-  outside = mkdtempSync(join(tmpdir(), "vigie-tls-outside-"));
+  directory = temporaryDirectory("vigie-tls-directory-");
+  outside = temporaryDirectory("vigie-tls-outside-");
   writeFileSync(join(directory, "ca.pem"), "CA");
   mkdirSync(join(directory, "clients"));
   writeFileSync(join(directory, "clients", "web.pem"), "CERT");
@@ -192,7 +192,7 @@ describe("checkTlsDirectory (at start-up)", () => {
   });
 
   it.skipIf(process.getuid?.() === 0)("refuses a directory the process cannot read", async () => {
-    const locked = mkdtempSync(join(tmpdir(), "vigie-tls-locked-"));
+    const locked = temporaryDirectory("vigie-tls-locked-");
     chmodSync(locked, 0o000);
     try {
       await expect(checkTlsDirectory(locked)).rejects.toThrow(new TlsDirectoryError("it is not readable"));

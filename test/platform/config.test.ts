@@ -1,10 +1,10 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, parseConfig } from "../../src/platform/config.js";
 import { defineModule } from "../../src/platform/module.js";
 import { boolean, secret, string, withDefault } from "../../src/platform/validation.js";
+import { temporaryDirectory } from "../support/temporary.js";
 
 const sample = defineModule({
   name: "sample",
@@ -155,7 +155,7 @@ describe("parseConfig", () => {
 });
 
 describe("loadConfig", () => {
-  const directory = mkdtempSync(join(tmpdir(), "vigie-config-"));
+  const directory = temporaryDirectory("vigie-config-");
 
   it("reads the file named by --config, else VIGIE_CONFIG, else uses defaults", async () => {
     const file = join(directory, "a.yaml");

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { InjectOptions } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
@@ -8,6 +7,7 @@ import type { VigieServer } from "../../src/server.js";
 import { parseEdn } from "../../src/streams/edn.js";
 import { streamsModule } from "../../src/streams/index.js";
 import { startTestServer } from "../support/server.js";
+import { temporaryDirectory } from "../support/temporary.js";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 const unb64 = (text: string) => Buffer.from(text, "base64").toString("utf8");
@@ -23,7 +23,7 @@ describe("streams API", () => {
   });
 
   async function start(config: Record<string, unknown> = {}) {
-    directory = mkdtempSync(join(tmpdir(), "vigie-streams-"));
+    directory = temporaryDirectory("vigie-streams-");
     server = await startTestServer({
       modules: [streamsModule],
       config: { streams: { directories: [directory] }, ...config },
@@ -299,7 +299,7 @@ describe("streams API", () => {
   });
 
   it("creates a missing stream directory on the first persisted stream", async () => {
-    const parent = mkdtempSync(join(tmpdir(), "vigie-streams-"));
+    const parent = temporaryDirectory("vigie-streams-");
     const missing = join(parent, "not", "yet");
     server = await startTestServer({ modules: [streamsModule], config: { streams: { directories: [missing] } } });
     try {
@@ -311,7 +311,7 @@ describe("streams API", () => {
   });
 
   it("loads stream directories at start-up and reloads them, keeping untouched streams' state", async () => {
-    directory = mkdtempSync(join(tmpdir(), "vigie-streams-"));
+    directory = temporaryDirectory("vigie-streams-");
     const keep = "{:actions {:action :index :params [[:host]]}}";
     writeFileSync(join(directory, "a.edn"), `{:kept ${keep} :changed ${keep} :dropped ${keep}}`);
     writeFileSync(join(directory, "notes.txt"), "not a streams file");

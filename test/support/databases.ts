@@ -4,10 +4,10 @@
  * `drop()`, so test files never see each other's data.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
+import { temporaryDirectory } from "./temporary.js";
 
 /** The URL of the PostgreSQL server for tests, or undefined to skip PostgreSQL tests. */
 export const POSTGRES_URL = process.env.VIGIE_TEST_POSTGRES_URL || undefined;
@@ -28,7 +28,7 @@ export interface TestDatabase {
 /** Creates a fresh, empty database of `kind`. */
 export async function createTestDatabase(kind: "sqlite" | "postgres"): Promise<TestDatabase> {
   if (kind === "sqlite") {
-    const directory = mkdtempSync(join(tmpdir(), "vigie-test-"));
+    const directory = temporaryDirectory("vigie-test-");
     return {
       url: `sqlite:${join(directory, "vigie.db")}`,
       drop: async () => rmSync(directory, { recursive: true, force: true }),

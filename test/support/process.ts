@@ -2,10 +2,10 @@
  * Runs the real `vigie` process (the built `dist/cli.js`) for end-to-end tests.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
+import { temporaryDirectory as makeTemporaryDirectory } from "./temporary.js";
 
 /** The built CLI; `npm test` builds it before running the tests. */
 export const CLI = resolve(import.meta.dirname, "../../dist/cli.js");
@@ -22,9 +22,9 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** A new temporary directory. */
+/** A new temporary directory, removed after the test file. */
 export function temporaryDirectory(): string {
-  return mkdtempSync(join(tmpdir(), "vigie-e2e-"));
+  return makeTemporaryDirectory("vigie-e2e-");
 }
 
 /** A running `vigie` process with its collected output. */
