@@ -6,8 +6,31 @@
  */
 import { type HeapItem, MinHeap } from "./heap.js";
 
-/** The longest delay before the first run of a check (healthchecks.md §4), in milliseconds. */
-export const MAX_JITTER_MS = 5_000;
+/**
+ * The longest delay before the first run of a check, in milliseconds: first runs are spread over
+ * [0, min(interval, 60 s)) (healthchecks.md §4).
+ */
+export const FIRST_RUN_WINDOW_MS = 60_000;
+
+/**
+ * Where a key first runs within its first window, as a fraction in [0, 1): a hash of the key
+ * (FNV-1a, then MurmurHash3's finaliser so that names differing in their last characters land far
+ * apart), so the spread is even over many checks and stable across restarts and instances
+ * (healthchecks.md §4: 10 000 checks at 10 s make about 1 000 runs in every second, not bursts).
+ */
+export function spreadOf(key: string): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < key.length; index++) {
+    hash ^= key.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
+  return (hash >>> 0) / 2 ** 32;
+}
 
 // setTimeout stores its delay in a signed 32-bit integer: a longer delay fires at once.
 const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
@@ -28,8 +51,8 @@ export interface SchedulerOptions {
   readonly onError?: (key: string, error: unknown) => void;
   /** A monotonic clock in milliseconds; default `performance.now`. */
   readonly now?: () => number;
-  /** A random number in [0, 1) for the first-run jitter; default `Math.random`. */
-  readonly random?: () => number;
+  /** Where a key first runs within its first window, in [0, 1); default {@link spreadOf}. */
+  readonly spread?: (key: string) => number;
 }
 
 interface Entry extends HeapItem {
@@ -57,7 +80,7 @@ export class Scheduler {
   #stopped = false;
   readonly #maxConcurrency: number;
   readonly #now: () => number;
-  readonly #random: () => number;
+  readonly #spread: (key: string) => number;
   readonly #onLateness: (milliseconds: number) => void;
   readonly #onError: (key: string, error: unknown) => void;
 
@@ -67,7 +90,7 @@ export class Scheduler {
     }
     this.#maxConcurrency = options.maxConcurrency;
     this.#now = options.now ?? (() => performance.now());
-    this.#random = options.random ?? Math.random;
+    this.#spread = options.spread ?? spreadOf;
     this.#onLateness = options.onLateness ?? (() => {});
     this.#onError = options.onError ?? (() => {});
   }
@@ -103,8 +126,8 @@ export class Scheduler {
 
   /**
    * Schedules `task` every `intervalMs` milliseconds under `key`, replacing what `key` had (a run
-   * of the old task in flight finishes on its own). The first run comes after a random delay in
-   * [0, min(interval, 5 s)).
+   * of the old task in flight finishes on its own). The first run comes after a delay in
+   * [0, min(interval, 60 s)) derived from the key ({@link spreadOf}).
    *
    * @throws Error when the scheduler is stopped
    */
@@ -112,7 +135,7 @@ export class Scheduler {
     if (this.#stopped) throw new Error("the scheduler is stopped");
     if (!(intervalMs > 0)) throw new RangeError("intervalMs must be positive");
     this.remove(key);
-    const first = this.#now() + this.#random() * Math.min(intervalMs, MAX_JITTER_MS);
+    const first = this.#now() + this.#spread(key) * Math.min(intervalMs, FIRST_RUN_WINDOW_MS);
     const entry: Entry = {
       key,
       intervalMs,

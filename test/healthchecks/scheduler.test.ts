@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { MAX_JITTER_MS, Scheduler, type SchedulerOptions } from "../../src/healthchecks/scheduler.js";
+import { FIRST_RUN_WINDOW_MS, Scheduler, type SchedulerOptions, spreadOf } from "../../src/healthchecks/scheduler.js";
 
 // Fake timers make every run time exact: the assertions below compare schedules, not wall-clock
 // measurements, so they hold on a loaded machine.
@@ -13,42 +13,58 @@ afterEach(() => {
 const sleep = (milliseconds: number) => new Promise<void>((resolve) => setTimeout(resolve, milliseconds));
 
 function scheduler(options: Partial<SchedulerOptions> = {}): Scheduler {
-  return new Scheduler({ maxConcurrency: 512, now: () => Date.now(), random: () => 0, ...options });
+  return new Scheduler({ maxConcurrency: 512, now: () => Date.now(), spread: () => 0, ...options });
 }
 
 describe("Scheduler", () => {
-  it("starts each check after a jitter in [0, min(interval, 5s))", () => {
+  it("starts each check after a delay in [0, min(interval, 60 s)) derived from its name", () => {
     const start = Date.now();
     const schedule = new Scheduler({ maxConcurrency: 1, now: () => Date.now() });
     for (let index = 0; index < 1_000; index++) {
-      schedule.add(`long-${index}`, 60_000, async () => {});
+      schedule.add(`long-${index}`, 3_600_000, async () => {});
       schedule.add(`short-${index}`, 2_000, async () => {});
     }
     const long = Array.from({ length: 1_000 }, (_, index) => (schedule.nextRun(`long-${index}`) as number) - start);
     const short = Array.from({ length: 1_000 }, (_, index) => (schedule.nextRun(`short-${index}`) as number) - start);
     expect(Math.min(...long)).toBeGreaterThanOrEqual(0);
-    expect(Math.max(...long)).toBeLessThan(MAX_JITTER_MS);
+    expect(Math.max(...long)).toBeLessThan(FIRST_RUN_WINDOW_MS);
     expect(Math.max(...short)).toBeLessThan(2_000);
-    // Spread over the window, not bunched at one end.
-    expect(Math.max(...long)).toBeGreaterThan(MAX_JITTER_MS / 2);
+    // The same name gets the same delay, on another scheduler (another restart, another instance).
+    const again = new Scheduler({ maxConcurrency: 1, now: () => start });
+    again.add("long-7", 3_600_000, async () => {});
+    expect(again.nextRun("long-7")).toBe(start + spreadOf("long-7") * FIRST_RUN_WINDOW_MS);
+    expect((schedule.nextRun("long-7") as number) - start).toBeCloseTo(spreadOf("long-7") * FIRST_RUN_WINDOW_MS, 0);
     schedule.stop();
+    again.stop();
 
-    const highest = scheduler({ random: () => 0.999_999 });
-    highest.add("a", 60_000, async () => {});
-    expect((highest.nextRun("a") as number) - start).toBeCloseTo(4_999.995, 2);
+    const highest = scheduler({ spread: () => 0.999_999 });
+    highest.add("a", 3_600_000, async () => {});
+    expect((highest.nextRun("a") as number) - start).toBeCloseTo(59_999.94, 1);
     highest.stop();
+  });
+
+  it("spreads the first runs of 10 000 checks at 10 s evenly: about 1 000 in every second", () => {
+    const counts = new Array<number>(10).fill(0);
+    for (let index = 0; index < 10_000; index++) {
+      const second = Math.floor(spreadOf(`c${index}`) * 10);
+      counts[second] = (counts[second] as number) + 1;
+    }
+    for (const count of counts) {
+      expect(count).toBeGreaterThan(900);
+      expect(count).toBeLessThan(1_100);
+    }
   });
 
   it("runs at a fixed rate anchored to the first run", async () => {
     const starts: number[] = [];
-    const schedule = scheduler({ random: () => 0.5 });
+    const schedule = scheduler({ spread: () => 0.5 });
     const origin = Date.now();
     schedule.add("check", 1_000, async () => {
       starts.push(Date.now() - origin);
       await sleep(300);
     });
     await vi.advanceTimersByTimeAsync(5_600);
-    // First run after 0.5 × 1 s of jitter, then every second from there: the 300 ms runs do not drift it.
+    // First run after 0.5 × 1 s, then every second from there: the 300 ms runs do not drift it.
     expect(starts).toEqual([500, 1_500, 2_500, 3_500, 4_500, 5_500]);
     schedule.stop();
   });
@@ -148,7 +164,7 @@ describe("Scheduler", () => {
 
   it("uses one timer whatever the number of checks", async () => {
     const before = vi.getTimerCount();
-    const schedule = scheduler({ random: Math.random });
+    const schedule = scheduler({ spread: spreadOf });
     for (let index = 0; index < 10_000; index++) schedule.add(`check-${index}`, 10_000, async () => {});
     expect(vi.getTimerCount() - before).toBe(1);
     let runs = 0;
