@@ -4,6 +4,7 @@
  * level (platform.md §2).
  */
 import type { Duration } from "../platform/duration.js";
+import { parseAllowedOrigin } from "../platform/host-origin.js";
 import {
   array,
   boolean,
@@ -38,20 +39,14 @@ const ORIGIN_RULE = "must be * or an origin such as https://blog.example.org (sc
 
 /**
  * An entry of `allowed-origins`: `*`, or an http(s) origin, returned serialised the way browsers
- * send it in `Origin` (lower-case host, default port left out, no trailing slash).
+ * send it in `Origin` (lower-case host, default port left out, no trailing slash), as the platform
+ * reads `http.allowed-origins`; subdomain wildcards are not taken here.
  */
 const origin: Validator<string> = (value, path) => {
   if (value === ANY_ORIGIN) return value;
-  if (typeof value === "string") {
-    try {
-      const url = new URL(value);
-      const bare = url.username === "" && url.password === "" && url.search === "" && url.hash === "";
-      if ((url.protocol === "http:" || url.protocol === "https:") && bare && url.pathname === "/") return url.origin;
-    } catch {
-      // not a URL: refused below
-    }
-  }
-  throw new ValidationError(path, ORIGIN_RULE, value);
+  const parsed = typeof value === "string" ? parseAllowedOrigin(value) : undefined;
+  if (parsed === undefined || parsed.includes("*")) throw new ValidationError(path, ORIGIN_RULE, value);
+  return parsed;
 };
 
 /**

@@ -342,7 +342,10 @@ export class Catalog {
       configuration: registration.view,
       success: execution.success,
       timestamp: execution.timestamp,
-      message: redactMessage(execution.message, headersOf(registration.definition)),
+      // A success says `success`: only failure messages quote what a target or command said.
+      message: execution.success
+        ? execution.message
+        : redactMessage(execution.message, headersOf(registration.definition)),
       duration: execution.duration,
       ...(registration.labels === undefined ? {} : { labels: registration.labels }),
     };
