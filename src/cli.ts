@@ -13,7 +13,14 @@ import { sectionOf } from "./platform/module.js";
 import { ValidationError } from "./platform/validation.js";
 import { hashPassword, UserStore, userDescription, userName, userPassword, userRole } from "./registry/index.js";
 import { allMigrations, buildServer, modules } from "./server.js";
-import { formatStreamTestResults, loadStreamDirectories, runStreamTests, streamsModule } from "./streams/index.js";
+import {
+  declarationsOf,
+  formatStreamTestResults,
+  loadStreamDirectories,
+  NO_DECLARATIONS,
+  runStreamTests,
+  streamsModule,
+} from "./streams/index.js";
 
 /** Exit codes of platform.md §1. */
 const EXIT_OK = 0;
@@ -65,11 +72,13 @@ async function serve(options: { config?: string }): Promise<void> {
     stopping = true;
     app.log.info({ signal }, "stopping");
     // In-flight requests get STOP_GRACE_MS; then their connections are cut so the stop completes.
+    // The outputs' drain (streams.drain-timeout) comes on top of the deadline.
+    const drainMs = sectionOf(config, streamsModule)?.["drain-timeout"].milliseconds ?? 0;
     setTimeout(() => app.server.closeAllConnections(), STOP_GRACE_MS).unref();
     setTimeout(() => {
       app.log.error("stop did not complete in time");
       process.exit(EXIT_FAILURE);
-    }, STOP_DEADLINE_MS).unref();
+    }, STOP_DEADLINE_MS + drainMs).unref();
     server.close().then(
       () => {
         app.log.info("stopped");
@@ -189,14 +198,15 @@ async function createUser(options: {
 
 async function testStreams(files: string[], options: { config?: string }): Promise<void> {
   const config = await configFrom(options.config);
-  const directories = sectionOf(config, streamsModule)?.directories ?? [];
+  const section = sectionOf(config, streamsModule);
+  const declarations = section === undefined ? NO_DECLARATIONS : declarationsOf(section);
   let streams: Awaited<ReturnType<typeof loadStreamDirectories>>;
   try {
-    streams = await loadStreamDirectories(directories);
+    streams = await loadStreamDirectories(section?.directories ?? [], declarations);
   } catch (error) {
     fail((error as Error).message, EXIT_FAILURE);
   }
-  const { text, ok } = formatStreamTestResults(await runStreamTests(streams, files));
+  const { text, ok } = formatStreamTestResults(await runStreamTests(streams, files, declarations));
   process.stdout.write(text);
   process.exit(ok ? EXIT_OK : EXIT_FAILURE);
 }

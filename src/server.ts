@@ -44,6 +44,27 @@ function answerFrameworkError(error: FastifyError, reply: FastifyReply): void {
   }
 }
 
+/**
+ * Closes the connection of every request that came in as an HTTP upgrade and was answered with
+ * plain HTTP (a refusal, an unknown route, a route that is not a WebSocket). Node hands such a
+ * request to the server's `upgrade` listener (the WebSocket plugin's), which detaches the
+ * connection from the HTTP server: nothing reads it any more, keep-alive and timeouts no longer
+ * apply, so it would stay open, even after the client left. A successful WebSocket upgrade never
+ * reaches `onResponse` (its reply is hijacked).
+ */
+function closeAnsweredUpgrades(app: FastifyInstance): void {
+  app.addHook("onResponse", (request, _reply, done) => {
+    // Node sets `upgrade` on requests it handed to an `upgrade` listener (@types/node omits it).
+    if ("upgrade" in request.raw && request.raw.upgrade === true) request.raw.socket.destroy();
+    done();
+  });
+}
+
+/** A URL with the value of any `token` query parameter (WebSocket subscriptions) redacted for logs. */
+export function withoutToken(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, "$1<redacted>");
+}
+
 /** Every migration of the platform and of `moduleList`, so a database is created complete. */
 export function allMigrations(moduleList: readonly AnyModule[] = modules): Record<string, Migration> {
   const migrations: Record<string, Migration> = { ...platformMigrations };
@@ -157,10 +178,11 @@ async function setUp(
   installErrorHandling(app);
   installHostAndOriginChecks(app, new HostOriginPolicy(config.http));
   installHttpMetrics(app, metrics, exposition);
+  closeAnsweredUpgrades(app);
   if (app.log.level === "debug" || app.log.level === "trace") {
     app.addHook("onResponse", (request, reply, done) => {
       request.log.debug(
-        { method: request.method, url: request.url, status: reply.statusCode, ms: reply.elapsedTime },
+        { method: request.method, url: withoutToken(request.url), status: reply.statusCode, ms: reply.elapsedTime },
         "request completed",
       );
       done();

@@ -1,8 +1,10 @@
+import { connect } from "node:net";
 import { Counter } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { defineModule } from "../src/platform/module.js";
 import { string, withDefault } from "../src/platform/validation.js";
 import type { VigieServer } from "../src/server.js";
+import { streamsModule } from "../src/streams/index.js";
 import { startTestServer } from "./support/server.js";
 
 const hello = defineModule({
@@ -69,5 +71,31 @@ describe("server", () => {
     expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/hello\/:name"\} 2/);
     expect(text).not.toContain("/hello/ann");
     expect(text).toContain("hello_greetings_total 2");
+  });
+
+  it("closes a connection that asked for an upgrade once it is answered with plain HTTP", async () => {
+    server = await startTestServer({ modules: [hello, streamsModule] });
+    await server.app.listen({ host: "127.0.0.1", port: 0 });
+    const address = server.app.server.address();
+    const port = typeof address === "object" && address !== null ? address.port : 0;
+    for (const [path, host, status] of [
+      ["/hello/ann", "127.0.0.1", 200],
+      ["/nowhere", "127.0.0.1", 404],
+      ["/hello/ann", "evil.example", 421],
+    ] as const) {
+      const socket = connect(port, "127.0.0.1");
+      socket.write(
+        `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+      );
+      let answer = "";
+      socket.on("data", (chunk) => {
+        answer += chunk;
+      });
+      // The server ends the connection itself, well before any idle timeout.
+      const started = Date.now();
+      await new Promise((resolve) => socket.once("close", resolve));
+      expect(answer).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(Date.now() - started).toBeLessThan(2_000);
+    }
   });
 });

@@ -74,6 +74,11 @@ export interface GuardOptions {
    * token before the registry is asked; true lets the request through without a principal.
    */
   readonly alsoAccept?: (token: string) => boolean;
+  /**
+   * A query parameter that may carry the token when `Authorization` is absent: browsers cannot set
+   * headers on a WebSocket upgrade. The URL then holds a secret, so it must never be logged.
+   */
+  readonly queryParameter?: string;
 }
 
 /** The authentication hook point: one per server, shared by every module. */
@@ -115,13 +120,18 @@ export class Auth {
 
   /**
    * A preHandler that lets a request through only with a registry token of an active user having
-   * `role` (an admin has every role), or with a token `alsoAccept` recognises. Answers 401 `missing
+   * `role` (an admin has every role), or with a token `alsoAccept` recognises. The token comes from
+   * `Authorization`, else from the `queryParameter` of the URL when one is named. Answers 401 `missing
    * token` / `invalid token` / `token expired`, 403 `user is not active` / `forbidden`.
    */
   require(role: Role, options: GuardOptions = {}): preHandlerHookHandler {
-    const { alsoAccept } = options;
+    const { alsoAccept, queryParameter } = options;
     return (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
-      const token = readToken(request.headers.authorization);
+      let token = readToken(request.headers.authorization);
+      if (token === undefined && queryParameter !== undefined) {
+        const value = (request.query as Record<string, unknown> | undefined)?.[queryParameter];
+        if (typeof value === "string" && value !== "") token = value;
+      }
       if (token !== undefined && alsoAccept?.(token)) return done();
       const result = this.check(token, role);
       if (result instanceof Promise) {

@@ -176,14 +176,14 @@ export function parseConfig(
     const parsed = validate(copy, "") as Record<string, unknown>;
     const sections: Record<string, ModuleSection> = {};
     for (const module of modules) sections[module.name] = parsed[module.name] as ModuleSection;
-    return {
+    const platform: PlatformConfig = {
       http: parsed.http as PlatformConfig["http"],
       "log-level": parsed["log-level"] as PlatformConfig["log-level"],
       database: parsed.database as PlatformConfig["database"],
       security: parsed.security as PlatformConfig["security"],
-      modules: sections,
-      ...(file === undefined ? {} : { file }),
     };
+    for (const module of modules) module.check?.(sections[module.name] as ModuleSection, platform);
+    return { ...platform, modules: sections, ...(file === undefined ? {} : { file }) };
   } catch (error) {
     if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
     throw error;

@@ -12,7 +12,7 @@ import type { FastifyBaseLogger, FastifyPluginAsync, preHandlerHookHandler } fro
 import type { Migration } from "kysely";
 import type { Registry } from "prom-client";
 import type { Auth } from "./auth.js";
-import type { ModuleSection, VigieConfig } from "./config.js";
+import type { ModuleSection, PlatformConfig, VigieConfig } from "./config.js";
 import type { Database } from "./database.js";
 import type { Exposition } from "./metrics.js";
 import type { Shape } from "./validation.js";
@@ -59,6 +59,12 @@ export interface VigieModule<S extends Shape = Shape> {
   readonly configShape: S;
   /** Environment variables overriding keys of the section: `{VIGIE_X: "challenge.secret"}`. */
   readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Rules that tie the section to the platform keys (`security.require-token`), run by
+   * `parseConfig` after every section validated, so `vigie config check` reports them too.
+   * @throws ValidationError naming the key of the section (`streams.riemann.tls-ca`)
+   */
+  readonly check?: (section: ModuleSection<S>, platform: PlatformConfig) => void;
   /** Migrations by unique name `<module>-<4-digit number>-<what>`; run even when disabled. */
   readonly migrations: Readonly<Record<string, Migration>>;
   /** Registers the module's routes; called only when the module is enabled. */

@@ -6,6 +6,7 @@
 import type { Predicate } from "./condition.js";
 import type { EdnValue } from "./edn.js";
 import type { Event } from "./event.js";
+import type { Declarations } from "./io.js";
 import type { StreamIndex } from "./stream-index.js";
 
 /** What flows between actions: one event, or a list of events (from a window). */
@@ -57,6 +58,14 @@ export interface Runtime {
    * resolved once when the action is built so that counting costs one call.
    */
   dropped(action: string): () => void;
+  /** The sink of a declared output (see StreamIo.output), resolved when the action is built. */
+  output(name: string): (value: Flow) => void;
+  /** The publisher of a channel (see StreamIo.publish), resolved when the action is built. */
+  publish(channel: string): (value: Flow) => void;
+  /** The enqueuer of a declared async queue (see StreamIo.asyncQueue). */
+  asyncQueue(name: string): (next: Next, value: Flow) => void;
+  /** False under `vigie stream test`, where `io` discards. */
+  readonly runsIo: boolean;
 }
 
 /** Builds a fresh instance of a compiled action (and its children) for a runtime. */
@@ -68,9 +77,10 @@ export interface ActionDefinition {
    * @param params the node's `:params` (EDN), already known to be a sequence
    * @param children the compiled children
    * @param path the node's path for errors (`actions.children[0]`)
+   * @param declarations the outputs and async queues the configuration declares
    * @throws CompileError when the params are invalid
    */
-  compile(params: readonly EdnValue[], children: readonly Builder[], path: string): Builder;
+  compile(params: readonly EdnValue[], children: readonly Builder[], path: string, declarations: Declarations): Builder;
   /** Leaf actions refuse children. */
   readonly leaf?: boolean;
 }

@@ -7,6 +7,7 @@ import type { Builder } from "./action.js";
 import { actionNamed, LATER_ACTIONS } from "./actions/catalogue.js";
 import { CompileError } from "./compile-error.js";
 import { type EdnValue, isKeyword, isMap, mapGet, sequenceItems } from "./edn.js";
+import { type Declarations, NO_DECLARATIONS } from "./io.js";
 
 /** A compiled stream configuration. */
 export interface CompiledConfig {
@@ -28,14 +29,15 @@ function flagOf(config: { map: Array<[EdnValue, EdnValue]> }, name: string): boo
 /**
  * Compiles the top map of a stream configuration `{:actions {...} :default bool :persist bool}`.
  * Other keys of the top map are kept (and returned by GET) but not interpreted.
+ * @param declarations the outputs and async queues that `output` and `async-queue` may name
  * @throws CompileError naming the node path and the problem
  */
-export function compileConfig(config: EdnValue): CompiledConfig {
+export function compileConfig(config: EdnValue, declarations: Declarations = NO_DECLARATIONS): CompiledConfig {
   if (!isMap(config)) throw new CompileError("", "the configuration must be an EDN map");
   const actions = mapGet(config, "actions");
   if (actions === undefined) throw new CompileError("", "the configuration needs :actions");
   return {
-    build: compileNode(actions, "actions"),
+    build: compileNode(actions, "actions", declarations),
     default: flagOf(config, "default"),
     persist: flagOf(config, "persist"),
   };
@@ -46,7 +48,7 @@ export function compileConfig(config: EdnValue): CompiledConfig {
  * `:description` is informational; `:children` may be a vector or a list (Mirabelle's compiler
  * writes lists).
  */
-export function compileNode(node: EdnValue, path: string): Builder {
+export function compileNode(node: EdnValue, path: string, declarations: Declarations = NO_DECLARATIONS): Builder {
   if (!isMap(node)) throw new CompileError(path, "an action must be a map with :action");
   const name = mapGet(node, "action");
   if (!isKeyword(name)) throw new CompileError(path, ":action must be a keyword");
@@ -66,6 +68,6 @@ export function compileNode(node: EdnValue, path: string): Builder {
   if (definition.leaf && childNodes.length > 0) {
     throw new CompileError(path, `:${name.key} is a leaf action and takes no children`);
   }
-  const children = childNodes.map((child, index) => compileNode(child, `${path}.children[${index}]`));
-  return definition.compile(params, children, path);
+  const children = childNodes.map((child, index) => compileNode(child, `${path}.children[${index}]`, declarations));
+  return definition.compile(params, children, path, declarations);
 }

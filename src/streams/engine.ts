@@ -14,6 +14,7 @@ import {
 import { type CompiledConfig, compileConfig } from "./compiler.js";
 import { type EdnValue, toEdn } from "./edn.js";
 import type { Event } from "./event.js";
+import { detachedIo, type StreamIo } from "./io.js";
 import type { FileStream } from "./storage.js";
 import { StreamIndex } from "./stream-index.js";
 
@@ -55,6 +56,7 @@ export class Stream {
     engine: StreamEngine,
     hooks: EngineHooks,
     limits: StreamLimits,
+    io: StreamIo,
   ) {
     this.index = new StreamIndex(limits.indexSize);
     this.#countEvents = hooks.events?.(name) ?? nothing;
@@ -67,6 +69,10 @@ export class Stream {
       log: (level, value) => hooks.log?.(level, name, value),
       tap: (tapName, value) => hooks.tap?.(name, tapName, value),
       dropped: (action) => hooks.dropped?.(name, action) ?? nothing,
+      output: (output) => io.output(output, name),
+      publish: (channel) => io.publish(channel, name),
+      asyncQueue: (queue) => io.asyncQueue(queue, name),
+      runsIo: io.runsIo,
     };
     this.#entry = compiled.build(runtime);
   }
@@ -111,7 +117,17 @@ export class StreamEngine {
     readonly hooks: EngineHooks = {},
     /** The bounds of every stream's state. */
     readonly limits: StreamLimits = DEFAULT_STREAM_LIMITS,
+    /** Where `output`, `publish` and `async-queue` send events, and the names they may use. */
+    readonly io: StreamIo = detachedIo(),
   ) {}
+
+  /**
+   * Compiles a configuration against the engine's declared outputs and async queues.
+   * @throws CompileError naming the node and the problem
+   */
+  compile(config: EdnValue): CompiledConfig {
+    return compileConfig(config, this.io.declarations);
+  }
 
   /**
    * Compiles and starts a stream, replacing any stream of that name (the new one starts with fresh
@@ -119,9 +135,9 @@ export class StreamEngine {
    * @param compiled the configuration compiled already, when the caller did
    * @throws CompileError when the configuration does not compile (nothing changes then)
    */
-  add(name: string, config: EdnValue, origin: StreamOrigin, compiled = compileConfig(config)): Stream {
+  add(name: string, config: EdnValue, origin: StreamOrigin, compiled = this.compile(config)): Stream {
     if (this.#streams.has(name)) this.hooks.forget?.(name);
-    const stream = new Stream(name, config, compiled, origin, this, this.hooks, this.limits);
+    const stream = new Stream(name, config, compiled, origin, this, this.hooks, this.limits, this.io);
     this.#streams.set(name, stream);
     this.#refreshDefaults();
     return stream;

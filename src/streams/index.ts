@@ -1,69 +1,122 @@
 /**
- * The streams module (streams.md): named streams compiled from EDN configurations, an index per
- * stream, stream directories loaded at start-up and reloaded on SIGHUP, Prometheus remote write and
- * OpenTelemetry traces ingestion.
+ * The streams module (streams.md, streams-io.md): named streams compiled from EDN configurations,
+ * an index per stream, stream directories loaded at start-up and reloaded on SIGHUP, Prometheus
+ * remote write and OpenTelemetry traces ingestion, the Riemann protocol input, outputs, async
+ * queues and WebSocket publish/subscribe.
  */
 import { defineModule } from "../platform/module.js";
-import { array, integer, size, string, withDefault } from "../platform/validation.js";
-import { DEFAULT_STREAM_LIMITS, type StreamLimits } from "./action.js";
+import { ValidationError } from "../platform/validation.js";
+import type { StreamLimits } from "./action.js";
+import { AsyncQueues } from "./async-queues.js";
+import { ChannelHub } from "./channels.js";
+import { streamsShape } from "./config.js";
 import { applyFileStreams, StreamEngine } from "./engine.js";
-import { ingestionCounters, metricHooks } from "./metrics.js";
+import { declarationsOf, type StreamIo } from "./io.js";
+import {
+  asyncQueueMetrics,
+  channelMetrics,
+  ingestionCounters,
+  metricHooks,
+  outputMetrics,
+  riemannMetrics,
+} from "./metrics.js";
+import { Outputs } from "./outputs/outputs.js";
+import { RiemannServer } from "./riemann/server.js";
+import { channelRoutes } from "./routes/channels.js";
 import { ingestionRoutes } from "./routes/ingestion.js";
 import { streamRoutes } from "./routes/streams.js";
 import { loadStreamDirectories, streamsMigrations } from "./storage.js";
 
+export { streamsShape } from "./config.js";
+export { declarationsOf, NO_DECLARATIONS } from "./io.js";
 export { loadStreamDirectories } from "./storage.js";
 export { formatStreamTestResults, runStreamTests } from "./stream-test.js";
-
-/** The streams section of the configuration. */
-export const streamsShape = {
-  /** Directories of streams files; the first one receives streams created with `:persist true`. */
-  directories: withDefault(array(string({ min: 1 })), [] as string[]),
-  /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (platform.md §2). */
-  "ingestion-body-limit": withDefault(size(), 32 * 1024 * 1024),
-  /** The bounds of a stream's state (platform.md §8); see {@link StreamLimits}. */
-  "max-index-size": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.indexSize),
-  "max-forks": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.forks),
-  "max-window-events": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.windowEvents),
-};
 
 /**
  * The module, for the `modules` list of src/server.ts. Its plugin loads the stream directories,
  * reloads them on SIGHUP (every file read and compiled before anything changes, so an invalid file
- * changes nothing), and serves the stream, index and ingestion routes (behind the API guard with
- * `security.require-token`).
+ * changes nothing), serves the stream, index, ingestion and channel routes (behind the API guard
+ * with `security.require-token`), starts the outputs, async queues and the Riemann input, and on
+ * close stops the Riemann input, runs what the async queues hold and drains the outputs for at most
+ * `streams.drain-timeout`.
  */
 export const streamsModule = defineModule({
   name: "streams",
   configShape: streamsShape,
   migrations: streamsMigrations,
+  check(section, platform) {
+    const riemann = section.riemann;
+    // Riemann's protocol carries no credentials: only client certificates can stand for a token.
+    if (section.enabled && riemann.enabled && platform.security["require-token"] && riemann["tls-ca"] === undefined) {
+      throw new ValidationError(
+        "streams.riemann.tls-ca",
+        "is required when security.require-token is true: the Riemann protocol carries no token, so the input needs TLS with client certificates (tls-cert, tls-key, tls-ca)",
+      );
+    }
+  },
   plugin: async (app, { context, section, onReload }) => {
     const limits: StreamLimits = {
       indexSize: section["max-index-size"],
       forks: section["max-forks"],
       windowEvents: section["max-window-events"],
     };
-    const running: StreamEngine = new StreamEngine(
-      metricHooks(context.metrics, context.logger, () => running),
-      limits,
-    );
-    applyFileStreams(running, await loadStreamDirectories(section.directories));
+    const hooks = metricHooks(context.metrics, context.logger, () => engine);
+    const outputs: Outputs = new Outputs(section.outputs, {
+      metrics: outputMetrics(context.metrics, () => outputs.queued()),
+      logger: context.logger,
+    });
+    const hub: ChannelHub = new ChannelHub({
+      metrics: channelMetrics(context.metrics, () => hub.subscriberCounts()),
+      maxSubscribers: section["max-subscribers"],
+    });
+    const queueMetrics = asyncQueueMetrics(context.metrics, () => queues.backlog());
+    const queues: AsyncQueues = new AsyncQueues(section["async-queues"], {
+      dropped: (queue) => queueMetrics.dropped(queue),
+      failed: (stream) => hooks.dropped?.(stream, "async-queue") ?? (() => {}),
+    });
+    const io: StreamIo = {
+      declarations: declarationsOf(section),
+      output: (name) => outputs.sink(name),
+      publish: (channel) => hub.publisher(channel),
+      asyncQueue: (name, stream) => queues.enqueuer(name, stream),
+      runsIo: true,
+    };
+    const engine: StreamEngine = new StreamEngine(hooks, limits, io);
+    applyFileStreams(engine, await loadStreamDirectories(section.directories, io.declarations));
     onReload(async (fresh) => {
-      applyFileStreams(running, await loadStreamDirectories(fresh.directories));
+      applyFileStreams(engine, await loadStreamDirectories(fresh.directories, io.declarations));
+    });
+
+    const riemann = section.riemann.enabled
+      ? new RiemannServer(section.riemann, engine, { metrics: riemannMetrics(context.metrics), logger: context.logger })
+      : undefined;
+    await riemann?.listen();
+    app.addHook("onClose", async () => {
+      await riemann?.close();
+      queues.flush();
+      await outputs.drain(section["drain-timeout"].milliseconds);
+      hub.close();
     });
 
     const guard = context.apiGuard;
     await app.register(ingestionRoutes, {
-      engine: running,
+      engine,
       counters: ingestionCounters(context.metrics),
       bodyLimit: section["ingestion-body-limit"],
       guard,
     });
     await streamRoutes(app, {
-      engine: running,
+      engine,
       persistDirectory: section.directories[0],
       ingestionBodyLimit: section["ingestion-body-limit"],
       guard,
+    });
+    await channelRoutes(app, {
+      hub,
+      // Browsers cannot set headers on a WebSocket: the token may also come as ?token=.
+      guard: context.config.security["require-token"]
+        ? context.auth.require("tech", { queryParameter: "token" })
+        : undefined,
     });
   },
 });

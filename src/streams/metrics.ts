@@ -1,12 +1,12 @@
 /**
- * The streams metrics of streams.md §10: `stream_events_total{stream}`,
+ * The streams metrics: streams.md §10 (`stream_events_total{stream}`,
  * `stream_dropped_events_total{stream,action}` and `stream_index_size{stream}`, which the engine
- * feeds, and `remote_write_samples_total{stream}` and `otlp_spans_total{stream}`, which the
- * ingestion routes feed. Label children are resolved once per stream or action, so counting costs
- * one call.
+ * feeds; `remote_write_samples_total{stream}` and `otlp_spans_total{stream}`, which the ingestion
+ * routes feed) and streams-io.md (outputs, publish/subscribe, async queues, Riemann input). Label
+ * children are resolved once per stream, action, output or channel, so counting costs one call.
  */
 import type { FastifyBaseLogger } from "fastify";
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { EngineHooks, StreamEngine } from "./engine.js";
 
 /**
@@ -66,7 +66,7 @@ export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engin
 /** A counter child per name, resolved once per name. */
 export type CounterByName = (name: string) => { inc(value: number): void };
 
-function counterByName(counter: Counter<"stream">): CounterByName {
+function counterByLabel<L extends string>(counter: Counter<L>): CounterByName {
   const children = new Map<string, { inc(value: number): void }>();
   return (name) => {
     let child = children.get(name);
@@ -89,7 +89,7 @@ export interface IngestionCounters {
 /** Registers the ingestion counters in `registry`. */
 export function ingestionCounters(registry: Registry): IngestionCounters {
   return {
-    samples: counterByName(
+    samples: counterByLabel(
       new Counter({
         name: "remote_write_samples_total",
         help: "Samples received through Prometheus remote write and pushed into streams, by stream name of the URL.",
@@ -97,7 +97,7 @@ export function ingestionCounters(registry: Registry): IngestionCounters {
         registers: [registry],
       }),
     ),
-    spans: counterByName(
+    spans: counterByLabel(
       new Counter({
         name: "otlp_spans_total",
         help: "Spans received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
@@ -105,5 +105,198 @@ export function ingestionCounters(registry: Registry): IngestionCounters {
         registers: [registry],
       }),
     ),
+  };
+}
+
+/** How an event handed to an output ended (streams-io.md §1). */
+export type OutputOutcome = "sent" | "dropped-queue-full" | "dropped-rejected" | "dropped-retries-exhausted";
+
+/** The outputs' metrics of streams-io.md §1; every getter is resolved once per output. */
+export interface OutputMetrics {
+  /** `stream_output_events_total{output,outcome}`: adds a count of events. */
+  events(output: string, outcome: OutputOutcome): (count: number) => void;
+  /** `stream_output_retries_total{output}`: one more retried request. */
+  retries(output: string): () => void;
+  /** `stream_output_request_duration_seconds{output}`: observes one request, in seconds. */
+  requestDuration(output: string): (seconds: number) => void;
+}
+
+/**
+ * Registers the outputs' metrics; `queued` is read at scrape time for
+ * `stream_output_queue_events{output}` (events waiting in each output's queue, batch in flight
+ * included).
+ */
+export function outputMetrics(registry: Registry, queued: () => Iterable<readonly [string, number]>): OutputMetrics {
+  const events = new Counter({
+    name: "stream_output_events_total",
+    help: "Events handed to an output, by how they ended: sent, dropped-queue-full, dropped-rejected, dropped-retries-exhausted.",
+    labelNames: ["output", "outcome"] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: "stream_output_queue_events",
+    help: "Events waiting in an output's queue (the batch being sent included).",
+    labelNames: ["output"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [output, count] of queued()) this.set({ output }, count);
+    },
+  });
+  const durations = new Histogram({
+    name: "stream_output_request_duration_seconds",
+    help: "Duration of an output's requests (or file writes), in seconds, whatever their outcome.",
+    labelNames: ["output"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: "stream_output_retries_total",
+    help: "Requests of an output sent again after a network error, a timeout, a 5xx or a 429.",
+    labelNames: ["output"] as const,
+    registers: [registry],
+  });
+  return {
+    events(output, outcome) {
+      const child = events.labels(output, outcome);
+      return (count) => child.inc(count);
+    },
+    retries(output) {
+      const child = retries.labels(output);
+      return () => child.inc();
+    },
+    requestDuration(output) {
+      const child = durations.labels(output);
+      return (seconds) => child.observe(seconds);
+    },
+  };
+}
+
+/** The publish/subscribe metrics of streams-io.md §3, resolved once per channel. */
+export interface ChannelMetrics {
+  /** `stream_published_events_total{channel}`: events sent to a channel's subscribers. */
+  published(channel: string): () => void;
+  /** `stream_publish_dropped_total{channel}`: events a slow subscriber missed. */
+  dropped(channel: string): () => void;
+}
+
+/**
+ * Registers the publish/subscribe metrics; `subscribers` is read at scrape time for
+ * `stream_subscribers{channel}` (channels without subscribers are left out).
+ */
+export function channelMetrics(
+  registry: Registry,
+  subscribers: () => Iterable<readonly [string, number]>,
+): ChannelMetrics {
+  new Gauge({
+    name: "stream_subscribers",
+    help: "WebSocket subscribers of a channel.",
+    labelNames: ["channel"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [channel, count] of subscribers()) this.set({ channel }, count);
+    },
+  });
+  const published = counterByLabel(
+    new Counter({
+      name: "stream_published_events_total",
+      help: "Events published to a channel that had at least one subscriber.",
+      labelNames: ["channel"] as const,
+      registers: [registry],
+    }),
+  );
+  const dropped = counterByLabel(
+    new Counter({
+      name: "stream_publish_dropped_total",
+      help: "Events a subscriber missed because its socket buffer held more than 1 MiB.",
+      labelNames: ["channel"] as const,
+      registers: [registry],
+    }),
+  );
+  return {
+    published(channel) {
+      const child = published(channel);
+      return () => child.inc(1);
+    },
+    dropped(channel) {
+      const child = dropped(channel);
+      return () => child.inc(1);
+    },
+  };
+}
+
+/** The async queues' metrics of streams-io.md §4. */
+export interface AsyncQueueMetrics {
+  /** `stream_async_queue_dropped_total{queue}`: one more event dropped by a full queue. */
+  dropped(queue: string): () => void;
+}
+
+/**
+ * Registers the async queues' metrics; `backlog` is read at scrape time for
+ * `stream_async_queue_events{queue}`.
+ */
+export function asyncQueueMetrics(
+  registry: Registry,
+  backlog: () => Iterable<readonly [string, number]>,
+): AsyncQueueMetrics {
+  new Gauge({
+    name: "stream_async_queue_events",
+    help: "Entries (events or window lists) waiting in an async queue.",
+    labelNames: ["queue"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [queue, count] of backlog()) this.set({ queue }, count);
+    },
+  });
+  const dropped = new Counter({
+    name: "stream_async_queue_dropped_total",
+    help: "Entries an async queue dropped because it was full.",
+    labelNames: ["queue"] as const,
+    registers: [registry],
+  });
+  return {
+    dropped(queue) {
+      const child = dropped.labels(queue);
+      return () => child.inc();
+    },
+  };
+}
+
+/** The Riemann protocol input's metrics of streams-io.md §5. */
+export interface RiemannMetrics {
+  /** `riemann_connections`: one more (+1) or one fewer (-1) open connection. */
+  connections(delta: 1 | -1): void;
+  /** `riemann_messages_total{outcome}`: a message answered `ok: true` or `ok: false`. */
+  message(outcome: "ok" | "error"): void;
+  /** `riemann_events_total`: events received and pushed into streams. */
+  events(count: number): void;
+}
+
+/** Registers the Riemann metrics. */
+export function riemannMetrics(registry: Registry): RiemannMetrics {
+  const connections = new Gauge({
+    name: "riemann_connections",
+    help: "Open connections of the Riemann protocol input.",
+    registers: [registry],
+  });
+  const messages = new Counter({
+    name: "riemann_messages_total",
+    help: "Riemann protocol messages answered, by outcome (ok: true or error).",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  });
+  const ok = messages.labels("ok");
+  const error = messages.labels("error");
+  const events = new Counter({
+    name: "riemann_events_total",
+    help: "Events received through the Riemann protocol and pushed into streams.",
+    registers: [registry],
+  });
+  return {
+    connections: (delta) => connections.inc(delta),
+    message: (outcome) => (outcome === "ok" ? ok : error).inc(),
+    events: (count) => events.inc(count),
   };
 }

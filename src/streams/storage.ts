@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { Migration } from "kysely";
 import { compileConfig } from "./compiler.js";
 import { type EdnValue, isMap, nameOf, parseEdn, toEdn } from "./edn.js";
+import { type Declarations, NO_DECLARATIONS } from "./io.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "./names.js";
 
 /** The module's migrations: none, streams keep nothing in the database. */
@@ -35,9 +36,13 @@ export class StreamFileError extends Error {
 /**
  * Reads, parses and compiles every streams file of the directories (missing directories count as
  * empty), so that a caller can apply all of them or none.
+ * @param declarations the outputs and async queues the streams may name
  * @throws StreamFileError for unreadable or invalid files, invalid names, duplicate stream names
  */
-export async function loadStreamDirectories(directories: readonly string[]): Promise<Map<string, FileStream>> {
+export async function loadStreamDirectories(
+  directories: readonly string[],
+  declarations: Declarations = NO_DECLARATIONS,
+): Promise<Map<string, FileStream>> {
   const streams = new Map<string, FileStream>();
   for (const directory of directories) {
     let entries: string[];
@@ -49,7 +54,7 @@ export async function loadStreamDirectories(directories: readonly string[]): Pro
     }
     for (const entry of entries) {
       const file = join(directory, entry);
-      for (const stream of parseStreamsFile(file, await readFile(file, "utf8"))) {
+      for (const stream of parseStreamsFile(file, await readFile(file, "utf8"), declarations)) {
         const previous = streams.get(stream.name);
         if (previous !== undefined) {
           throw new StreamFileError(file, `stream ${stream.name} is also defined in ${previous.file}`);
@@ -65,7 +70,11 @@ export async function loadStreamDirectories(directories: readonly string[]): Pro
  * Parses and compiles the streams of one file's text.
  * @throws StreamFileError naming the file
  */
-export function parseStreamsFile(file: string, text: string): FileStream[] {
+export function parseStreamsFile(
+  file: string,
+  text: string,
+  declarations: Declarations = NO_DECLARATIONS,
+): FileStream[] {
   let value: EdnValue;
   try {
     value = parseEdn(text);
@@ -80,7 +89,7 @@ export function parseStreamsFile(file: string, text: string): FileStream[] {
       throw new StreamFileError(file, `stream name ${toEdn(key)} ${STREAM_NAME_RULE} and is not "default"`);
     }
     try {
-      compileConfig(config);
+      compileConfig(config, declarations);
     } catch (error) {
       throw new StreamFileError(file, `stream ${name}: ${(error as Error).message}`);
     }

@@ -5,13 +5,16 @@
  * streams start fresh; inputs go to the target stream or else to the default streams; `tap` actions
  * record what reaches them (a list is recorded as one element); every listed tap must equal its
  * expected values. Inputs are pushed as written: no `time` is added, so tests are deterministic.
+ * `output` and `publish` record into the tap of their name, async queues run inline and `io`
+ * discards (streams.md §4), so a test never contacts an output.
  */
 import { readFile } from "node:fs/promises";
 import { isPlainObject } from "../platform/validation.js";
-import type { Flow } from "./action.js";
+import { DEFAULT_STREAM_LIMITS, type Flow } from "./action.js";
 import { type EdnValue, ednToJson, isMap, mapGet, nameOf, parseEdn, sequenceItems, toEdn } from "./edn.js";
 import { StreamEngine } from "./engine.js";
 import { valuesEqual } from "./event.js";
+import { type Declarations, NO_DECLARATIONS, testIo } from "./io.js";
 import type { FileStream } from "./storage.js";
 
 /** One tap whose recorded values differ from the expected ones. */
@@ -32,6 +35,7 @@ export interface StreamTestResult {
 
 function runOne(
   streams: ReadonlyMap<string, FileStream>,
+  declarations: Declarations,
   file: string,
   name: string,
   test: EdnValue,
@@ -46,14 +50,13 @@ function runOne(
   if (!isMap(taps)) return fail(":taps must be a map from tap name to expected values");
 
   const recorded = new Map<string, Flow[]>();
-  const engine = new StreamEngine({
-    tap: (_stream, tap, value) => {
-      const values = recorded.get(tap) ?? [];
-      // Record a copy: later actions must not change what the tap saw.
-      values.push(structuredClone(value));
-      recorded.set(tap, values);
-    },
-  });
+  const tap = (_stream: string, name: string, value: Flow) => {
+    const values = recorded.get(name) ?? [];
+    // Record a copy: later actions must not change what the tap saw.
+    values.push(structuredClone(value));
+    recorded.set(name, values);
+  };
+  const engine = new StreamEngine({ tap }, DEFAULT_STREAM_LIMITS, testIo(declarations, tap));
   for (const stream of streams.values()) engine.add(stream.name, stream.config, { kind: "file", file: stream.file });
 
   const targetValue = mapGet(test, "target");
@@ -76,12 +79,16 @@ function runOne(
 }
 
 /**
- * Runs every test of the files against `streams`.
+ * Runs every test of the files against `streams`. `output` and `publish` record into the tap of
+ * their name, async queues run inline and `io` discards: nothing is contacted.
+ * @param declarations the outputs and async queues of the configuration (the streams were
+ *   compiled against them)
  * @returns one result per test, in file order then test order
  */
 export async function runStreamTests(
   streams: ReadonlyMap<string, FileStream>,
   files: readonly string[],
+  declarations: Declarations = NO_DECLARATIONS,
 ): Promise<StreamTestResult[]> {
   const results: StreamTestResult[] = [];
   for (const file of files) {
@@ -101,7 +108,8 @@ export async function runStreamTests(
       });
       continue;
     }
-    for (const [key, test] of tests.map) results.push(runOne(streams, file, nameOf(key) ?? toEdn(key), test));
+    for (const [key, test] of tests.map)
+      results.push(runOne(streams, declarations, file, nameOf(key) ?? toEdn(key), test));
   }
   return results;
 }

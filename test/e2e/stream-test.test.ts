@@ -70,4 +70,65 @@ describe("vigie stream test", () => {
       `streams file ${join(directory, "broken.edn")}: stream s: invalid stream config: actions: unknown action :fooo`,
     );
   });
+
+  it("records output and publish into taps, runs async queues inline, skips io, and never contacts an output", async () => {
+    const directory = temporaryDirectory();
+    mkdirSync(join(directory, "streams"));
+    writeFileSync(
+      join(directory, "streams", "s.edn"),
+      `{:s {:default true
+            :actions {:action :sdo
+                      :children [{:action :async-queue :params [:slow]
+                                  :children [{:action :output :params [:alerts]}]}
+                                 {:action :publish! :params [:errors]}
+                                 {:action :io :children [{:action :tap :params [:io]}]}]}}}`,
+    );
+    // Port 9 (discard) on loopback: nothing listens, and a test run must not try it anyway.
+    writeFileSync(
+      join(directory, "vigie.yaml"),
+      [
+        "streams:",
+        `  directories: [${join(directory, "streams")}]`,
+        "  outputs:",
+        "    alerts: {type: alertmanager, url: http://127.0.0.1:9}",
+        "  async-queues:",
+        "    slow: {size: 1}",
+        "",
+      ].join("\n"),
+    );
+    writeFileSync(
+      join(directory, "tests.edn"),
+      `{:routed {:input [{:service "a" :state "critical"} {:service "b" :state "ok"}]
+                 :taps {:alerts [{:service "a" :state "critical"} {:service "b" :state "ok"}]
+                        :errors [{:service "a" :state "critical"} {:service "b" :state "ok"}]
+                        :io []}}}`,
+    );
+    const result = await runCli([
+      "stream",
+      "test",
+      "--config",
+      join(directory, "vigie.yaml"),
+      join(directory, "tests.edn"),
+    ]);
+    expect(result.stdout).toBe("All tests successful\n");
+    expect(result.code).toBe(0);
+  });
+
+  it("exits 1 when a stream names an output the configuration does not declare", async () => {
+    const directory = temporaryDirectory();
+    writeFileSync(join(directory, "s.edn"), "{:s {:actions {:action :output :params [:pager]}}}");
+    writeFileSync(join(directory, "vigie.yaml"), `streams:\n  directories: [${directory}]\n`);
+    writeFileSync(join(directory, "tests.edn"), "{}");
+    const result = await runCli([
+      "stream",
+      "test",
+      "--config",
+      join(directory, "vigie.yaml"),
+      join(directory, "tests.edn"),
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      "stream s: invalid stream config: actions: output pager is not declared in streams.outputs",
+    );
+  });
 });

@@ -19,6 +19,7 @@ import type { VigieServer } from "../../src/server.js";
 import { streamsModule } from "../../src/streams/index.js";
 import { freePort, temporaryDirectory } from "../support/process.js";
 import { startTestServer } from "../support/server.js";
+import { rawUpgrade } from "../support/websocket.js";
 import { type FuzzContext, type FuzzRequest, type FuzzRoute, fuzzRoutes } from "./routes.js";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
@@ -28,6 +29,8 @@ const ANSWER_TIMEOUT_MS = 10_000;
 const COMMENTS_TOKEN = "fuzz-comments-admin-token";
 
 let server: VigieServer;
+/** The listening port: WebSocket upgrades need a real connection (`inject()` cannot upgrade). */
+let port = 0;
 let adminToken = "";
 const context: FuzzContext = {
   get adminToken() {
@@ -72,6 +75,9 @@ beforeAll(async () => {
     (await server.app.inject({ method: "POST", url: "/api/v1/stream/fuzz", payload: { config } })).statusCode,
   ).toBe(201);
   adminToken = created.json().token;
+  await server.app.listen({ host: "127.0.0.1", port: 0 });
+  const address = server.app.server.address();
+  port = typeof address === "object" && address !== null ? address.port : 0;
 });
 
 afterAll(async () => {
@@ -86,6 +92,10 @@ async function send(route: FuzzRoute, request: FuzzRequest) {
     timer = setTimeout(() => reject(new Error(`no answer within ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS);
   });
   try {
+    if (request.upgrade === true) {
+      const answer = await Promise.race([rawUpgrade(port, request.path, request.headers), timeout]);
+      return { statusCode: answer.status, body: answer.body };
+    }
     return await Promise.race([
       server.app.inject({
         method: route.method,

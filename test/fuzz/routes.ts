@@ -35,6 +35,11 @@ export interface FuzzRequest {
   readonly path: string;
   readonly payload: Payload;
   readonly headers: Record<string, string>;
+  /**
+   * Sent as a WebSocket upgrade (RFC 6455 §4.1) over a real connection rather than through
+   * `inject()`, so that the route's upgrade path answers it; the payload is left out.
+   */
+  readonly upgrade?: boolean;
 }
 
 /** A route and the requests the fuzz sends it. */
@@ -96,6 +101,8 @@ function requests(
     params?: Readonly<Record<string, readonly string[]>>;
     query?: fc.Arbitrary<string>;
     payload?: fc.Arbitrary<Payload>;
+    /** Whether some requests are WebSocket upgrades (the subscription route). */
+    upgrade?: boolean;
   } = {},
 ): fc.Arbitrary<FuzzRequest> {
   const names = [...url.matchAll(/:([a-z]+)/g)].map((match) => match[1] as string);
@@ -106,13 +113,14 @@ function requests(
       payload: options.payload ?? anyPayload,
       authorization: authorization(context),
       origin,
+      upgrade: options.upgrade === true ? fc.boolean() : fc.constant(false),
     })
-    .map(({ values, query, payload, authorization, origin }) => {
+    .map(({ values, query, payload, authorization, origin, upgrade }) => {
       let path = url;
       names.forEach((name, index) => {
         path = path.replace(`:${name}`, values[index] as string);
       });
-      return { path: `${path}${query}`, payload, headers: { ...authorization, ...origin } };
+      return { path: `${path}${query}`, payload, headers: { ...authorization, ...origin }, upgrade };
     });
 }
 
@@ -394,5 +402,19 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
       payload: jsonPayload(mutated({ query: Buffer.from("[:true]").toString("base64") }, { query: base64Edn })),
     }),
     route("GET", "/api/v1/index/:name/current-time", { params: streamNames }),
+
+    // Half of them real upgrades (opened subscriptions are closed at once), half plain GETs (426).
+    route("GET", "/api/v1/channel/:channel", {
+      params: { channel: ["alerts", "fuzz-index"] },
+      query: queryString(
+        ["query", "token"],
+        fc.oneof(
+          base64Edn.map((value) => percentEncoded(String(value))),
+          fc.constant(percentEncoded(Buffer.from('[:= :host "a"]').toString("base64"))),
+          segment(),
+        ),
+      ),
+      upgrade: true,
+    }),
   ];
 }

@@ -6,9 +6,13 @@ import type { Flow, StreamLimits } from "../../src/streams/action.js";
 import { parseEdn } from "../../src/streams/edn.js";
 import { StreamEngine } from "../../src/streams/engine.js";
 import type { Event } from "../../src/streams/event.js";
+import type { StreamIo } from "../../src/streams/io.js";
 
-/** An engine recording taps, logs and drops; `limits` bounds its streams' state. */
-export function recordingEngine(limits?: StreamLimits) {
+/**
+ * An engine recording taps, logs and drops; `limits` bounds its streams' state, `io` receives what
+ * `output`, `publish` and `async-queue` send (default: nowhere, queues inline).
+ */
+export function recordingEngine(limits?: StreamLimits, io?: StreamIo) {
   const taps = new Map<string, Flow[]>();
   const drops = new Map<string, number>();
   const logs: Array<{ level: string; stream: string; value: Flow }> = [];
@@ -23,6 +27,7 @@ export function recordingEngine(limits?: StreamLimits) {
       log: (level, stream, value) => logs.push({ level, stream, value }),
     },
     limits,
+    io,
   );
   return { engine, taps, drops, logs, tap: (name: string) => taps.get(name) ?? [] };
 }

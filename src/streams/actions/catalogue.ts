@@ -1,11 +1,13 @@
 /**
- * The actions a stream configuration can use, by EDN name (streams.md §4, phase 1). Phase-2 names
- * are known so that using one gives a clear "not implemented" error rather than "unknown action".
+ * The actions a stream configuration can use, by EDN name (streams.md §4: phase 1, and the I/O
+ * actions of phase 2). The other phase-2 names are known so that using one gives a clear "not
+ * implemented" error rather than "unknown action".
  */
 import type { ActionDefinition } from "../action.js";
 import { collCount, collMax, collMean, collMin, collRate, collSum, collWhere } from "./collections.js";
 import { changed, conditionDuration, expired, notExpired, over, taggedAll, throttle, under } from "./filters.js";
 import { by, sdo, split, where } from "./flow.js";
+import { asyncQueue, io, output, publish } from "./io.js";
 import { debug, error, index, info, reaper, reinject, tap } from "./outputs.js";
 import {
   ddt,
@@ -34,7 +36,7 @@ import {
   top,
 } from "./windows.js";
 
-/** Phase-1 actions by name. */
+/** Phase-1 actions and the I/O actions of phase 2, by name. */
 export const ACTIONS: ReadonlyMap<string, ActionDefinition> = new Map<string, ActionDefinition>([
   ["sdo", sdo],
   ["where", where],
@@ -86,6 +88,10 @@ export const ACTIONS: ReadonlyMap<string, ActionDefinition> = new Map<string, Ac
   ["debug", debug],
   ["error", error],
   ["tap", tap],
+  ["output", output],
+  ["publish", publish],
+  ["async-queue", asyncQueue],
+  ["io", io],
 ]);
 
 /** Phase-2 actions (streams.md §4): recognised, not implemented yet. */
@@ -109,9 +115,6 @@ export const LATER_ACTIONS: ReadonlySet<string> = new Set([
   "to-base64",
   "from-base64",
   "exception-stream",
-  "io",
-  "output",
-  "publish",
 ]);
 
 /** The action of an EDN name; a trailing `!` is accepted (`:reinject!`). */

@@ -15,7 +15,8 @@ const ENTRY_SEPARATOR = "\u0000";
 
 /**
  * `index [[f ...]]`: stores each event that has a time in the stream's index under the key made of
- * the listed fields present in the event; an event with state `expired` removes its key (§5).
+ * the listed fields present in the event; an event with state `expired` removes its key (§5). Each
+ * stored (or removing) event is published on the channel `<stream>-index`.
  */
 export const index: ActionDefinition = {
   leaf: true,
@@ -30,6 +31,8 @@ export const index: ActionDefinition = {
     });
     return (runtime) => {
       const drop = runtime.dropped("index");
+      // Every stored event is published on the channel `<stream>-index` (streams-io.md §3).
+      const publish = runtime.publish(`${runtime.stream}-index`);
       return (value) => {
         if (Array.isArray(value)) {
           drop();
@@ -41,7 +44,8 @@ export const index: ActionDefinition = {
           if (field === undefined) continue;
           key += `${name}${FIELD_SEPARATOR}${typeof field === "string" ? field : JSON.stringify(field)}${ENTRY_SEPARATOR}`;
         }
-        if (!runtime.index.put(key, value)) drop();
+        if (runtime.index.put(key, value)) publish(value);
+        else drop();
       };
     };
   },

@@ -5,13 +5,14 @@ import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fas
 import { HttpError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
 import { CompileError } from "../compile-error.js";
-import { type CompiledConfig, compileConfig } from "../compiler.js";
-import { compileCondition, type Predicate } from "../condition.js";
-import { type EdnValue, isMap, mapSet, parseEdn, toEdn } from "../edn.js";
+import type { CompiledConfig } from "../compiler.js";
+import type { Predicate } from "../condition.js";
+import { isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
 import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
 import { persistedFile, removeStreamFile, writeStreamFile } from "../storage.js";
+import { compileWhereQuery, decodeBase64Text, parseRequestEdn } from "./where-query.js";
 
 /** What the routes need besides the engine. */
 export interface StreamRoutesOptions {
@@ -22,29 +23,6 @@ export interface StreamRoutesOptions {
   readonly ingestionBodyLimit: number;
   /** A guard for every route when `security.require-token` is true. */
   readonly guard: preHandlerHookHandler | undefined;
-}
-
-const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
-
-/** Decodes a base64 (or base64url) field holding UTF-8 EDN text. */
-function decodeBase64(value: unknown, field: string): string {
-  if (typeof value !== "string" || value.length === 0 || !BASE64.test(value)) {
-    throw new HttpError(400, `field ${field}: must be a non-empty base64 string`);
-  }
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(value, "base64"));
-  } catch {
-    throw new HttpError(400, `field ${field}: must encode UTF-8 text`);
-  }
-}
-
-/** Parses EDN for a request, mapping errors to 400 with the given prefix. */
-function ednOf(text: string, prefix: string): EdnValue {
-  try {
-    return parseEdn(text);
-  } catch (error) {
-    throw new HttpError(400, `${prefix}: ${(error as Error).message}`);
-  }
 }
 
 /** Whether a stream lives in its own persisted file (other streams files are the operator's). */
@@ -134,13 +112,7 @@ async function searchQuery(request: FastifyRequest, bodyLimit: number): Promise<
     if (body !== undefined && body !== null) query = bodyObject(body).query;
   }
   if (query === undefined) throw new HttpError(400, "field query: is required (in the body or as ?query=)");
-  const condition = ednOf(decodeBase64(query, "query"), "invalid query");
-  try {
-    return compileCondition(condition, "query");
-  } catch (error) {
-    if (error instanceof CompileError) throw new HttpError(400, `invalid query: ${error.problem}`);
-    throw error;
-  }
+  return compileWhereQuery(query);
 }
 
 /** Registers the streams routes. */
@@ -159,12 +131,15 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     if (!isStreamName(name)) throw new HttpError(400, `stream name ${STREAM_NAME_RULE}`);
     if (name === DEFAULT_STREAM)
       throw new HttpError(400, 'stream name "default" is reserved for pushes to the default streams');
-    const config = ednOf(decodeBase64(bodyObject(request.body).config, "config"), "invalid stream config");
+    const config = parseRequestEdn(
+      decodeBase64Text(bodyObject(request.body).config, "config"),
+      "invalid stream config",
+    );
     if (!isMap(config)) throw new HttpError(400, "invalid stream config: the configuration must be an EDN map");
     const previous = engine.get(name);
     let compiled: CompiledConfig;
     try {
-      compiled = compileConfig(config);
+      compiled = engine.compile(config);
     } catch (error) {
       if (error instanceof CompileError) throw new HttpError(400, error.message);
       throw error;

@@ -1,0 +1,233 @@
+/**
+ * The `streams:` section of the configuration (streams.md §6, streams-io.md): stream directories,
+ * bounds of the streams' state, outputs, async queues and the Riemann protocol input. Unknown keys
+ * are refused at every level (platform.md §2); URLs and header values may carry secrets and are
+ * never echoed in an error (platform.md §8).
+ */
+import { statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type { Duration } from "../platform/duration.js";
+import {
+  array,
+  boolean,
+  childPath,
+  duration,
+  integer,
+  isPlainObject,
+  object,
+  oneOf,
+  optional,
+  required,
+  type ShapeOf,
+  secret,
+  size,
+  string,
+  ValidationError,
+  type Validator,
+  withDefault,
+} from "../platform/validation.js";
+import { DEFAULT_STREAM_LIMITS } from "./action.js";
+import { isStreamName, STREAM_NAME_RULE } from "./names.js";
+
+const seconds = (count: number): Duration => ({ text: `${count}s`, milliseconds: count * 1000 });
+
+/** The output types of streams-io.md §2. */
+export const OUTPUT_TYPES = ["http", "file", "prometheus-remote-write", "alertmanager"] as const;
+/** One of {@link OUTPUT_TYPES}. */
+export type OutputType = (typeof OUTPUT_TYPES)[number];
+
+/** The formats of the `http` output (streams-io.md §2). */
+export const HTTP_FORMATS = ["json", "ndjson", "slack", "text"] as const;
+
+/** The default `batch-size` of each output type (streams-io.md §2). */
+export const DEFAULT_BATCH_SIZES: Readonly<Record<OutputType, number>> = {
+  http: 100,
+  file: 1000,
+  "prometheus-remote-write": 1000,
+  alertmanager: 64,
+};
+
+const URL_RULE = "must be an http or https URL";
+
+/** An http(s) URL; it may carry `user:password@`, so the value is never echoed. */
+const httpUrl: Validator<string> = secret((value, path) => {
+  if (typeof value === "string") {
+    try {
+      const url = new URL(value);
+      if ((url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "") return value;
+    } catch {
+      // refused below
+    }
+  }
+  throw new ValidationError(path, URL_RULE, value);
+});
+
+/** A header name (RFC 9110 §5.1 token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Request headers: names checked, values (often secrets) never echoed; no line breaks. */
+const headers: Validator<Record<string, string>> = (value, path) => {
+  if (!isPlainObject(value)) throw new ValidationError(path, "must be a map of header names to string values", value);
+  const result: Record<string, string> = {};
+  for (const [name, item] of Object.entries(value)) {
+    const where = childPath(path, name);
+    if (!HEADER_NAME.test(name)) throw new ValidationError(where, "is not a valid header name");
+    if (typeof item !== "string" || /[\r\n\0]/.test(item)) {
+      throw new ValidationError(where, "must be a string without line breaks");
+    }
+    result[name] = item;
+  }
+  return result;
+};
+
+/** A file whose directory exists (the `file` output creates no directory, streams-io.md §2). */
+const outputFile: Validator<string> = (value, path) => {
+  const file = string({ min: 1 })(value, path);
+  const directory = dirname(resolve(file));
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(directory).isDirectory();
+  } catch {
+    // missing or unreadable: refused below
+  }
+  if (!isDirectory)
+    throw new ValidationError(path, `must be in an existing directory (${directory} is not one)`, value);
+  return file;
+};
+
+/** A field name of an event, as written in YAML (`host`, `service`). */
+const fieldName = string({ min: 1, max: 128 });
+
+/** Keys every output type takes (streams-io.md §1). */
+const commonShape = {
+  /** Events the output's queue holds before new ones are dropped. */
+  "queue-size": withDefault(integer(1, 100_000_000), 10_000),
+  /** Largest batch; the default depends on the type ({@link DEFAULT_BATCH_SIZES}). */
+  "batch-size": optional(integer(1, 100_000)),
+  /** How long a batch waits for more events after its first one. */
+  "flush-interval": withDefault(duration(1), seconds(1)),
+  /** Deadline of one request (or one file write). */
+  timeout: withDefault(duration(1), seconds(10)),
+  /** How long a batch is retried after its first try before it is dropped. */
+  "max-retry-time": withDefault(duration(0), seconds(300)),
+};
+
+const typeShapes = {
+  http: {
+    url: required(httpUrl),
+    headers: withDefault(headers, {}),
+    format: withDefault(oneOf(HTTP_FORMATS), "json"),
+  },
+  file: {
+    path: required(outputFile),
+    "date-suffix": withDefault(boolean(), false),
+  },
+  "prometheus-remote-write": {
+    url: required(httpUrl),
+    headers: withDefault(headers, {}),
+  },
+  alertmanager: {
+    url: required(httpUrl),
+    headers: withDefault(headers, {}),
+    labels: withDefault(array(fieldName, { max: 64 }), ["host"]),
+    "generator-url": optional(httpUrl),
+  },
+} as const;
+
+type Common = Omit<ShapeOf<typeof commonShape>, "batch-size"> & { readonly "batch-size": number };
+
+/** A declared output, defaults filled in (durations in milliseconds through {@link Duration}). */
+export type OutputDefinition = {
+  [T in OutputType]: Common & { readonly type: T } & ShapeOf<(typeof typeShapes)[T]>;
+}[OutputType];
+
+const typeRule = `must be one of ${OUTPUT_TYPES.join(", ")}`;
+
+/** One entry of `streams.outputs`: `type` first, then the keys of that type. */
+const outputDefinition: Validator<OutputDefinition> = (value, path) => {
+  if (!isPlainObject(value)) throw new ValidationError(path, "must be a map with a type", value);
+  const type = value.type;
+  if (typeof type !== "string" || !(OUTPUT_TYPES as readonly string[]).includes(type)) {
+    throw new ValidationError(childPath(path, "type"), typeRule, type);
+  }
+  const outputType = type as OutputType;
+  const shape = { type: required(oneOf(OUTPUT_TYPES)), ...commonShape, ...typeShapes[outputType] };
+  const parsed = object(shape, { unknownKeys: "reject" })(value, path) as Record<string, unknown>;
+  parsed["batch-size"] ??= DEFAULT_BATCH_SIZES[outputType];
+  return parsed as OutputDefinition;
+};
+
+/** A map from names following the stream-name rule to values checked by `entry`. */
+function named<T>(entry: Validator<T>): Validator<Readonly<Record<string, T>>> {
+  return (value, path) => {
+    if (!isPlainObject(value)) throw new ValidationError(path, "must be a map from name to definition", value);
+    const result: Record<string, T> = {};
+    for (const [name, item] of Object.entries(value)) {
+      if (!isStreamName(name)) throw new ValidationError(childPath(path, name), `the name ${STREAM_NAME_RULE}`);
+      result[name] = entry(item, childPath(path, name));
+    }
+    return result;
+  };
+}
+
+const asyncQueue = object({ size: withDefault(integer(1, 100_000_000), 10_000) }, { unknownKeys: "reject" });
+
+/** A declared async queue (streams-io.md §4). */
+export type AsyncQueueDefinition = ShapeOf<{ size: Validator<number> }>;
+
+const riemannObject = object(
+  {
+    enabled: withDefault(boolean(), false),
+    host: withDefault(string({ min: 1 }), "127.0.0.1"),
+    port: withDefault(integer(0, 65535), 5555),
+    /** PEM files: the server certificate and key (TLS), and the CA that client certificates need. */
+    "tls-cert": optional(string({ min: 1 })),
+    "tls-key": optional(string({ min: 1 })),
+    "tls-ca": optional(string({ min: 1 })),
+    /** Open connections at most; more are closed as they arrive (each may buffer a frame). */
+    "max-connections": withDefault(integer(1, 100_000), 1_000),
+    /** Largest frame (4-byte length prefix excluded); a larger one closes the connection. */
+    "max-frame-size": withDefault(size(), 16 * 1024 * 1024),
+    /** The stream whose index queries search; default: the merged indexes of the default streams. */
+    "query-stream": optional(string({ pattern: /^[A-Za-z0-9._-]{1,128}$/, patternRule: STREAM_NAME_RULE })),
+  },
+  { unknownKeys: "reject", optional: true },
+);
+
+/** The `streams.riemann` section (streams-io.md §5). */
+export type RiemannSettings = ReturnType<typeof riemannObject>;
+
+/** `streams.riemann`: `tls-cert` and `tls-key` go together; `tls-ca` needs them. */
+const riemann: Validator<RiemannSettings> = (value, path) => {
+  const section = riemannObject(value, path);
+  if ((section["tls-cert"] === undefined) !== (section["tls-key"] === undefined)) {
+    const [missing, given] = section["tls-cert"] === undefined ? ["tls-cert", "tls-key"] : ["tls-key", "tls-cert"];
+    throw new ValidationError(childPath(path, missing), `is required when ${given} is set (TLS needs both)`);
+  }
+  if (section["tls-ca"] !== undefined && section["tls-cert"] === undefined) {
+    throw new ValidationError(childPath(path, "tls-cert"), "is required with tls-ca (client certificates need TLS)");
+  }
+  return section;
+};
+
+/** The streams section of the configuration (besides `enabled`). */
+export const streamsShape = {
+  /** Directories of streams files; the first one receives streams created with `:persist true`. */
+  directories: withDefault(array(string({ min: 1 })), [] as string[]),
+  /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (platform.md §2). */
+  "ingestion-body-limit": withDefault(size(), 32 * 1024 * 1024),
+  /** The bounds of a stream's state (platform.md §8); see StreamLimits. */
+  "max-index-size": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.indexSize),
+  "max-forks": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.forks),
+  "max-window-events": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.windowEvents),
+  /** Outputs by name (streams-io.md §1–2). */
+  outputs: withDefault(named(outputDefinition), {}),
+  /** Async queues by name (streams-io.md §4). */
+  "async-queues": withDefault(named(asyncQueue), {}),
+  /** The Riemann protocol input (streams-io.md §5). */
+  riemann,
+  /** WebSocket subscribers an instance accepts at once, all channels together (streams-io.md §3). */
+  "max-subscribers": withDefault(integer(1, 1_000_000), 10_000),
+  /** How long a graceful stop waits for the outputs' queues to empty. */
+  "drain-timeout": withDefault(duration(0), seconds(5)),
+};

@@ -1,0 +1,182 @@
+/**
+ * The `prometheus-remote-write` output (streams-io.md §2): Prometheus remote write 1.0, a
+ * snappy-compressed protobuf `WriteRequest` (proto/remote-write.proto) per batch.
+ *
+ * The mapping is the reverse of the remote write input's (streams.md §8), so that a series that came
+ * in by remote write goes out with the same name and labels: one sample per event that has a finite
+ * numeric `metric` and `time`; `__name__` = `service` (or `name` when there is no `service`); labels
+ * = every other top-level string field except `description`, names sanitised ({@link labelName}),
+ * sorted by name; timestamp = round(time × 1000) ms; samples of one series sorted by time.
+ */
+import { fileURLToPath } from "node:url";
+import protobuf from "protobufjs";
+import { compressSync } from "snappy";
+import type { OutputDefinition } from "../config.js";
+import { type Event, metricOf, timeOf } from "../event.js";
+import type { Encoded, Transport } from "./delivery.js";
+import { HttpTarget } from "./http-target.js";
+import { labelName } from "./label-name.js";
+
+/** The definition of a `prometheus-remote-write` output. */
+export type RemoteWriteOutputDefinition = Extract<OutputDefinition, { type: "prometheus-remote-write" }>;
+
+/** The headers of remote write 1.0 (https://prometheus.io/docs/specs/remote_write_spec/). */
+export const REMOTE_WRITE_HEADERS: Readonly<Record<string, string>> = {
+  "content-encoding": "snappy",
+  "content-type": "application/x-protobuf",
+  "x-prometheus-remote-write-version": "0.1.0",
+};
+
+// The schema lives in proto/ at the root, three levels up from both src/streams/outputs/ and dist/streams/outputs/.
+const WriteRequest = protobuf
+  .loadSync(fileURLToPath(new URL("../../../proto/remote-write.proto", import.meta.url)))
+  .lookupType("prometheus.WriteRequest");
+
+/** A label of a series. */
+export interface Label {
+  readonly name: string;
+  readonly value: string;
+}
+
+/** A sample: a value and its timestamp in milliseconds since the Unix epoch. */
+export interface Sample {
+  readonly value: number;
+  readonly timestamp: number;
+}
+
+/** A series: its labels sorted by name (`__name__` among them) and its samples sorted by time. */
+export interface Series {
+  readonly labels: Label[];
+  readonly samples: Sample[];
+}
+
+/** The series of a batch, in the order of their first sample, and the events that are no sample. */
+export interface Samples {
+  readonly timeseries: Series[];
+  /** Events without a finite `metric` and `time`, or without a string `service` or `name`. */
+  readonly rejected: number;
+  /** Samples in `timeseries`. */
+  readonly count: number;
+}
+
+function byName(a: Label, b: Label): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+function byTime(a: Sample, b: Sample): number {
+  return a.timestamp - b.timestamp;
+}
+
+/**
+ * The labels of an event's series, sorted by name; `undefined` when it has no name. A field whose
+ * sanitised name repeats one already taken (or is `__name__`) is left out: the first field wins.
+ * Empty values are left out too: Prometheus treats an empty label as an absent one.
+ */
+function labelsOf(event: Event): Label[] | undefined {
+  const service = event.service;
+  const name = event.name;
+  let nameField: string;
+  let metricName: string;
+  if (typeof service === "string") {
+    nameField = "service";
+    metricName = service;
+  } else if (typeof name === "string") {
+    nameField = "name";
+    metricName = name;
+  } else {
+    return undefined;
+  }
+  const labels: Label[] = [{ name: "__name__", value: metricName }];
+  // Valid field names are their own label names and cannot collide; only a renamed field (or one
+  // called __name__) can repeat a name, and only then is the list checked for duplicates.
+  let mayRepeat = false;
+  for (const field in event) {
+    if (field === nameField || field === "description") continue;
+    const value = event[field];
+    if (typeof value !== "string" || value === "") continue;
+    const label = labelName(field);
+    if (label === undefined) continue;
+    if (label !== field || label === "__name__") mayRepeat = true;
+    labels.push({ name: label, value });
+  }
+  return (mayRepeat ? firstOfEachName(labels) : labels).sort(byName);
+}
+
+/** The labels without those whose name an earlier one already has. */
+function firstOfEachName(labels: readonly Label[]): Label[] {
+  const taken = new Set<string>();
+  const kept: Label[] = [];
+  for (const label of labels) {
+    if (taken.has(label.name)) continue;
+    taken.add(label.name);
+    kept.push(label);
+  }
+  return kept;
+}
+
+/**
+ * A key that identifies a series by its sorted labels. Sanitised names cannot hold `=`; a length
+ * prefix on each value keeps the key exact whatever the values hold.
+ */
+function seriesKey(labels: readonly Label[]): string {
+  let key = "";
+  for (const { name, value } of labels) key += `${name}=${value.length}:${value}`;
+  return key;
+}
+
+/**
+ * Groups a batch into series (streams-io.md §2). An event is a sample when its `metric` and `time`
+ * are finite numbers, its timestamp (round(time × 1000) ms) is a safe integer, and it has a string
+ * `service` or `name`; any other event is counted in `rejected`.
+ */
+export function samplesOf(batch: readonly Event[]): Samples {
+  const series = new Map<string, Series>();
+  let rejected = 0;
+  for (const event of batch) {
+    const value = metricOf(event);
+    const time = timeOf(event);
+    const timestamp = time === undefined ? Number.NaN : Math.round(time * 1000);
+    const labels = value === undefined || !Number.isSafeInteger(timestamp) ? undefined : labelsOf(event);
+    if (labels === undefined || value === undefined) {
+      rejected += 1;
+      continue;
+    }
+    const key = seriesKey(labels);
+    const found = series.get(key);
+    if (found === undefined) series.set(key, { labels, samples: [{ value, timestamp }] });
+    else found.samples.push({ value, timestamp });
+  }
+  const timeseries = [...series.values()];
+  for (const { samples } of timeseries) {
+    // Array.prototype.sort is stable: samples with the same time keep the stream's order.
+    if (samples.length > 1) samples.sort(byTime);
+  }
+  return { timeseries, rejected, count: batch.length - rejected };
+}
+
+/** A `WriteRequest` as protobuf bytes (not compressed), encoded by protobufjs from the schema. */
+export function encodeWriteRequest(timeseries: readonly Series[]): Uint8Array {
+  return WriteRequest.encode({ timeseries }).finish();
+}
+
+/** A batch as one snappy-compressed `WriteRequest`; no unit when no event is a sample. */
+export function encodeRemoteWriteBatch(batch: readonly Event[]): Encoded<Buffer> {
+  const { timeseries, rejected, count } = samplesOf(batch);
+  if (count === 0) return { units: [], rejected };
+  return { units: [{ payload: compressSync(encodeWriteRequest(timeseries)), events: count }], rejected };
+}
+
+/** The transport of a `prometheus-remote-write` output. */
+export function remoteWriteTransport(definition: RemoteWriteOutputDefinition): Transport<Buffer> {
+  const target = new HttpTarget({
+    url: definition.url,
+    headers: definition.headers,
+    protocolHeaders: REMOTE_WRITE_HEADERS,
+    timeoutMs: definition.timeout.milliseconds,
+  });
+  return {
+    encode: encodeRemoteWriteBatch,
+    send: (payload, signal) => target.post(payload, signal),
+    close: (force) => target.close(force),
+  };
+}

@@ -1,0 +1,325 @@
+/**
+ * The Riemann protocol input (streams-io.md §5): a TCP server, or TLS with `tls-cert`/`tls-key`
+ * (and client certificates required with `tls-ca`), that reads length-prefixed `Msg` frames and
+ * answers each with one reply, in order.
+ *
+ * Each connection is handled in order and synchronously: a frame is decoded, its events pushed and
+ * its reply written before the next frame is looked at. When the socket's write buffer is full
+ * (`write` returns false: the client does not read its replies fast enough) reading pauses until
+ * `drain`, so a fast client is slowed by TCP back-pressure and nothing is buffered without bound:
+ * per connection, at most one partial frame (up to `max-frame-size`), the chunk being read and the
+ * socket's own buffers.
+ *
+ * Bad input never takes the process down: an undecodable frame gets an error reply and the
+ * connection goes on (the framing is intact); a frame longer than `max-frame-size` gets an error
+ * reply, then the connection is closed (the rest of the stream cannot be trusted); a peer that
+ * closes mid-frame gets an error reply when it still reads, and is cleaned up either way. Socket
+ * errors are logged at debug level only.
+ */
+import { readFile } from "node:fs/promises";
+import { createServer as createTcpServer, type Server, type Socket } from "node:net";
+import { createServer as createTlsServer, type TlsOptions } from "node:tls";
+import type { FastifyBaseLogger } from "fastify";
+import type { RiemannSettings } from "../config.js";
+import type { StreamEngine } from "../engine.js";
+import type { RiemannMetrics } from "../metrics.js";
+import { FrameReader } from "./framing.js";
+import { RiemannHandler } from "./handler.js";
+
+/** What the server needs besides its settings and the engine. */
+export interface RiemannServerOptions {
+  readonly metrics: RiemannMetrics;
+  readonly logger: FastifyBaseLogger;
+}
+
+/**
+ * How long a closing connection may take to flush its last replies and see the peer's end before
+ * it is destroyed, in milliseconds (a peer that never reads would otherwise hold it forever).
+ */
+export const CLOSE_GRACE_MS = 2_000;
+
+/** How long a TLS client may take to complete its handshake, in milliseconds. */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/** The Riemann protocol input of one Vigie instance. */
+export class RiemannServer {
+  readonly #settings: RiemannSettings;
+  readonly #handler: RiemannHandler;
+  readonly #logger: FastifyBaseLogger;
+  readonly #metrics: RiemannMetrics;
+  readonly #connections = new Set<Connection>();
+  /** Every accepted TCP socket, TLS handshakes in progress included, so that close() ends them all. */
+  readonly #sockets = new Set<Socket>();
+  #server: Server | undefined;
+  #closing = false;
+  #lastDropWarning = Number.NEGATIVE_INFINITY;
+  #closed: Promise<void> | undefined;
+
+  constructor(settings: RiemannSettings, engine: StreamEngine, options: RiemannServerOptions) {
+    this.#settings = settings;
+    this.#handler = new RiemannHandler(settings, engine, options.metrics);
+    this.#logger = options.logger;
+    this.#metrics = options.metrics;
+  }
+
+  /**
+   * Reads the TLS files if any and listens on `host:port`.
+   * @returns the bound port (the one chosen by the system when `port` is 0)
+   * @throws Error naming the setting and the file when a TLS file cannot be read or is not a valid
+   *   PEM certificate or key, or naming the address when it cannot be listened on (in use, not local)
+   */
+  async listen(): Promise<number> {
+    if (this.#server !== undefined) throw new Error("the Riemann input is already listening");
+    const tls = await this.#tlsOptions();
+    const onConnection = (socket: Socket) => this.#accept(socket);
+    let server: Server;
+    if (tls === undefined) {
+      server = createTcpServer({ allowHalfOpen: true, noDelay: true }, onConnection);
+    } else {
+      try {
+        server = createTlsServer(
+          { ...tls, allowHalfOpen: true, noDelay: true, handshakeTimeout: HANDSHAKE_TIMEOUT_MS },
+          onConnection,
+        );
+      } catch (error) {
+        throw new Error(`streams.riemann: invalid TLS files (${this.#tlsFiles()}): ${reasonOf(error)}`);
+      }
+      // A failed handshake (no or a wrong client certificate, not TLS at all) is the client's problem.
+      server.on("tlsClientError", (error) => this.#logger.debug({ err: error }, "riemann: TLS handshake failed"));
+    }
+    // Each connection may hold a partial frame of up to max-frame-size: their number is bounded too.
+    server.maxConnections = this.#settings["max-connections"];
+    server.on("drop", () => this.#warnDropped());
+    server.on("connection", (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once("close", () => this.#sockets.delete(socket));
+    });
+    const { host, port } = this.#settings;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", (error) =>
+        reject(new Error(`streams.riemann: cannot listen on ${host}:${port}: ${reasonOf(error)}`)),
+      );
+      server.listen(port, host, () => resolve());
+    });
+    server.removeAllListeners("error");
+    // After listening, errors are those of accepting (too many open files): logged, never fatal.
+    server.on("error", (error) => this.#logger.error({ err: error }, "riemann: server error"));
+    this.#server = server;
+    const address = server.address();
+    return typeof address === "object" && address !== null ? address.port : port;
+  }
+
+  /**
+   * Stops accepting connections and ends the open ones after the frame being handled (frames
+   * received but not handled yet are dropped, unanswered); resolves when every connection is
+   * closed, at most {@link CLOSE_GRACE_MS} after the call.
+   */
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
+    this.#closing = true;
+    const server = this.#server;
+    if (server === undefined) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    const connections = [...this.#connections];
+    for (const connection of connections) connection.close();
+    // Connections end themselves within the grace period; this also ends TLS handshakes that are
+    // still in progress, which no Connection holds yet.
+    const stragglers = setTimeout(() => {
+      for (const socket of this.#sockets) socket.destroy();
+    }, CLOSE_GRACE_MS);
+    await Promise.all([closed, ...connections.map((connection) => connection.closed)]);
+    clearTimeout(stragglers);
+  }
+
+  async #tlsOptions(): Promise<TlsOptions | undefined> {
+    const settings = this.#settings;
+    const certFile = settings["tls-cert"];
+    const keyFile = settings["tls-key"];
+    const caFile = settings["tls-ca"];
+    if (certFile === undefined || keyFile === undefined) return undefined;
+    const [cert, key] = await Promise.all([readSetting("tls-cert", certFile), readSetting("tls-key", keyFile)]);
+    if (caFile === undefined) return { cert, key };
+    // Client certificates are required and must chain to this CA: they stand for the token that
+    // the protocol cannot carry (security.require-token).
+    return { cert, key, ca: await readSetting("tls-ca", caFile), requestCert: true, rejectUnauthorized: true };
+  }
+
+  /** Logs connections refused over `max-connections`, at most once a minute. */
+  #warnDropped(): void {
+    const now = Date.now();
+    if (now - this.#lastDropWarning < 60_000) return;
+    this.#lastDropWarning = now;
+    this.#logger.warn(
+      { limit: this.#settings["max-connections"] },
+      "riemann: connection refused, streams.riemann.max-connections reached",
+    );
+  }
+
+  #tlsFiles(): string {
+    const settings = this.#settings;
+    return (["tls-cert", "tls-key", "tls-ca"] as const)
+      .filter((name) => settings[name] !== undefined)
+      .map((name) => `${name} ${settings[name]}`)
+      .join(", ");
+  }
+
+  #accept(socket: Socket): void {
+    if (this.#closing) {
+      socket.destroy();
+      return;
+    }
+    const connection = new Connection(socket, this.#handler, this.#settings["max-frame-size"], this.#logger, () => {
+      this.#connections.delete(connection);
+      this.#metrics.connections(-1);
+    });
+    this.#connections.add(connection);
+    this.#metrics.connections(1);
+  }
+}
+
+/** Reads a file named by a setting. @throws Error naming the setting and the file */
+async function readSetting(name: string, file: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (error) {
+    throw new Error(`streams.riemann.${name}: cannot read ${file}: ${reasonOf(error)}`);
+  }
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** One client connection: frames in, replies out, in order. */
+class Connection {
+  readonly #socket: Socket;
+  readonly #handler: RiemannHandler;
+  readonly #reader: FrameReader;
+  readonly #logger: FastifyBaseLogger;
+  /** Waiting for `drain` before handling more frames. */
+  #blocked = false;
+  /** The peer ended its side: what is buffered is all there will be. */
+  #peerEnded = false;
+  /** No more frames are handled (closing); what arrives is discarded. */
+  #finished = false;
+  #graceTimer: NodeJS.Timeout | undefined;
+  /** Resolves once the socket is closed and the connection counted out. */
+  readonly closed: Promise<void>;
+
+  constructor(
+    socket: Socket,
+    handler: RiemannHandler,
+    maxFrameSize: number,
+    logger: FastifyBaseLogger,
+    onClose: () => void,
+  ) {
+    this.#socket = socket;
+    this.#handler = handler;
+    this.#reader = new FrameReader(maxFrameSize);
+    this.#logger = logger;
+    socket.on("data", (chunk: Buffer) => {
+      if (this.#finished) return;
+      this.#reader.push(chunk);
+      this.#process();
+    });
+    socket.on("drain", () => {
+      if (!this.#blocked) return;
+      this.#blocked = false;
+      this.#process();
+      if (!this.#blocked && !this.#finished) socket.resume();
+    });
+    socket.on("end", () => {
+      this.#peerEnded = true;
+      // When finished, our side is ending too: the socket closes itself once the last reply is out.
+      if (!this.#finished) this.#process();
+    });
+    socket.on("error", (error) => {
+      // Resets and broken pipes are what clients that vanish look like; `close` follows.
+      this.#logger.debug({ err: error, remote: socket.remoteAddress }, "riemann: connection error");
+    });
+    this.closed = new Promise((resolve) => {
+      socket.on("close", () => {
+        this.#finished = true;
+        this.#reader.clear();
+        if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer);
+        onClose();
+        resolve();
+      });
+    });
+  }
+
+  /** Ends the connection after the frame being handled (called when the server closes). */
+  close(): void {
+    this.#finish();
+  }
+
+  /** Handles the buffered frames, in order, until one is incomplete or the socket must drain. */
+  #process(): void {
+    const socket = this.#socket;
+    socket.cork();
+    try {
+      while (!this.#blocked && !this.#finished) {
+        const next = this.#reader.next();
+        switch (next.kind) {
+          case "frame":
+            if (!socket.write(this.#handler.handle(next.body))) {
+              this.#blocked = true;
+              socket.pause();
+            }
+            break;
+          case "oversized": {
+            const limit = this.#reader.maxFrameSize;
+            this.#logger.debug({ remote: socket.remoteAddress, length: next.length, limit }, "riemann: frame too long");
+            socket.write(
+              this.#handler.refuse(
+                `frame of ${next.length} bytes is over the limit of ${limit} bytes (streams.riemann.max-frame-size): closing the connection`,
+              ),
+            );
+            this.#finish();
+            return;
+          }
+          case "incomplete":
+            if (this.#peerEnded) this.#endOfInput();
+            return;
+        }
+      }
+    } finally {
+      socket.uncork();
+    }
+  }
+
+  /** The peer ended its side and every whole frame is answered: answer a truncated one, then end. */
+  #endOfInput(): void {
+    const buffered = this.#reader.buffered;
+    if (buffered > 0 && this.#socket.writable) {
+      const declared = this.#reader.declaredLength;
+      const expected = declared === undefined ? "a 4-byte length" : `${declared} bytes and its 4-byte length`;
+      this.#logger.debug({ remote: this.#socket.remoteAddress, buffered, declared }, "riemann: truncated frame");
+      this.#socket.write(
+        this.#handler.refuse(`truncated frame: the connection ended after ${buffered} bytes of ${expected}`),
+      );
+    }
+    this.#finish();
+  }
+
+  /**
+   * Handles no more frames, ends the socket once its replies are flushed and discards what still
+   * arrives, so the peer can read the last reply before the connection closes (closing with unread
+   * input would reset it); destroys it after {@link CLOSE_GRACE_MS} if the peer lingers.
+   */
+  #finish(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#reader.clear();
+    const socket = this.#socket;
+    // Once both sides have ended, the socket destroys itself (autoDestroy).
+    socket.end();
+    socket.resume();
+    this.#graceTimer = setTimeout(() => socket.destroy(), CLOSE_GRACE_MS);
+    this.#graceTimer.unref();
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * The subscription route (streams-io.md §3): `GET /api/v1/channel/<channel>` with a WebSocket
+ * upgrade (RFC 6455 §4) subscribes to a channel, optionally filtered by `?query=<base64
+ * where-condition>`.
+ *
+ * Everything is decided before the upgrade, by Fastify hooks, so a refusal is an ordinary HTTP
+ * answer in the error format and no socket is ever opened for it: the platform's Host (421) and
+ * cross-origin (403) checks (onRequest), the token guard with `security.require-token` (401/403,
+ * the token in `Authorization` or `?token=`), the channel name and the query (400), and the
+ * subscriber limit (503). A plain GET is answered 426 with `Upgrade: websocket`.
+ *
+ * The URL may hold a token: nothing here logs it (nor the URL).
+ */
+import { Socket } from "node:net";
+import websocket, { type WebSocket } from "@fastify/websocket";
+import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
+import { HttpError } from "../../platform/errors.js";
+import { isPlainObject } from "../../platform/validation.js";
+import type { ChannelHub, SubscriberSocket } from "../channels.js";
+import type { Predicate } from "../condition.js";
+import { isStreamName, STREAM_NAME_RULE } from "../names.js";
+import { compileWhereQuery } from "./where-query.js";
+
+/** What the route needs. */
+export interface ChannelRoutesOptions {
+  readonly hub: ChannelHub;
+  /** Runs before the upgrade when `security.require-token` is true; `undefined` leaves it open. */
+  readonly guard: preHandlerHookHandler | undefined;
+  /**
+   * Idle time after which a connection that came in as an upgrade request but was answered with
+   * plain HTTP is destroyed, in ms; default 10 000.
+   */
+  readonly idleUpgradeMs?: number;
+}
+
+/** The route's path; `:channel` follows the stream-name rule (streams.md §6). */
+export const CHANNEL_ROUTE = "/api/v1/channel/:channel";
+
+/**
+ * Largest frame accepted from a subscriber, in bytes. Subscribers only receive; this leaves room
+ * for control frames (at most 125 bytes, RFC 6455 §5.5) and a stray message, which is ignored.
+ */
+const MAX_CLIENT_PAYLOAD = 1024;
+
+/**
+ * How long a closing handshake may take before the connection is destroyed, in ms: a subscriber
+ * closed for being slow is often not reading, and a stop must not wait for ws's 30 s default.
+ */
+const CLOSE_TIMEOUT_MS = 5_000;
+
+/**
+ * How long a connection that came in as an upgrade may stay idle before it is destroyed, in ms.
+ * Node hands every request carrying `Upgrade` to the `upgrade` listener, whatever its path, and
+ * detaches its connection from the HTTP server's timeouts and keep-alive. The platform closes one
+ * once it is answered with plain HTTP (src/server.ts); this bounds the others, such as a client
+ * that sends an upgrade request and then nothing more.
+ */
+const DEFAULT_IDLE_UPGRADE_MS = 10_000;
+
+/** Servers whose upgrade connections are already bounded (one listener per server). */
+const boundedServers = new WeakSet<object>();
+
+/** What the hooks decided for a subscription, handed to the WebSocket handler. */
+interface Subscription {
+  readonly channel: string;
+  readonly matches: Predicate | undefined;
+}
+
+/**
+ * Registers `@fastify/websocket` (once per server: it listens to the server's `upgrade` event)
+ * and the subscription route.
+ */
+export async function channelRoutes(app: FastifyInstance, options: ChannelRoutesOptions): Promise<void> {
+  const { hub, guard } = options;
+  const idleUpgradeMs = options.idleUpgradeMs ?? DEFAULT_IDLE_UPGRADE_MS;
+  // Before the plugin's own preClose (which closes every client without a code): subscribers get
+  // 1001 Going Away (RFC 6455 §7.4.1) when the server stops.
+  app.addHook("preClose", (done) => {
+    hub.close();
+    done();
+  });
+  if (!app.hasPlugin("@fastify/websocket")) {
+    // A variable, not a literal: @types/ws 8.18 does not declare `closeTimeout` yet (ws 8.23 reads it).
+    const server = { maxPayload: MAX_CLIENT_PAYLOAD, closeTimeout: CLOSE_TIMEOUT_MS, perMessageDeflate: false };
+    await app.register(websocket, {
+      options: server,
+      // A subscriber that disconnects uncleanly is routine: no error log, and never the URL.
+      errorHandler: (error, socket, request) => {
+        request.log.debug({ err: error }, "subscriber connection failed");
+        socket.terminate();
+      },
+    });
+  }
+
+  if (!boundedServers.has(app.server)) {
+    boundedServers.add(app.server);
+    // Prepended: runs before the plugin dispatches the request, so that an upgrade completed at
+    // once clears the timeout afterwards (wsHandler below) rather than the other way round.
+    app.server.prependListener("upgrade", (_request, socket) => {
+      if (socket instanceof Socket) socket.setTimeout(idleUpgradeMs, () => socket.destroy());
+    });
+  }
+
+  const subscriptions = new WeakMap<FastifyRequest, Subscription>();
+  const prepare: preHandlerHookHandler = (request, _reply, done) => {
+    try {
+      const channel = stringParameter(request.params, "channel") ?? "";
+      if (!isChannelName(channel)) throw new HttpError(400, `channel name ${STREAM_NAME_RULE}`);
+      const query = isPlainObject(request.query) ? request.query.query : undefined;
+      const matches = query === undefined ? undefined : compileWhereQuery(query);
+      if (request.ws) {
+        if (!hub.hasRoom()) {
+          throw new HttpError(503, "too many WebSocket subscribers: the server accepts no more for now");
+        }
+        subscriptions.set(request, { channel, matches });
+      }
+      done();
+    } catch (error) {
+      done(error instanceof Error ? error : new Error(String(error)));
+    }
+  };
+
+  app.route({
+    method: "GET",
+    url: CHANNEL_ROUTE,
+    preHandler: guard === undefined ? [prepare] : [guard, prepare],
+    handler: async () => {
+      throw new HttpError(426, "this route needs a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)", {
+        Upgrade: "websocket",
+        Connection: "Upgrade",
+      });
+    },
+    wsHandler: (socket, request) => {
+      // Under app.injectWS() (tests) the connection is a stream pair, not a TCP socket.
+      const raw: unknown = request.raw.socket;
+      const connection = raw instanceof Socket ? raw : undefined;
+      // An open subscription may stay idle between events: the hub's pings decide when it is dead.
+      connection?.setTimeout(0);
+      const subscription = subscriptions.get(request);
+      subscriptions.delete(request);
+      // Cannot happen (prepare runs before every upgrade); close rather than serve unfiltered.
+      if (subscription === undefined) socket.close(1011, "subscription not prepared");
+      else hub.subscribe(subscription.channel, new WebSocketSubscriber(socket, connection), subscription.matches);
+    },
+  });
+}
+
+/**
+ * A `ws` socket as the hub sees it, with the corking of its TCP connection: ws writes every frame
+ * to that connection, so frames sent while it is corked leave together (Node's Writable.cork).
+ * Without a TCP connection (`app.injectWS()`), corking does nothing.
+ */
+class WebSocketSubscriber implements SubscriberSocket {
+  readonly #socket: WebSocket;
+  readonly #connection: Socket | undefined;
+
+  constructor(socket: WebSocket, connection: Socket | undefined) {
+    this.#socket = socket;
+    this.#connection = connection;
+  }
+
+  get bufferedAmount(): number {
+    return this.#socket.bufferedAmount;
+  }
+  send(data: Buffer, options: { readonly binary: boolean }): void {
+    this.#socket.send(data, options);
+  }
+  ping(): void {
+    this.#socket.ping();
+  }
+  close(code: number, reason: string): void {
+    this.#socket.close(code, reason);
+  }
+  terminate(): void {
+    this.#socket.terminate();
+  }
+  on(event: "pong" | "close", listener: () => void): void {
+    this.#socket.on(event, listener);
+  }
+  cork(): void {
+    this.#connection?.cork();
+  }
+  uncork(): void {
+    this.#connection?.uncork();
+  }
+}
+
+/**
+ * Whether a channel can be subscribed to: a name following the stream-name rule, or the index
+ * channel `<stream>-index` of any stream, whose name may be 128 characters long itself.
+ */
+function isChannelName(channel: string): boolean {
+  return (
+    isStreamName(channel) || (channel.endsWith(INDEX_SUFFIX) && isStreamName(channel.slice(0, -INDEX_SUFFIX.length)))
+  );
+}
+
+const INDEX_SUFFIX = "-index";
+
+/** A string parameter of `request.params`, or `undefined`. */
+function stringParameter(params: unknown, name: string): string | undefined {
+  if (!isPlainObject(params)) return undefined;
+  const value = params[name];
+  return typeof value === "string" ? value : undefined;
+}

@@ -1,0 +1,192 @@
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, parseConfig } from "../../src/platform/config.js";
+import { sectionOf } from "../../src/platform/module.js";
+import { streamsModule } from "../../src/streams/index.js";
+import { temporaryDirectory } from "../support/temporary.js";
+
+const parse = (streams: Record<string, unknown>, platform: Record<string, unknown> = {}) =>
+  parseConfig({ ...platform, streams }, {}, [streamsModule]);
+
+function refusal(streams: Record<string, unknown>, platform: Record<string, unknown> = {}): string {
+  try {
+    parse(streams, platform);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+const section = (streams: Record<string, unknown>) => {
+  const parsed = sectionOf(parse(streams), streamsModule);
+  if (parsed === undefined) throw new Error("no streams section");
+  return parsed;
+};
+
+describe("streams.outputs", () => {
+  it("fills in the common defaults and the batch size of each type", () => {
+    const directory = temporaryDirectory();
+    const { outputs } = section({
+      outputs: {
+        hook: { type: "http", url: "https://example.org/hook" },
+        archive: { type: "file", path: join(directory, "events.jsonl") },
+        tsdb: { type: "prometheus-remote-write", url: "http://127.0.0.1:9090/api/v1/write" },
+        alerts: { type: "alertmanager", url: "http://127.0.0.1:9093" },
+      },
+    });
+    expect(outputs.hook).toMatchObject({
+      type: "http",
+      format: "json",
+      headers: {},
+      "queue-size": 10_000,
+      "batch-size": 100,
+      "flush-interval": { milliseconds: 1000 },
+      timeout: { milliseconds: 10_000 },
+      "max-retry-time": { milliseconds: 300_000 },
+    });
+    expect(outputs.archive).toMatchObject({ type: "file", "batch-size": 1000, "date-suffix": false });
+    expect(outputs.tsdb).toMatchObject({ type: "prometheus-remote-write", "batch-size": 1000 });
+    expect(outputs.alerts).toMatchObject({ type: "alertmanager", "batch-size": 64, labels: ["host"] });
+  });
+
+  it("keeps the keys given", () => {
+    const { outputs } = section({
+      outputs: {
+        chat: {
+          type: "http",
+          url: "https://chat.example.org/hooks/abc",
+          format: "slack",
+          headers: { "X-Team": "ops" },
+          "queue-size": 5,
+          "batch-size": 2,
+          "flush-interval": "250ms",
+          timeout: "2s",
+          "max-retry-time": "1m",
+        },
+      },
+    });
+    expect(outputs.chat).toMatchObject({
+      format: "slack",
+      headers: { "X-Team": "ops" },
+      "queue-size": 5,
+      "batch-size": 2,
+      "flush-interval": { milliseconds: 250 },
+      timeout: { milliseconds: 2000 },
+      "max-retry-time": { milliseconds: 60_000 },
+    });
+  });
+
+  it("refuses a wrong type, URL, format or key, naming the key", () => {
+    expect(refusal({ outputs: { hook: { type: "smtp", url: "https://example.org" } } })).toBe(
+      'invalid configuration: streams.outputs.hook.type: must be one of http, file, prometheus-remote-write, alertmanager (got "smtp")',
+    );
+    expect(refusal({ outputs: { hook: { url: "https://example.org" } } })).toMatch(
+      /^invalid configuration: streams.outputs.hook.type: must be one of/,
+    );
+    expect(refusal({ outputs: { hook: { type: "http", url: "ftp://example.org/x" } } })).toBe(
+      "invalid configuration: streams.outputs.hook.url: must be an http or https URL",
+    );
+    expect(refusal({ outputs: { hook: { type: "http" } } })).toBe(
+      "invalid configuration: streams.outputs.hook.url: is required",
+    );
+    expect(refusal({ outputs: { hook: { type: "http", url: "https://example.org", format: "xml" } } })).toBe(
+      'invalid configuration: streams.outputs.hook.format: must be one of json, ndjson, slack, text (got "xml")',
+    );
+    expect(refusal({ outputs: { hook: { type: "http", url: "https://example.org", path: "/tmp/x" } } })).toMatch(
+      /^invalid configuration: streams.outputs.hook.path: unknown key/,
+    );
+    expect(refusal({ outputs: { hook: { type: "http", url: "https://example.org", "batch-size": 0 } } })).toMatch(
+      /^invalid configuration: streams.outputs.hook.batch-size: must be an integer between 1 and 100000/,
+    );
+    expect(refusal({ outputs: { hook: { type: "http", url: "https://example.org", timeout: "soon" } } })).toMatch(
+      /^invalid configuration: streams.outputs.hook.timeout: must be a duration/,
+    );
+    expect(refusal({ outputs: { "bad name": { type: "http", url: "https://example.org" } } })).toMatch(
+      /^invalid configuration: streams.outputs.bad name: the name must be 1 to 128 characters/,
+    );
+    expect(refusal({ outputs: { hook: { type: "alertmanager", url: "http://a", labels: "host" } } })).toMatch(
+      /^invalid configuration: streams.outputs.hook.labels: must be an array/,
+    );
+  });
+
+  it("never echoes a URL or a header value, which may carry a secret", () => {
+    const url = refusal({ outputs: { hook: { type: "http", url: "mailto:user:hunter2@example.org" } } });
+    expect(url).not.toContain("hunter2");
+    const header = refusal({
+      outputs: { hook: { type: "http", url: "https://example.org", headers: { Authorization: ["Bearer hunter2"] } } },
+    });
+    expect(header).toBe(
+      "invalid configuration: streams.outputs.hook.headers.Authorization: must be a string without line breaks",
+    );
+    const injected = refusal({
+      outputs: { hook: { type: "http", url: "https://example.org", headers: { "X-Token": "hunter2\r\nX-Evil: 1" } } },
+    });
+    expect(injected).not.toContain("hunter2");
+    expect(refusal({ outputs: { hook: { type: "http", url: "https://example.org", headers: { "a b": "x" } } } })).toBe(
+      "invalid configuration: streams.outputs.hook.headers.a b: is not a valid header name",
+    );
+  });
+
+  it("refuses a file output whose directory does not exist (directories are not created)", () => {
+    const directory = temporaryDirectory();
+    const missing = join(directory, "missing", "events.jsonl");
+    expect(refusal({ outputs: { archive: { type: "file", path: missing } } })).toBe(
+      `invalid configuration: streams.outputs.archive.path: must be in an existing directory (${join(directory, "missing")} is not one) (got ${JSON.stringify(missing)})`,
+    );
+  });
+});
+
+describe("streams.async-queues", () => {
+  it("defaults the size to 10 000 and refuses other keys", () => {
+    expect(section({ "async-queues": { slow: {}, big: { size: 5 } } })["async-queues"]).toEqual({
+      slow: { size: 10_000 },
+      big: { size: 5 },
+    });
+    expect(refusal({ "async-queues": { slow: { size: 0 } } })).toMatch(
+      /^invalid configuration: streams.async-queues.slow.size: must be an integer between 1 and/,
+    );
+    expect(refusal({ "async-queues": { slow: { length: 3 } } })).toMatch(
+      /^invalid configuration: streams.async-queues.slow.length: unknown key/,
+    );
+  });
+});
+
+describe("streams.riemann", () => {
+  it("is off by default, on 127.0.0.1:5555 with 16 MiB frames", () => {
+    expect(section({}).riemann).toEqual({
+      enabled: false,
+      host: "127.0.0.1",
+      port: 5555,
+      "max-connections": 1000,
+      "max-frame-size": 16 * 1024 * 1024,
+    });
+    expect(section({})["drain-timeout"]).toMatchObject({ milliseconds: 5000 });
+  });
+
+  it("needs both halves of TLS, and TLS for client certificates", () => {
+    expect(refusal({ riemann: { "tls-cert": "cert.pem" } })).toBe(
+      "invalid configuration: streams.riemann.tls-key: is required when tls-cert is set (TLS needs both)",
+    );
+    expect(refusal({ riemann: { "tls-key": "key.pem" } })).toBe(
+      "invalid configuration: streams.riemann.tls-cert: is required when tls-key is set (TLS needs both)",
+    );
+    expect(refusal({ riemann: { "tls-ca": "ca.pem" } })).toBe(
+      "invalid configuration: streams.riemann.tls-cert: is required with tls-ca (client certificates need TLS)",
+    );
+  });
+
+  it("refuses an enabled input without client certificates when tokens are required", () => {
+    expect(refusal({ riemann: { enabled: true } }, { security: { "require-token": true } })).toMatch(
+      /^invalid configuration: streams.riemann.tls-ca: is required when security.require-token is true/,
+    );
+    // Disabled, or with client certificates, it is fine.
+    expect(() => parse({ riemann: { enabled: false } }, { security: { "require-token": true } })).not.toThrow();
+    expect(() =>
+      parse(
+        { riemann: { enabled: true, "tls-cert": "c.pem", "tls-key": "k.pem", "tls-ca": "ca.pem" } },
+        { security: { "require-token": true } },
+      ),
+    ).not.toThrow();
+  });
+});

@@ -1,0 +1,534 @@
+import { writeFileSync } from "node:fs";
+import { connect as connectTcp, createServer } from "node:net";
+import { join } from "node:path";
+import fc from "fast-check";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import type { RiemannSettings } from "../../../src/streams/config.js";
+import { parseEdn } from "../../../src/streams/edn.js";
+import type { StreamEngine } from "../../../src/streams/engine.js";
+import type { RiemannMetrics } from "../../../src/streams/metrics.js";
+import { encodeMsg } from "../../../src/streams/riemann/protocol.js";
+import { CLOSE_GRACE_MS, RiemannServer } from "../../../src/streams/riemann/server.js";
+import { generateCertificates, OPENSSL_MISSING } from "../../healthchecks/certificates.js";
+import { frameOf, RiemannClient, withLength } from "../../support/riemann.js";
+import { temporaryDirectory } from "../../support/temporary.js";
+import { until } from "../../support/until.js";
+import { recordingEngine } from "../harness.js";
+
+const INDEX_ALL = "{:default true :actions {:action :index :params [[:host :service]]}}";
+
+function recordingMetrics() {
+  const counts = { connections: 0, ok: 0, error: 0, events: 0 };
+  const metrics: RiemannMetrics = {
+    connections: (delta) => {
+      counts.connections += delta;
+    },
+    message: (outcome) => {
+      counts[outcome] += 1;
+    },
+    events: (count) => {
+      counts.events += count;
+    },
+  };
+  return { counts, metrics };
+}
+
+/** Settings as the configuration gives them, on 127.0.0.1 and any port, with `changes`. */
+function settingsOf(changes: Partial<RiemannSettings> = {}): RiemannSettings {
+  return {
+    enabled: true,
+    host: "127.0.0.1",
+    port: 0,
+    "tls-cert": undefined,
+    "tls-key": undefined,
+    "tls-ca": undefined,
+    "max-frame-size": 1024 * 1024,
+    "max-connections": 1000,
+    "query-stream": undefined,
+    ...changes,
+  };
+}
+
+const servers: RiemannServer[] = [];
+const clients: RiemannClient[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.destroy();
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+
+/** A server on 127.0.0.1, any port, over a recording engine with the given streams (EDN by name). */
+async function start(streams: Record<string, string> = { main: INDEX_ALL }, settings: Partial<RiemannSettings> = {}) {
+  const recorder = recordingEngine();
+  for (const [name, config] of Object.entries(streams)) recorder.engine.add(name, parseEdn(config), { kind: "api" });
+  const { counts, metrics } = recordingMetrics();
+  const server = new RiemannServer(settingsOf(settings), recorder.engine, {
+    metrics,
+    logger: pino({ level: "silent" }),
+  });
+  servers.push(server);
+  const port = await server.listen();
+  const connect = async (tls?: Parameters<typeof RiemannClient.connect>[1]) => {
+    const client = await RiemannClient.connect(port, tls);
+    clients.push(client);
+    return client;
+  };
+  return { ...recorder, server, port, counts, connect };
+}
+
+const indexed = (engine: StreamEngine, stream = "main") => engine.get(stream)?.index.search(() => true) ?? [];
+
+describe("the Riemann input over TCP", () => {
+  it("pushes a message's events into the default streams and answers ok", async () => {
+    const { engine, counts, connect } = await start();
+    const client = await connect();
+    const reply = await client.send({
+      events: [
+        { host: "a", service: "cpu", metricD: 0.5, time: 100, attributes: [{ key: "plugin", value: "cpu" }] },
+        { host: "b", service: "cpu", metricSint64: 2, timeMicros: 101_500_000, tags: ["prod"] },
+      ],
+    });
+    expect(reply).toEqual({ ok: true, events: [] });
+    expect(indexed(engine)).toEqual([
+      { host: "a", service: "cpu", metric: 0.5, time: 100, plugin: "cpu" },
+      { host: "b", service: "cpu", metric: 2, time: 101.5, tags: ["prod"] },
+    ]);
+    expect(counts).toEqual({ connections: 1, ok: 1, error: 0, events: 2 });
+    expect(await client.send({})).toEqual({ ok: true, events: [] });
+    client.destroy();
+    await until(async () => (counts.connections === 0 ? true : undefined), "the connection to be counted out");
+  });
+
+  it("routes by the stream attribute, `default` meaning the default streams", async () => {
+    const { engine, connect, tap } = await start({
+      main: INDEX_ALL,
+      other: "{:actions {:action :tap :params [:other]}}",
+    });
+    const client = await connect();
+    const routed = (host: string, stream?: string) => ({
+      host,
+      time: 1,
+      ...(stream === undefined ? {} : { attributes: [{ key: "stream", value: stream }] }),
+    });
+    expect(
+      await client.send({ events: [routed("a", "other"), routed("b"), routed("c", "default"), routed("d", "other")] }),
+    ).toMatchObject({ ok: true });
+    expect(tap("other")).toEqual([
+      { host: "a", time: 1 },
+      { host: "d", time: 1 },
+    ]);
+    expect(indexed(engine).map((event) => event.host)).toEqual(["b", "c"]);
+  });
+
+  it("pushes none of a message's events when one names an unknown stream", async () => {
+    const { engine, counts, connect } = await start();
+    const client = await connect();
+    const reply = await client.send({
+      events: [
+        { host: "a", time: 1 },
+        { host: "b", time: 1, attributes: [{ key: "stream", value: "nope" }] },
+      ],
+    });
+    expect(reply).toEqual({
+      ok: false,
+      error: 'unknown stream "nope": no event of the message was pushed',
+      events: [],
+    });
+    expect(indexed(engine)).toEqual([]);
+    expect(counts).toMatchObject({ ok: 0, error: 1, events: 0 });
+    // The connection goes on.
+    expect(await client.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
+    expect(indexed(engine)).toHaveLength(1);
+  });
+
+  it("handles the messages of one connection in order, one reply each", async () => {
+    const { connect, tap, counts } = await start({ ordered: "{:actions {:action :tap :params [:seen]}}" });
+    const client = await connect();
+    const count = 3_000;
+    const frames = Array.from({ length: count }, (_, i) =>
+      frameOf({ events: [{ metricSint64: i, attributes: [{ key: "stream", value: "ordered" }] }] }),
+    );
+    // In odd-sized slices, so that frames straddle TCP chunks.
+    const bytes = Buffer.concat(frames);
+    for (let offset = 0; offset < bytes.length; offset += 997) client.write(bytes.subarray(offset, offset + 997));
+    const replies = [];
+    for (let i = 0; i < count; i++) replies.push(await client.reply());
+    expect(replies.every((reply) => reply.ok === true)).toBe(true);
+    expect(tap("seen").map((event) => (event as { metric: number }).metric)).toEqual(
+      Array.from({ length: count }, (_, i) => i),
+    );
+    expect(counts).toMatchObject({ ok: count, events: count });
+  });
+
+  it("stops reading a client that does not read its replies, and goes on when it does", async () => {
+    const { engine, counts, connect } = await start();
+    // 100 events of 1 KiB each: every query answer is about 100 KiB.
+    engine.get("main")?.push(
+      Array.from({ length: 100 }, (_, i) => ({
+        host: `h${i}`,
+        service: "s",
+        time: i,
+        description: "x".repeat(1024),
+      })),
+    );
+    const client = await connect();
+    client.socket.pause();
+    const queries = 400;
+    const query = frameOf({ query: "true" });
+    for (let i = 0; i < queries; i++) client.write(query);
+    // The server answers until the socket buffers are full, then waits for the client.
+    let handled = -1;
+    await until(async () => {
+      const now = counts.ok;
+      const stable = now === handled && now > 0;
+      handled = now;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return stable ? true : undefined;
+    }, "the server to stop handling queries");
+    expect(handled).toBeLessThan(queries);
+    // What is waiting on the server's side is bounded by the socket buffers, not by the 40 MiB of answers.
+    expect(handled * 100 * 1024).toBeLessThan(32 * 1024 * 1024);
+    client.socket.resume();
+    let events = 0;
+    for (let i = 0; i < queries; i++) {
+      const reply = await client.reply(15_000);
+      expect(reply.ok).toBe(true);
+      events += reply.events.length;
+    }
+    expect(events).toBe(queries * 100);
+    expect(counts.ok).toBe(queries);
+  });
+});
+
+describe("queries over the Riemann input", () => {
+  async function populated(settings: Partial<RiemannSettings> = {}) {
+    const started = await start(
+      {
+        main: INDEX_ALL,
+        second: "{:default true :actions {:action :index :params [[:host]]}}",
+        other: "{:actions {:action :index :params [[:host]]}}",
+      },
+      settings,
+    );
+    started.engine.get("main")?.push([
+      { host: "web-1", service: "cpu", metric: 0.95, time: 30, tags: ["prod"], state: "critical", plugin: "cpu" },
+      { host: "web-2", service: "cpu", metric: 0.5, time: 10, state: "ok" },
+      { host: "db-1", service: "disk", metric: 0, time: 20, description: "idle" },
+    ]);
+    started.engine.get("second")?.push([{ host: "web-3", service: "mem", metric: 7, time: 15 }]);
+    started.engine.get("other")?.push([{ host: "elsewhere", time: 1 }]);
+    return started;
+  }
+
+  it("searches the merged indexes of the default streams, sorted by time", async () => {
+    const { connect } = await populated();
+    const client = await connect();
+    const hosts = async (query: string) => {
+      const reply = await client.send({ query });
+      expect(reply.ok, reply.error).toBe(true);
+      return reply.events.map((event) => event.host);
+    };
+    expect(await hosts("true")).toEqual(["web-2", "web-3", "db-1", "web-1"]);
+    expect(await hosts('service = "cpu" and metric > 0.9')).toEqual(["web-1"]);
+    expect(await hosts('host =~ "web%"')).toEqual(["web-2", "web-3", "web-1"]);
+    expect(await hosts('host ~= "b-[0-9]"')).toEqual(["web-2", "web-3", "db-1", "web-1"]);
+    expect(await hosts('tagged "prod"')).toEqual(["web-1"]);
+    expect(await hosts('state != "ok"')).toEqual(["web-3", "db-1", "web-1"]);
+    expect(await hosts('not state = "ok" and metric')).toEqual(["web-3", "db-1", "web-1"]);
+    expect(await hosts("metric = 0")).toEqual(["db-1"]);
+    expect(await hosts('metric = "0"')).toEqual([]);
+    expect(await hosts("description = null or time >= 20")).toEqual(["web-2", "web-3", "db-1", "web-1"]);
+    expect(await hosts("(metric < 1 and time > 15) or false")).toEqual(["db-1", "web-1"]);
+    expect(await hosts('plugin = "cpu"')).toEqual(["web-1"]);
+  });
+
+  it("answers events with their standard fields and string attributes", async () => {
+    const { connect } = await populated();
+    const client = await connect();
+    const reply = await client.send({ query: 'host = "web-1"' });
+    expect(reply).toEqual({
+      ok: true,
+      events: [
+        {
+          host: "web-1",
+          service: "cpu",
+          state: "critical",
+          metricD: 0.95,
+          metricF: expect.closeTo(0.95, 6),
+          time: 30,
+          timeMicros: 30_000_000,
+          tags: ["prod"],
+          attributes: [{ key: "plugin", value: "cpu" }],
+        },
+      ],
+    });
+  });
+
+  it("searches query-stream when it is set", async () => {
+    const { connect } = await populated({ "query-stream": "other" });
+    const client = await connect();
+    expect((await client.send({ query: "true" })).events.map((event) => event.host)).toEqual(["elsewhere"]);
+    const missing = await populated({ "query-stream": "gone" });
+    const lost = await missing.connect();
+    expect(await lost.send({ query: "true" })).toEqual({
+      ok: false,
+      error: 'the query stream "gone" does not exist',
+      events: [],
+    });
+  });
+
+  it("runs a message's events before its query and answers both in one reply", async () => {
+    const { connect } = await populated();
+    const client = await connect();
+    const reply = await client.send({
+      events: [{ host: "new", service: "cpu", metricD: 0.99, time: 40 }],
+      query: 'service = "cpu" and metric > 0.9',
+    });
+    expect(reply.ok).toBe(true);
+    expect(reply.events.map((event) => event.host)).toEqual(["web-1", "new"]);
+  });
+
+  it("answers an invalid query with its offset and keeps the connection", async () => {
+    const { connect, counts } = await populated();
+    const client = await connect();
+    expect(await client.send({ query: 'host = "a" and' })).toEqual({
+      ok: false,
+      error: "invalid query at offset 14: expected a condition, a field name or a value, found end of query",
+      events: [],
+    });
+    expect((await client.send({ query: 'host ~= "(a)\\\\1"' })).error).toMatch(
+      /^invalid query at offset 8: invalid regular/,
+    );
+    expect((await client.send({ query: 'host = "web-2"' })).events).toHaveLength(1);
+    expect(counts).toMatchObject({ error: 2 });
+  });
+});
+
+describe("bad input", () => {
+  it("answers an undecodable frame and keeps the connection", async () => {
+    const { connect, counts } = await start();
+    const client = await connect();
+    client.write(withLength(Buffer.from([0x32, 0x10, 0x01, 0x02])));
+    const reply = await client.reply();
+    expect(reply.ok).toBe(false);
+    expect(reply.error).toMatch(/^undecodable message: /);
+    expect(await client.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
+    expect(counts).toMatchObject({ ok: 1, error: 1 });
+  });
+
+  it("answers a frame over max-frame-size, then closes the connection", async () => {
+    const { connect, counts } = await start(undefined, { "max-frame-size": 1000 });
+    const client = await connect();
+    client.write(withLength(encodeMsg({ events: [{ description: "x".repeat(2000) }] })));
+    const reply = await client.reply();
+    expect(reply).toEqual({
+      ok: false,
+      error:
+        "frame of 2006 bytes is over the limit of 1000 bytes (streams.riemann.max-frame-size): closing the connection",
+      events: [],
+    });
+    await client.closed;
+    expect(counts).toMatchObject({ events: 0, error: 1 });
+    await until(async () => (counts.connections === 0 ? true : undefined), "the connection to be counted out");
+  });
+
+  it("closes on garbage: an HTTP request reads as a huge length", async () => {
+    const { connect } = await start();
+    const client = await connect();
+    client.write(Buffer.from("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    expect((await client.reply()).error).toMatch(/^frame of 1195725856 bytes is over the limit/);
+    await client.closed;
+  });
+
+  it("answers a frame truncated by the client's end, then closes", async () => {
+    const { connect, counts } = await start();
+    const client = await connect();
+    const frame = frameOf({ events: [{ host: "a", time: 1 }] });
+    client.socket.end(frame.subarray(0, frame.length - 3));
+    expect(await client.reply()).toEqual({
+      ok: false,
+      error: `truncated frame: the connection ended after ${frame.length - 3} bytes of ${frame.length - 4} bytes and its 4-byte length`,
+      events: [],
+    });
+    await client.closed;
+    expect(counts.events).toBe(0);
+  });
+
+  it("cleans up after a client that vanishes mid-frame", async () => {
+    const { connect, counts, port } = await start();
+    const client = await connect();
+    const prefix = Buffer.alloc(4);
+    prefix.writeUInt32BE(100_000);
+    client.write(Buffer.concat([prefix, Buffer.alloc(5_000)]));
+    await until(async () => (counts.connections === 1 ? true : undefined), "the connection");
+    client.socket.resetAndDestroy();
+    await until(async () => (counts.connections === 0 ? true : undefined), "the connection to be cleaned up");
+    const next = await RiemannClient.connect(port);
+    clients.push(next);
+    expect(await next.send({})).toMatchObject({ ok: true });
+  });
+
+  it("survives random bytes in random chunks (fast-check, seeded)", async () => {
+    const { port, counts } = await start(undefined, { "max-frame-size": 4096 });
+    const seed = Number(process.env.FUZZ_SEED ?? 20_240_611);
+    const chunks = fc.array(fc.uint8Array({ minLength: 0, maxLength: 300 }), { minLength: 1, maxLength: 8 });
+    // Half the runs put a plausible length first, so that bytes reach the protobuf decoder.
+    const framedGarbage = fc.uint8Array({ minLength: 0, maxLength: 600 }).map((body) => [withLength(body)]);
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.oneof(chunks, framedGarbage), async (parts) => {
+          const client = await RiemannClient.connect(port);
+          clients.push(client);
+          for (const part of parts) client.write(part);
+          client.socket.end();
+          await client.closed;
+        }),
+        { seed, numRuns: 60 },
+      );
+    } catch (error) {
+      throw new Error(`fuzz failed with seed ${seed}: ${error}`);
+    }
+    await until(async () => (counts.connections === 0 ? true : undefined), "every connection to be cleaned up");
+    const client = await RiemannClient.connect(port);
+    clients.push(client);
+    expect(await client.send({ events: [{ host: "after", time: 1 }] })).toMatchObject({ ok: true });
+  });
+});
+
+describe("listening and closing", () => {
+  it("rejects with the address when the port is taken", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    const address = blocker.address();
+    const port = typeof address === "object" && address !== null ? address.port : 0;
+    try {
+      const { engine } = recordingEngine();
+      const server = new RiemannServer(settingsOf({ port }), engine, {
+        metrics: recordingMetrics().metrics,
+        logger: pino({ level: "silent" }),
+      });
+      await expect(server.listen()).rejects.toThrow(`streams.riemann: cannot listen on 127.0.0.1:${port}: `);
+      await server.close();
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+
+  it("closes connections beyond max-connections as they arrive", async () => {
+    const { connect, counts } = await start(undefined, { "max-connections": 2 });
+    const first = await connect();
+    const second = await connect();
+    await until(async () => (counts.connections === 2 ? true : undefined), "two connections");
+    const third = await connect();
+    await third.closed;
+    expect(counts.connections).toBe(2);
+    expect(await first.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
+    second.destroy();
+    await until(async () => (counts.connections === 1 ? true : undefined), "one connection");
+    const fourth = await connect();
+    expect(await fourth.send({ events: [{ host: "b", time: 2 }] })).toMatchObject({ ok: true });
+  });
+
+  it("ends open connections on close, after the frame being handled", async () => {
+    const { server, connect, counts } = await start();
+    const first = await connect();
+    const second = await connect();
+    expect(await first.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
+    // Half a frame: dropped, unanswered, when the server closes.
+    second.write(frameOf({ events: [{ host: "b" }] }).subarray(0, 6));
+    await until(async () => (counts.connections === 2 ? true : undefined), "both connections");
+    await server.close();
+    await Promise.all([first.closed, second.closed]);
+    expect(counts.connections).toBe(0);
+    expect(counts.events).toBe(1);
+  });
+
+  it("closes a connection whose client never reads within the grace period", async () => {
+    const { server, engine, connect } = await start();
+    engine.get("main")?.push([{ host: "big", service: "s", time: 1, description: "x".repeat(500_000) }]);
+    const client = await connect();
+    client.socket.pause();
+    for (let i = 0; i < 100; i++) client.write(frameOf({ query: "true" }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = Date.now();
+    await server.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe.skipIf(OPENSSL_MISSING !== undefined)("the Riemann input over TLS", () => {
+  it("requires a client certificate signed by tls-ca", async () => {
+    const certificates = generateCertificates();
+    const { connect, port } = await start(undefined, {
+      "tls-cert": certificates.serverCert,
+      "tls-key": certificates.serverKey,
+      "tls-ca": certificates.caCert,
+    });
+    const ca = certificates.read(certificates.caCert);
+    const client = await connect({
+      ca,
+      cert: certificates.read(certificates.clientCert),
+      key: certificates.read(certificates.clientKey),
+    });
+    expect(await client.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
+    expect((await client.send({ query: 'host = "a"' })).events).toHaveLength(1);
+
+    // Without a certificate the handshake fails (TLS 1.3 reports it on the first read).
+    const refused = await RiemannClient.connect(port, { ca }).then(
+      async (anonymous) => {
+        clients.push(anonymous);
+        anonymous.write(frameOf({}));
+        return anonymous.reply(3_000).then(
+          () => false,
+          () => true,
+        );
+      },
+      () => true,
+    );
+    expect(refused).toBe(true);
+  });
+
+  it("ends handshakes still in progress when it closes", async () => {
+    const certificates = generateCertificates();
+    const { server, port } = await start(undefined, {
+      "tls-cert": certificates.serverCert,
+      "tls-key": certificates.serverKey,
+    });
+    // A TCP connection that never starts its TLS handshake.
+    const silent = connectTcp({ host: "127.0.0.1", port });
+    await new Promise((resolve) => silent.once("connect", resolve));
+    const ended = new Promise((resolve) => silent.once("close", resolve));
+    silent.on("error", () => {});
+    const started = Date.now();
+    await server.close();
+    await ended;
+    expect(Date.now() - started).toBeLessThan(CLOSE_GRACE_MS + 1_000);
+  });
+
+  it("serves TLS without client certificates when tls-ca is not set", async () => {
+    const certificates = generateCertificates();
+    const { connect } = await start(undefined, {
+      "tls-cert": certificates.serverCert,
+      "tls-key": certificates.serverKey,
+    });
+    const client = await connect({ ca: certificates.read(certificates.caCert) });
+    expect(await client.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
+  });
+
+  it("rejects with the file name when a TLS file is missing or invalid", async () => {
+    const certificates = generateCertificates();
+    const { engine } = recordingEngine();
+    const options = { metrics: recordingMetrics().metrics, logger: pino({ level: "silent" }) };
+    const base = settingsOf();
+    const missing = join(temporaryDirectory(), "missing.pem");
+    await expect(
+      new RiemannServer({ ...base, "tls-cert": missing, "tls-key": certificates.serverKey }, engine, options).listen(),
+    ).rejects.toThrow(`streams.riemann.tls-cert: cannot read ${missing}: ENOENT`);
+    const garbage = join(temporaryDirectory(), "garbage.pem");
+    writeFileSync(garbage, "not a certificate\n");
+    await expect(
+      new RiemannServer({ ...base, "tls-cert": certificates.serverCert, "tls-key": garbage }, engine, options).listen(),
+    ).rejects.toThrow(`streams.riemann: invalid TLS files (tls-cert ${certificates.serverCert}, tls-key ${garbage}): `);
+  });
+});

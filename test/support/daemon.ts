@@ -1,0 +1,72 @@
+/**
+ * Real third-party servers for end-to-end tests (Prometheus, Alertmanager from Debian's packages):
+ * finding the binary, starting it, waiting until it is ready, stopping it.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { until } from "./until.js";
+
+/**
+ * The path of a command (`command -v`), or "" after printing why the tests that need it are
+ * skipped, with the Debian package that provides it.
+ */
+export function commandPath(command: string, debianPackage: string, tests: string): string {
+  const path = spawnSync("sh", ["-c", `command -v ${command}`], { encoding: "utf8" }).stdout.trim();
+  if (path === "") console.warn(`skipping ${tests}: no ${command} binary (apt-get install -y ${debianPackage})`);
+  return path;
+}
+
+/** A running third-party server. */
+export interface Daemon {
+  readonly child: ChildProcess;
+  /** What it wrote to stdout and stderr so far. */
+  output(): string;
+  /** Sends SIGTERM (when still running) and waits for the exit. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `command args` and waits until `readyUrl` answers 2xx.
+ * @param what its name in error messages ("Prometheus")
+ * @throws Error with the end of its output when it is not ready within `timeoutMs` (it is stopped)
+ */
+export async function startDaemon(options: {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly readyUrl: string;
+  readonly what: string;
+  readonly timeoutMs?: number;
+}): Promise<Daemon> {
+  const child = spawn(options.command, options.args, { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output += chunk;
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const daemon: Daemon = {
+    child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      await exited;
+    },
+  };
+  try {
+    await until(
+      async () => {
+        try {
+          return (await fetch(options.readyUrl)).ok ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      `${options.what} to be ready`,
+      options.timeoutMs ?? 30_000,
+    );
+  } catch (error) {
+    await daemon.stop();
+    throw new Error(`${error}; ${options.what} said:\n${output.slice(-3000)}`);
+  }
+  return daemon;
+}
