@@ -11,8 +11,11 @@
  *   (an event indexed by several default streams, being one object, is listed once).
  * - An undecodable frame or an invalid query answers `ok: false` with the reason; the framing is
  *   intact, so the connection goes on.
+ * - A message of more than {@link EVENTS_PER_SLICE} events is handled a slice per turn of the
+ *   event loop; its reply comes once the last slice went through.
  */
 
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Predicate } from "../condition.js";
 import type { RiemannSettings } from "../config.js";
 import type { StreamEngine } from "../engine.js";
@@ -20,17 +23,20 @@ import { type Event, timeOf } from "../event.js";
 import type { RiemannMetrics } from "../metrics.js";
 import {
   type DecodedEvent,
-  type DecodedMsg,
-  decodeMsg,
   errorFrame,
   eventsFrame,
   fromRiemann,
-  hasQuery,
+  MsgReader,
   OK_FRAME,
-  queryText,
   targetStream,
 } from "./protocol.js";
 import { compileQuery } from "./query.js";
+
+/**
+ * Events decoded, mapped and pushed per turn of the event loop: a larger message is handled in
+ * slices, so that other connections and HTTP requests are served in between.
+ */
+export const EVENTS_PER_SLICE = 4096;
 
 /** Compiled queries kept for clients that repeat theirs (dashboards polling); the memory starts over when full. */
 const QUERY_CACHE_SIZE = 256;
@@ -60,33 +66,83 @@ export class RiemannHandler {
   ) {}
 
   /**
-   * Handles one frame's body (the bytes after the length prefix) and returns the framed reply.
-   * Never throws: every failure is an `ok: false` reply.
+   * Handles one frame's body (the bytes after the length prefix) and returns the framed reply: at
+   * once for a message of at most {@link EVENTS_PER_SLICE} events, else a promise, the message
+   * being handled a slice per turn of the event loop (see {@link #handleLarge}). Never throws nor
+   * rejects: every failure is an `ok: false` reply.
    */
-  handle(body: Uint8Array): Buffer {
-    let message: DecodedMsg;
+  handle(body: Uint8Array): Buffer | Promise<Buffer> {
+    const reader = new MsgReader(body);
+    const events: DecodedEvent[] = [];
+    let complete: boolean;
     try {
-      message = decodeMsg(body);
+      complete = reader.read(EVENTS_PER_SLICE, events);
     } catch (error) {
       return this.#fail(`undecodable message: ${reasonOf(error)}`);
     }
-    if (message.events.length > 0) {
-      const unknown = this.#unknownStream(message.events);
-      if (unknown !== undefined)
-        return this.#fail(`unknown stream ${quoted(unknown)}: no event of the message was pushed`);
-      this.#push(message.events);
+    if (!complete) return this.#handleLarge(body, reader, events);
+    if (events.length > 0) {
+      const unknown = this.#unknownStream(events);
+      if (unknown !== undefined) return this.#unknown(unknown);
+      this.#push(events, Date.now() / 1000);
     }
-    if (!hasQuery(message)) {
+    return this.#answer(reader.query);
+  }
+
+  /**
+   * A message of more than {@link EVENTS_PER_SLICE} events, a slice per turn of the event loop, so
+   * that one large frame (up to `max-frame-size`, millions of events) never holds the loop for
+   * seconds. First every event is decoded to check its target stream (none of the message's events
+   * may be pushed when one names an unknown stream), then the body is decoded again, slice by slice,
+   * and pushed: decoding twice keeps memory to one slice of events.
+   */
+  async #handleLarge(body: Uint8Array, reader: MsgReader, firstSlice: DecodedEvent[]): Promise<Buffer> {
+    const now = Date.now() / 1000;
+    let slice = firstSlice;
+    try {
+      for (;;) {
+        const unknown = this.#unknownStream(slice);
+        if (unknown !== undefined) return this.#unknown(unknown);
+        await nextTurn();
+        slice = [];
+        if (reader.read(EVENTS_PER_SLICE, slice)) {
+          const last = this.#unknownStream(slice);
+          if (last !== undefined) return this.#unknown(last);
+          break;
+        }
+      }
+    } catch (error) {
+      return this.#fail(`undecodable message: ${reasonOf(error)}`);
+    }
+    const again = new MsgReader(body);
+    for (;;) {
+      slice = [];
+      // The bytes decoded once already: they decode again.
+      const complete = again.read(EVENTS_PER_SLICE, slice);
+      this.#push(slice, now);
+      if (complete) break;
+      await nextTurn();
+    }
+    return this.#answer(again.query);
+  }
+
+  /** The reply once the message's events went through: `ok`, or the events its query found. */
+  #answer(query: { readonly string: string } | null): Buffer {
+    if (query === null) {
       this.metrics.message("ok");
       return OK_FRAME;
     }
     try {
-      const reply = eventsFrame(this.#search(queryText(message)));
+      const reply = eventsFrame(this.#search(query.string));
       this.metrics.message("ok");
       return reply;
     } catch (error) {
       return this.#fail(reasonOf(error));
     }
+  }
+
+  #unknown(stream: string): Buffer {
+    return this.#fail(`unknown stream ${quoted(stream)}: no event of the message was pushed`);
   }
 
   /**
@@ -111,10 +167,13 @@ export class RiemannHandler {
     return undefined;
   }
 
-  /** Maps and pushes the events, in order, one push per run of events with the same target. */
-  #push(sources: readonly DecodedEvent[]): void {
-    const now = Date.now() / 1000;
+  /**
+   * Maps and pushes the events, in order, one push per run of events with the same target.
+   * @param now the time of receipt in seconds, for events without a time
+   */
+  #push(sources: readonly DecodedEvent[], now: number): void {
     const count = sources.length;
+    if (count === 0) return;
     const events: Event[] = new Array(count);
     const targets: (string | undefined)[] = new Array(count);
     let single = true;

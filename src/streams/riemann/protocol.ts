@@ -24,6 +24,8 @@ import type { Event } from "../event.js";
 // dist/streams/riemann/.
 const schema = protobuf.loadSync(fileURLToPath(new URL("../../../proto/riemann.proto", import.meta.url)));
 const MsgType = schema.lookupType("vigie.riemann.Msg");
+const EventType = schema.lookupType("vigie.riemann.Event");
+const QueryType = schema.lookupType("vigie.riemann.Query");
 
 /** An int64 as protobufjs decodes it: a `Long` (the `long` package is installed) or a number. */
 type Int64 = number | protobuf.Long;
@@ -48,31 +50,91 @@ export interface DecodedEvent {
   readonly metricF: number;
 }
 
-/** A decoded `Msg`: `query` is own only when the client sent one. */
+/** A decoded `Msg`: `query` is `null` when the client sent none. */
 export interface DecodedMsg {
   readonly query: { readonly string: string } | null;
   readonly events: readonly DecodedEvent[];
 }
 
-/** Whether a decoded value is a `Msg` instance (what `MsgType.decode` builds). */
-function isDecodedMsg(value: unknown): value is DecodedMsg {
-  return value instanceof MsgType.ctor;
+/** Whether a decoded value is an `Event` instance (what `EventType.decode` builds). */
+function isDecodedEvent(value: unknown): value is DecodedEvent {
+  return value instanceof EventType.ctor;
+}
+
+/** Whether a decoded value is a `Query` instance. */
+function isDecodedQuery(value: unknown): value is { readonly string: string } {
+  return value instanceof QueryType.ctor;
+}
+
+/** `Msg` field numbers (proto/riemann.proto) and the length-delimited wire type (protobuf encoding). */
+const QUERY_FIELD = 5;
+const EVENTS_FIELD = 6;
+const LENGTH_DELIMITED = 2;
+
+/**
+ * Reads a `Msg` body field by field (protobuf wire format, https://protobuf.dev/programming-guides/encoding/),
+ * so that a large message can be decoded a slice of events at a time: each event and the query
+ * are decoded by protobufjs's generated decoders, other fields (`ok`, `error`, unknown ones) are
+ * skipped. A repeated `query` keeps the last one.
+ */
+export class MsgReader {
+  readonly #reader: protobuf.Reader;
+  #query: { readonly string: string } | null = null;
+
+  constructor(body: Uint8Array) {
+    this.#reader = protobuf.Reader.create(body);
+  }
+
+  /** The query read so far (`null` until one is read; its `string` may be absent: read as empty). */
+  get query(): { readonly string: string } | null {
+    return this.#query;
+  }
+
+  /**
+   * Reads fields until `limit` more events were appended to `into`, or the body ends.
+   * @returns true once the whole body is read
+   * @throws Error (protobufjs' RangeError or Error) when the bytes are not a valid `Msg`: a
+   *   truncated field, an invalid wire type or field number, invalid nesting
+   */
+  read(limit: number, into: DecodedEvent[]): boolean {
+    const reader = this.#reader;
+    let read = 0;
+    while (reader.pos < reader.len && read < limit) {
+      const tag = reader.uint32();
+      const field = tag >>> 3;
+      const wireType = tag & 7;
+      if (field === 0) throw new Error(`invalid field number 0 at offset ${reader.pos}`);
+      if (field === EVENTS_FIELD && wireType === LENGTH_DELIMITED) {
+        const event = EventType.decode(reader, reader.uint32());
+        if (!isDecodedEvent(event)) throw new Error("the decoder returned no Event");
+        into.push(event);
+        read += 1;
+      } else if (field === QUERY_FIELD && wireType === LENGTH_DELIMITED) {
+        const query = QueryType.decode(reader, reader.uint32());
+        if (!isDecodedQuery(query)) throw new Error("the decoder returned no Query");
+        this.#query = query;
+      } else {
+        reader.skipType(wireType);
+      }
+    }
+    return reader.pos >= reader.len;
+  }
 }
 
 /**
- * Decodes the body of a frame (the bytes after the length prefix).
- * @throws Error (protobufjs' RangeError or Error) when the bytes are not a valid `Msg`: a
- *   truncated field, a wrong wire type, invalid nesting
+ * Decodes the whole body of a frame (the bytes after the length prefix).
+ * @throws Error when the bytes are not a valid `Msg` (see {@link MsgReader.read})
  */
 export function decodeMsg(body: Uint8Array): DecodedMsg {
-  const decoded = MsgType.decode(body);
-  if (!isDecodedMsg(decoded)) throw new Error("the decoder returned no Msg");
-  return decoded;
+  const reader = new MsgReader(body);
+  const events: DecodedEvent[] = [];
+  reader.read(Number.POSITIVE_INFINITY, events);
+  return { query: reader.query, events };
 }
 
 /** Whether the client sent a query (`Msg.query` present, whatever its string). */
 export function hasQuery(message: DecodedMsg): boolean {
-  return Object.hasOwn(message, "query") && message.query !== null;
+  return message.query !== null;
 }
 
 /** The query text of a message; an absent `string` reads as empty. */

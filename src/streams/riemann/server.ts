@@ -3,8 +3,9 @@
  * (and client certificates required with `tls-ca`), that reads length-prefixed `Msg` frames and
  * answers each with one reply, in order.
  *
- * Each connection is handled in order and synchronously: a frame is decoded, its events pushed and
- * its reply written before the next frame is looked at. When the socket's write buffer is full
+ * Each connection is handled in order: a frame is decoded, its events pushed and its reply written
+ * before the next frame is looked at; a message of many events is handled a slice per turn of the
+ * event loop, its connection paused meanwhile (see RiemannHandler). When the socket's write buffer is full
  * (`write` returns false: the client does not read its replies fast enough) reading pauses until
  * `drain`, so a fast client is slowed by TCP back-pressure and nothing is buffered without bound:
  * per connection, at most one partial frame (up to `max-frame-size`), the chunk being read and the
@@ -202,6 +203,8 @@ class Connection {
   readonly #logger: FastifyBaseLogger;
   /** Waiting for `drain` before handling more frames. */
   #blocked = false;
+  /** A message is being handled in slices: the next frames wait for its reply. */
+  #busy = false;
   /** The peer ended its side: what is buffered is all there will be. */
   #peerEnded = false;
   /** No more frames are handled (closing); what arrives is discarded. */
@@ -230,12 +233,13 @@ class Connection {
       if (!this.#blocked) return;
       this.#blocked = false;
       this.#process();
-      if (!this.#blocked && !this.#finished) socket.resume();
+      if (!this.#blocked && !this.#busy && !this.#finished) socket.resume();
     });
     socket.on("end", () => {
       this.#peerEnded = true;
       // When finished, our side is ending too: the socket closes itself once the last reply is out.
-      if (!this.#finished) this.#process();
+      // While a message is handled in slices, its reply resumes the processing.
+      if (!this.#finished && !this.#busy) this.#process();
     });
     socket.on("error", (error) => {
       // Resets and broken pipes are what clients that vanish look like; `close` follows.
@@ -262,15 +266,24 @@ class Connection {
     const socket = this.#socket;
     socket.cork();
     try {
-      while (!this.#blocked && !this.#finished) {
+      while (!this.#blocked && !this.#busy && !this.#finished) {
         const next = this.#reader.next();
         switch (next.kind) {
-          case "frame":
-            if (!socket.write(this.#handler.handle(next.body))) {
+          case "frame": {
+            const reply = this.#handler.handle(next.body);
+            if (reply instanceof Promise) {
+              // A large message goes through a slice per turn: read nothing more until it is answered.
+              this.#busy = true;
+              socket.pause();
+              void reply.then((answer) => this.#answered(answer));
+              return;
+            }
+            if (!socket.write(reply)) {
               this.#blocked = true;
               socket.pause();
             }
             break;
+          }
           case "oversized": {
             const limit = this.#reader.maxFrameSize;
             this.#logger.debug({ remote: socket.remoteAddress, length: next.length, limit }, "riemann: frame too long");
@@ -290,6 +303,19 @@ class Connection {
     } finally {
       socket.uncork();
     }
+  }
+
+  /** The reply to a message handled in slices: written, then the next frames are handled. */
+  #answered(reply: Buffer): void {
+    this.#busy = false;
+    if (this.#finished) return;
+    const socket = this.#socket;
+    if (!socket.write(reply)) {
+      this.#blocked = true;
+      return;
+    }
+    this.#process();
+    if (!this.#blocked && !this.#busy && !this.#finished) socket.resume();
   }
 
   /** The peer ended its side and every whole frame is answered: answer a truncated one, then end. */

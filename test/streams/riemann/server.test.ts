@@ -8,7 +8,8 @@ import type { RiemannSettings } from "../../../src/streams/config.js";
 import { parseEdn } from "../../../src/streams/edn.js";
 import type { StreamEngine } from "../../../src/streams/engine.js";
 import type { RiemannMetrics } from "../../../src/streams/metrics.js";
-import { encodeMsg } from "../../../src/streams/riemann/protocol.js";
+import { EVENTS_PER_SLICE } from "../../../src/streams/riemann/handler.js";
+import { type EncodableEvent, encodeMsg } from "../../../src/streams/riemann/protocol.js";
 import { CLOSE_GRACE_MS, RiemannServer } from "../../../src/streams/riemann/server.js";
 import { generateCertificates, OPENSSL_MISSING } from "../../healthchecks/certificates.js";
 import { frameOf, RiemannClient, withLength } from "../../support/riemann.js";
@@ -159,6 +160,57 @@ describe("the Riemann input over TCP", () => {
       Array.from({ length: count }, (_, i) => i),
     );
     expect(counts).toMatchObject({ ok: count, events: count });
+  });
+
+  it("handles a large message a slice per turn, keeping the connection's order and the loop free", async () => {
+    const { connect, tap, counts } = await start({ ordered: "{:actions {:action :tap :params [:seen]}}" });
+    const client = await connect();
+    const routed = (i: number) => ({ metricSint64: i, attributes: [{ key: "stream", value: "ordered" }] });
+    const large = 5 * EVENTS_PER_SLICE + 7;
+    // Turns of the event loop counted while the large message is handled: it must not hold the loop.
+    let turns = 0;
+    let counting = true;
+    const tick = () => {
+      turns += 1;
+      if (counting) setImmediate(tick);
+    };
+    setImmediate(tick);
+    client.write(
+      Buffer.concat([
+        frameOf({ events: Array.from({ length: large }, (_, i) => routed(i)) }),
+        frameOf({ events: [routed(large)] }),
+      ]),
+    );
+    expect(await client.reply()).toEqual({ ok: true, events: [] });
+    expect(await client.reply()).toEqual({ ok: true, events: [] });
+    counting = false;
+    expect(turns).toBeGreaterThanOrEqual(5);
+    expect(tap("seen").map((event) => (event as { metric: number }).metric)).toEqual(
+      Array.from({ length: large + 1 }, (_, i) => i),
+    );
+    expect(counts).toMatchObject({ ok: 2, events: large + 1 });
+  });
+
+  it("pushes none of a large message's events when its last one names an unknown stream", async () => {
+    const { engine, connect, counts } = await start();
+    const client = await connect();
+    const events: EncodableEvent[] = Array.from({ length: 2 * EVENTS_PER_SLICE + 1 }, (_, i) => ({
+      host: `h${i}`,
+      time: 1,
+    }));
+    events[events.length - 1] = { host: "lost", time: 1, attributes: [{ key: "stream", value: "nope" }] };
+    expect(await client.send({ events, query: "true" })).toEqual({
+      ok: false,
+      error: 'unknown stream "nope": no event of the message was pushed',
+      events: [],
+    });
+    expect(indexed(engine)).toEqual([]);
+    expect(counts).toMatchObject({ events: 0, error: 1 });
+    // A large message and its query: the events first, then the query sees them.
+    const fine = Array.from({ length: EVENTS_PER_SLICE + 1 }, (_, i) => ({ host: `h${i}`, service: "s", time: i }));
+    const reply = await client.send({ events: fine, query: 'host = "h4096"' });
+    expect(reply).toMatchObject({ ok: true, events: [{ host: "h4096", service: "s", time: 4096 }] });
+    expect(indexed(engine)).toHaveLength(EVENTS_PER_SLICE + 1);
   });
 
   it("stops reading a client that does not read its replies, and goes on when it does", async () => {
