@@ -74,7 +74,11 @@ function inProcess() {
   });
   const engine = new StreamEngine();
   engine.add("bench", parseEdn(STREAM), { kind: "api" });
-  const handler = new RiemannHandler({}, engine, { connections() {}, message() {}, events() {} });
+  const handler = new RiemannHandler({ "max-query-results": 10_000 }, engine, {
+    connections() {},
+    message() {},
+    events() {},
+  });
   const whole = rate(count, (i) => {
     sink += handler.handle(MESSAGES[i % MESSAGES.length].body).length;
   });

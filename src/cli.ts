@@ -30,6 +30,8 @@ const EXIT_USAGE = 2;
 /** Milliseconds a graceful stop may take before open connections are cut and the process exits. */
 const STOP_GRACE_MS = 8_000;
 const STOP_DEADLINE_MS = 10_000;
+/** Milliseconds the streams module's stop may take besides the outputs' drain (Riemann close, async queues). */
+const STREAMS_STOP_MARGIN_MS = 5_000;
 
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
 
@@ -72,8 +74,10 @@ async function serve(options: { config?: string }): Promise<void> {
     stopping = true;
     app.log.info({ signal }, "stopping");
     // In-flight requests get STOP_GRACE_MS; then their connections are cut so the stop completes.
-    // The outputs' drain (streams.drain-timeout) comes on top of the deadline.
-    const drainMs = sectionOf(config, streamsModule)?.["drain-timeout"].milliseconds ?? 0;
+    // The streams module's stop comes after them, on top of the deadline: the Riemann input's
+    // close (2 s at most), the async queues, and the outputs' drain (streams.drain-timeout).
+    const streams = sectionOf(config, streamsModule);
+    const drainMs = streams?.enabled ? streams["drain-timeout"].milliseconds + STREAMS_STOP_MARGIN_MS : 0;
     setTimeout(() => app.server.closeAllConnections(), STOP_GRACE_MS).unref();
     setTimeout(() => {
       app.log.error("stop did not complete in time");

@@ -5,6 +5,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
+import { isPlainObject } from "./validation.js";
 
 /** The two roles of registry.md §1. `admin` may do everything `tech` may. */
 export type Role = "admin" | "tech";
@@ -129,7 +130,8 @@ export class Auth {
     return (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
       let token = readToken(request.headers.authorization);
       if (token === undefined && queryParameter !== undefined) {
-        const value = (request.query as Record<string, unknown> | undefined)?.[queryParameter];
+        const query = request.query;
+        const value = isPlainObject(query) ? query[queryParameter] : undefined;
         if (typeof value === "string" && value !== "") token = value;
       }
       if (token !== undefined && alsoAccept?.(token)) return done();

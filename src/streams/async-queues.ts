@@ -28,6 +28,7 @@ class AsyncQueue {
   #head = 0;
   #length = 0;
   #scheduled = false;
+  #closed = false;
   readonly #drain = () => this.run(ENTRIES_PER_TURN);
 
   constructor(
@@ -41,9 +42,9 @@ class AsyncQueue {
     return this.#length;
   }
 
-  /** Adds a run at the tail, or drops it (counted) when the queue is full. */
+  /** Adds a run at the tail, or drops it (counted) when the queue is full or closed. */
   push(next: Next, value: Flow, failed: () => void): void {
-    if (this.#length >= this.size) {
+    if (this.#length >= this.size || this.#closed) {
       this.drop();
       return;
     }
@@ -68,14 +69,16 @@ class AsyncQueue {
     const count = Math.min(limit, this.#length);
     for (let i = 0; i < count; i++) {
       const slot = this.#head;
-      const next = this.#nexts[slot] as Next;
-      const value = this.#values[slot] as Flow;
-      const failed = this.#failures[slot] as () => void;
+      const next = this.#nexts[slot];
+      const value = this.#values[slot];
+      const failed = this.#failures[slot];
       this.#nexts[slot] = undefined;
       this.#values[slot] = undefined;
       this.#failures[slot] = undefined;
       this.#head = (slot + 1) % this.#nexts.length;
       this.#length -= 1;
+      // Slots from the head up to the length are always filled; the check only narrows the types.
+      if (next === undefined || value === undefined || failed === undefined) continue;
       try {
         next(value);
       } catch {
@@ -87,6 +90,17 @@ class AsyncQueue {
       this.#scheduled = true;
       setImmediate(this.#drain);
     }
+  }
+
+  /** Refuses new entries and drops those waiting, each counted as dropped. */
+  close(): void {
+    this.#closed = true;
+    for (let i = this.#length; i > 0; i--) this.drop();
+    this.#nexts = [];
+    this.#values = [];
+    this.#failures = [];
+    this.#head = 0;
+    this.#length = 0;
   }
 
   #grow(): void {
@@ -141,11 +155,15 @@ export class AsyncQueues {
   }
 
   /**
-   * Runs every entry waiting now, and those they enqueue, until the queues are empty or
-   * `maxEntries` ran (graceful stop: what is queued reaches its outputs before they drain).
+   * Graceful stop: runs what the queues hold, and what those entries enqueue, so that it reaches
+   * the outputs before they drain; then closes the queues. At most as many entries run as the
+   * queues can hold together (their sizes), so that a cycle (an async queue feeding a stream that
+   * feeds it again) cannot keep the stop from ending; what is left then, and what arrives later,
+   * is dropped and counted in `stream_async_queue_dropped_total`.
    */
-  flush(maxEntries = Number.POSITIVE_INFINITY): void {
-    let budget = maxEntries;
+  close(): void {
+    let budget = 0;
+    for (const queue of this.#queues.values()) budget += queue.size;
     for (;;) {
       let ran = 0;
       for (const queue of this.#queues.values()) {
@@ -154,7 +172,8 @@ export class AsyncQueues {
         ran += count;
       }
       budget -= ran;
-      if (ran === 0 || budget <= 0) return;
+      if (ran === 0 || budget <= 0) break;
     }
+    for (const queue of this.#queues.values()) queue.close();
   }
 }

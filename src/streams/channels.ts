@@ -73,9 +73,6 @@ export interface ChannelHubOptions {
   readonly clock?: () => number;
 }
 
-/** How a {@link ChannelHub.subscribe} ended. */
-export type SubscribeOutcome = "subscribed" | "full" | "closed";
-
 /** One subscriber of one channel. */
 interface Subscriber {
   readonly socket: SubscriberSocket;
@@ -173,18 +170,19 @@ export class ChannelHub {
   /**
    * Adds an open socket to a channel's subscribers until it closes. A full hub closes the socket
    * with 1013 (Try Again Later), a closed one with 1001 (Going Away): the route checks
-   * {@link hasRoom} before the upgrade, this covers upgrades that raced past that check.
+   * {@link hasRoom} before the upgrade, this covers upgrades that raced past that check. Nothing is
+   * returned: either way the socket is taken care of, and the caller has nothing left to do.
    * @param channel a channel name (stream-name rule, checked by the route)
    * @param matches only events it accepts are sent; `undefined` for every event
    */
-  subscribe(channel: string, socket: SubscriberSocket, matches?: Predicate): SubscribeOutcome {
+  subscribe(channel: string, socket: SubscriberSocket, matches?: Predicate): void {
     if (this.#closed) {
       socket.close(CloseCode.goingAway, "server stopping");
-      return "closed";
+      return;
     }
     if (this.#count >= this.#maxSubscribers) {
       socket.close(CloseCode.tryAgainLater, "too many subscribers");
-      return "full";
+      return;
     }
     let target = this.#channels.get(channel);
     if (target === undefined) {
@@ -212,7 +210,6 @@ export class ChannelHub {
     });
     socket.on("close", () => this.#remove(subscriber));
     this.#startTimer();
-    return "subscribed";
   }
 
   /**

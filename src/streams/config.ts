@@ -12,6 +12,7 @@ import {
   boolean,
   childPath,
   duration,
+  type Infer,
   integer,
   isPlainObject,
   object,
@@ -67,7 +68,8 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** Request headers: names checked, values (often secrets) never echoed; no line breaks. */
 const headers: Validator<Record<string, string>> = (value, path) => {
-  if (!isPlainObject(value)) throw new ValidationError(path, "must be a map of header names to string values", value);
+  // The value is not echoed: a header line written as a string would carry its secret.
+  if (!isPlainObject(value)) throw new ValidationError(path, "must be a map of header names to string values");
   const result: Record<string, string> = {};
   for (const [name, item] of Object.entries(value)) {
     const where = childPath(path, name);
@@ -80,20 +82,31 @@ const headers: Validator<Record<string, string>> = (value, path) => {
   return result;
 };
 
-/** A file whose directory exists (the `file` output creates no directory, streams-io.md §2). */
-const outputFile: Validator<string> = (value, path) => {
-  const file = string({ min: 1 })(value, path);
-  const directory = dirname(resolve(file));
-  let isDirectory = false;
-  try {
-    isDirectory = statSync(directory).isDirectory();
-  } catch {
-    // missing or unreadable: refused below
+/**
+ * Checks that the directory of every `file` output exists (the output creates none, streams-io.md
+ * §2). Run at start-up, not when the configuration is parsed: `vigie stream test` and
+ * `vigie config check` may run where the server's directories do not exist.
+ * @throws ValidationError naming `streams.outputs.<name>.path`
+ */
+export function checkOutputFiles(outputs: Readonly<Record<string, OutputDefinition>>): void {
+  for (const [name, output] of Object.entries(outputs)) {
+    if (output.type !== "file") continue;
+    const directory = dirname(resolve(output.path));
+    let isDirectory = false;
+    try {
+      isDirectory = statSync(directory).isDirectory();
+    } catch {
+      // missing or unreadable: refused below
+    }
+    if (!isDirectory) {
+      throw new ValidationError(
+        `streams.outputs.${name}.path`,
+        `must be in an existing directory (${directory} is not one)`,
+        output.path,
+      );
+    }
   }
-  if (!isDirectory)
-    throw new ValidationError(path, `must be in an existing directory (${directory} is not one)`, value);
-  return file;
-};
+}
 
 /** A field name of an event, as written in YAML (`host`, `service`). */
 const fieldName = string({ min: 1, max: 128 });
@@ -119,7 +132,7 @@ const typeShapes = {
     format: withDefault(oneOf(HTTP_FORMATS), "json"),
   },
   file: {
-    path: required(outputFile),
+    path: required(string({ min: 1 })),
     "date-suffix": withDefault(boolean(), false),
   },
   "prometheus-remote-write": {
@@ -134,33 +147,55 @@ const typeShapes = {
   },
 } as const;
 
-type Common = Omit<ShapeOf<typeof commonShape>, "batch-size"> & { readonly "batch-size": number };
+const REJECT_UNKNOWN = { unknownKeys: "reject" } as const;
 
-/** A declared output, defaults filled in (durations in milliseconds through {@link Duration}). */
-export type OutputDefinition = {
-  [T in OutputType]: Common & { readonly type: T } & ShapeOf<(typeof typeShapes)[T]>;
-}[OutputType];
+/** Fills in the `batch-size` default of the output's type. */
+function withBatchSize<D extends { readonly type: OutputType; readonly "batch-size"?: number | undefined }>(
+  validate: Validator<D>,
+): Validator<Omit<D, "batch-size"> & { readonly "batch-size": number }> {
+  return (value, path) => {
+    const parsed = validate(value, path);
+    return { ...parsed, "batch-size": parsed["batch-size"] ?? DEFAULT_BATCH_SIZES[parsed.type] };
+  };
+}
+
+/** The validator of each output type: `type`, the common keys and the type's own. */
+const outputValidators = {
+  http: withBatchSize(object({ type: required(oneOf(["http"])), ...commonShape, ...typeShapes.http }, REJECT_UNKNOWN)),
+  file: withBatchSize(object({ type: required(oneOf(["file"])), ...commonShape, ...typeShapes.file }, REJECT_UNKNOWN)),
+  "prometheus-remote-write": withBatchSize(
+    object(
+      { type: required(oneOf(["prometheus-remote-write"])), ...commonShape, ...typeShapes["prometheus-remote-write"] },
+      REJECT_UNKNOWN,
+    ),
+  ),
+  alertmanager: withBatchSize(
+    object({ type: required(oneOf(["alertmanager"])), ...commonShape, ...typeShapes.alertmanager }, REJECT_UNKNOWN),
+  ),
+} satisfies Record<OutputType, Validator<unknown>>;
+
+/** A declared output, defaults filled in (durations as {@link Duration}, in milliseconds). */
+export type OutputDefinition = Infer<(typeof outputValidators)[OutputType]>;
 
 const typeRule = `must be one of ${OUTPUT_TYPES.join(", ")}`;
 
+function isOutputType(value: unknown): value is OutputType {
+  return typeof value === "string" && (OUTPUT_TYPES as readonly string[]).includes(value);
+}
+
 /** One entry of `streams.outputs`: `type` first, then the keys of that type. */
 const outputDefinition: Validator<OutputDefinition> = (value, path) => {
-  if (!isPlainObject(value)) throw new ValidationError(path, "must be a map with a type", value);
-  const type = value.type;
-  if (typeof type !== "string" || !(OUTPUT_TYPES as readonly string[]).includes(type)) {
-    throw new ValidationError(childPath(path, "type"), typeRule, type);
-  }
-  const outputType = type as OutputType;
-  const shape = { type: required(oneOf(OUTPUT_TYPES)), ...commonShape, ...typeShapes[outputType] };
-  const parsed = object(shape, { unknownKeys: "reject" })(value, path) as Record<string, unknown>;
-  parsed["batch-size"] ??= DEFAULT_BATCH_SIZES[outputType];
-  return parsed as OutputDefinition;
+  // The value is not echoed: an output written as a string may be a URL with a password.
+  if (!isPlainObject(value)) throw new ValidationError(path, "must be a map with a type");
+  if (!isOutputType(value.type)) throw new ValidationError(childPath(path, "type"), typeRule, value.type);
+  return outputValidators[value.type](value, path);
 };
 
 /** A map from names following the stream-name rule to values checked by `entry`. */
 function named<T>(entry: Validator<T>): Validator<Readonly<Record<string, T>>> {
   return (value, path) => {
-    if (!isPlainObject(value)) throw new ValidationError(path, "must be a map from name to definition", value);
+    // The value is not echoed: it may hold URLs or headers with secrets.
+    if (!isPlainObject(value)) throw new ValidationError(path, "must be a map from name to definition");
     const result: Record<string, T> = {};
     for (const [name, item] of Object.entries(value)) {
       if (!isStreamName(name)) throw new ValidationError(childPath(path, name), `the name ${STREAM_NAME_RULE}`);
@@ -188,6 +223,8 @@ const riemannObject = object(
     "max-connections": withDefault(integer(1, 100_000), 1_000),
     /** Largest frame (4-byte length prefix excluded); a larger one closes the connection. */
     "max-frame-size": withDefault(size(), 16 * 1024 * 1024),
+    /** Events a query may answer; a query matching more is answered with an error. */
+    "max-query-results": withDefault(integer(1, 10_000_000), 10_000),
     /** The stream whose index queries search; default: the merged indexes of the default streams. */
     "query-stream": optional(string({ pattern: /^[A-Za-z0-9._-]{1,128}$/, patternRule: STREAM_NAME_RULE })),
   },

@@ -4,12 +4,13 @@
  * remote write and OpenTelemetry traces ingestion, the Riemann protocol input, outputs, async
  * queues and WebSocket publish/subscribe.
  */
+import { ConfigError, configErrorMessage } from "../platform/config.js";
 import { defineModule } from "../platform/module.js";
 import { ValidationError } from "../platform/validation.js";
 import type { StreamLimits } from "./action.js";
 import { AsyncQueues } from "./async-queues.js";
 import { ChannelHub } from "./channels.js";
-import { streamsShape } from "./config.js";
+import { checkOutputFiles, streamsShape } from "./config.js";
 import { applyFileStreams, StreamEngine } from "./engine.js";
 import { declarationsOf, type StreamIo } from "./io.js";
 import {
@@ -37,7 +38,7 @@ export { formatStreamTestResults, runStreamTests } from "./stream-test.js";
  * reloads them on SIGHUP (every file read and compiled before anything changes, so an invalid file
  * changes nothing), serves the stream, index, ingestion and channel routes (behind the API guard
  * with `security.require-token`), starts the outputs, async queues and the Riemann input, and on
- * close stops the Riemann input, runs what the async queues hold and drains the outputs for at most
+ * close stops the Riemann input, runs what the async queues hold (bounded) and drains the outputs for at most
  * `streams.drain-timeout`.
  */
 export const streamsModule = defineModule({
@@ -55,6 +56,12 @@ export const streamsModule = defineModule({
     }
   },
   plugin: async (app, { context, section, onReload }) => {
+    try {
+      checkOutputFiles(section.outputs);
+    } catch (error) {
+      if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
+      throw error;
+    }
     const limits: StreamLimits = {
       indexSize: section["max-index-size"],
       forks: section["max-forks"],
@@ -93,7 +100,7 @@ export const streamsModule = defineModule({
     await riemann?.listen();
     app.addHook("onClose", async () => {
       await riemann?.close();
-      queues.flush();
+      queues.close();
       await outputs.drain(section["drain-timeout"].milliseconds);
       hub.close();
     });

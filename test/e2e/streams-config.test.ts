@@ -62,15 +62,22 @@ describe("streams outputs in vigie config check and at start-up", () => {
     });
   }
 
-  it("exits 2 at start when a file output's directory does not exist", async () => {
-    const result = await withConfig(
-      ["serve"],
-      "streams:\n  outputs:\n    archive: {type: file, path: ./nowhere/events.jsonl}\n",
-    );
+  it("exits 2 at start when a file output's directory does not exist, which config check and stream test accept", async () => {
+    const yaml = "streams:\n  outputs:\n    archive: {type: file, path: ./nowhere/events.jsonl}\n";
+    const result = await withConfig(["serve"], yaml);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(
       "invalid configuration: streams.outputs.archive.path: must be in an existing directory",
     );
+    // Where the server's directories do not exist (a CI machine), the file still checks and tests.
+    expect(await withConfig(["config", "check"], yaml)).toMatchObject({ code: 0 });
+    const streams = temporaryDirectory();
+    const tests = join(temporaryDirectory(), "tests.edn");
+    writeFileSync(join(streams, "s.edn"), "{:s {:default true :actions {:action :output :params [:archive]}}}");
+    writeFileSync(tests, '{:archived {:input [{:host "a"}] :taps {:archive [{:host "a"}]}}}');
+    const tested = await withConfig(["stream", "test", tests], `${yaml}  directories: [${JSON.stringify(streams)}]\n`);
+    expect(tested.stdout).toBe("All tests successful\n");
+    expect(tested.code).toBe(0);
   });
 
   it("exits 2 when security.require-token is on and the Riemann input has no client certificates", async () => {

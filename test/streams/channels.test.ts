@@ -112,9 +112,10 @@ describe("ChannelHub", () => {
     const all = new FakeSocket();
     const high = new FakeSocket();
     const elsewhere = new FakeSocket();
-    expect(hub.subscribe("alerts", all)).toBe("subscribed");
-    expect(hub.subscribe("alerts", high, where("[:> :metric 10]"))).toBe("subscribed");
-    expect(hub.subscribe("other", elsewhere)).toBe("subscribed");
+    hub.subscribe("alerts", all);
+    hub.subscribe("alerts", high, where("[:> :metric 10]"));
+    hub.subscribe("other", elsewhere);
+    expect(hub.size).toBe(3);
     const publish = hub.publisher("alerts");
 
     const low: Event = { host: "a", metric: 5 };
@@ -326,8 +327,9 @@ describe("ChannelHub", () => {
     hub.subscribe("b", second);
     expect(hub.hasRoom()).toBe(false);
     const third = new FakeSocket();
-    expect(hub.subscribe("a", third)).toBe("full");
+    hub.subscribe("a", third);
     expect(third.closedWith?.code).toBe(CloseCode.tryAgainLater);
+    expect(hub.size).toBe(2);
     second.disconnect();
     expect(hub.hasRoom()).toBe(true);
   });
@@ -343,8 +345,9 @@ describe("ChannelHub", () => {
     expect(hub.size).toBe(0);
     expect(hub.hasRoom()).toBe(false);
     const late = new FakeSocket();
-    expect(hub.subscribe("a", late)).toBe("closed");
+    hub.subscribe("a", late);
     expect(late.closedWith?.code).toBe(1001);
+    expect(hub.size).toBe(0);
     hub.close();
   });
 });

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/platform/config.js";
 import { sectionOf } from "../../src/platform/module.js";
 import { streamsModule } from "../../src/streams/index.js";
+import { startTestServer } from "../support/server.js";
 import { temporaryDirectory } from "../support/temporary.js";
 
 const parse = (streams: Record<string, unknown>, platform: Record<string, unknown> = {}) =>
@@ -110,7 +111,16 @@ describe("streams.outputs", () => {
     );
   });
 
-  it("never echoes a URL or a header value, which may carry a secret", () => {
+  it("never echoes an output, a URL or a header value, which may carry a secret", () => {
+    expect(refusal({ outputs: { hook: "http://user:hunter2@example.org/hook" } })).toBe(
+      "invalid configuration: streams.outputs.hook: must be a map with a type",
+    );
+    expect(
+      refusal({ outputs: { hook: { type: "http", url: "https://example.org", headers: "Authorization: hunter2" } } }),
+    ).toBe("invalid configuration: streams.outputs.hook.headers: must be a map of header names to string values");
+    expect(refusal({ outputs: "hook: http://user:hunter2@example.org" })).toBe(
+      "invalid configuration: streams.outputs: must be a map from name to definition",
+    );
     const url = refusal({ outputs: { hook: { type: "http", url: "mailto:user:hunter2@example.org" } } });
     expect(url).not.toContain("hunter2");
     const header = refusal({
@@ -128,11 +138,22 @@ describe("streams.outputs", () => {
     );
   });
 
-  it("refuses a file output whose directory does not exist (directories are not created)", () => {
+  it("parses a file output whose directory does not exist, and refuses to start with it", async () => {
     const directory = temporaryDirectory();
     const missing = join(directory, "missing", "events.jsonl");
-    expect(refusal({ outputs: { archive: { type: "file", path: missing } } })).toBe(
-      `invalid configuration: streams.outputs.archive.path: must be in an existing directory (${join(directory, "missing")} is not one) (got ${JSON.stringify(missing)})`,
+    // stream test and config check may run where the server's directories do not exist.
+    expect(section({ outputs: { archive: { type: "file", path: missing } } }).outputs.archive).toMatchObject({
+      path: missing,
+    });
+    await expect(
+      startTestServer({
+        modules: [streamsModule],
+        config: { streams: { outputs: { archive: { type: "file", path: missing } } } },
+      }),
+    ).rejects.toThrow(
+      new ConfigError(
+        `invalid configuration: streams.outputs.archive.path: must be in an existing directory (${join(directory, "missing")} is not one) (got ${JSON.stringify(missing)})`,
+      ),
     );
   });
 });
@@ -160,6 +181,7 @@ describe("streams.riemann", () => {
       port: 5555,
       "max-connections": 1000,
       "max-frame-size": 16 * 1024 * 1024,
+      "max-query-results": 10_000,
     });
     expect(section({})["drain-timeout"]).toMatchObject({ milliseconds: 5000 });
   });

@@ -1,6 +1,6 @@
 /**
  * WebSocket clients for tests (streams-io.md §3): a `ws` subscriber that collects what it
- * receives, the answer to a refused upgrade, and a raw upgrade request over TCP for paths and
+ * receives (and answers pings, or not), the answer to a refused upgrade, and a raw upgrade request over TCP for paths and
  * headers a client library would refuse to send.
  */
 import { randomBytes } from "node:crypto";
@@ -17,6 +17,8 @@ export interface TestSubscriber {
   readonly events: unknown[];
   /** Frames that were binary (a text frame is expected: streams-io.md §3). */
   readonly binaryFrames: number;
+  /** Ping frames received from the server. */
+  readonly pings: number;
   /** Resolves once `count` events arrived, with the first `count` of them. */
   received(count: number): Promise<unknown[]>;
   /** Resolves with the close code and reason when the connection closes. */
@@ -36,16 +38,33 @@ function rejectAfter(what: string, reject: (error: Error) => void): NodeJS.Timeo
   return setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), WAIT_MS);
 }
 
+/** How a test subscriber behaves. */
+export interface SubscribeOptions {
+  /**
+   * Whether the client answers the server's pings with pongs (RFC 6455 §5.5.3), as every client
+   * does by default; `false` plays a client that is gone without the server knowing.
+   */
+  readonly autoPong?: boolean;
+}
+
 /**
  * Opens a subscription with the `ws` client.
  * @param url `ws://127.0.0.1:<port>/api/v1/channel/<channel>[?query=…]`
  * @param headers extra upgrade headers (`authorization`, `origin`)
  * @throws Error naming the status and body when the server refuses the upgrade
  */
-export async function subscribe(url: string, headers: Record<string, string> = {}): Promise<TestSubscriber> {
-  const socket = new WebSocket(url, { headers });
+export async function subscribe(
+  url: string,
+  headers: Record<string, string> = {},
+  options: SubscribeOptions = {},
+): Promise<TestSubscriber> {
+  const socket = new WebSocket(url, { headers, autoPong: options.autoPong ?? true });
   const events: unknown[] = [];
   let binaryFrames = 0;
+  let pings = 0;
+  socket.on("ping", () => {
+    pings++;
+  });
   const waiters: Array<{ count: number; done: (events: unknown[]) => void }> = [];
   socket.on("message", (data, isBinary) => {
     if (isBinary) binaryFrames++;
@@ -82,6 +101,9 @@ export async function subscribe(url: string, headers: Record<string, string> = {
     events,
     get binaryFrames() {
       return binaryFrames;
+    },
+    get pings() {
+      return pings;
     },
     received: (count) =>
       events.length >= count

@@ -3,22 +3,24 @@
  * (Alertmanager's API v2, https://github.com/prometheus/alertmanager/blob/main/api/v2/openapi.yaml).
  *
  * An event whose state is `ok` resolves its alert (`endsAt` = its time); any other state fires with
- * `endsAt` = time + ttl, so an alert that stops being sent resolves by itself. The labels do not
- * depend on the state, so both refer to the same alert.
+ * `endsAt` = time + ttl (never before `startsAt`: a negative ttl resolves at once), so an alert that
+ * stops being sent resolves by itself. The labels do not depend on the state, so both refer to the
+ * same alert.
  */
 import type { OutputDefinition } from "../config.js";
 import { DEFAULT_TTL_SECONDS, type Event, metricOf, timeOf } from "../event.js";
+import { MAX_DATE_SECONDS } from "./dates.js";
 import type { Encoded, Transport } from "./delivery.js";
 import { HttpTarget } from "./http-target.js";
-import { labelName } from "./label-name.js";
-import { summaryOf } from "./summary.js";
+import { type LabelSource, labelName, pickLabel } from "./label-name.js";
+import { scalarText, summaryOf } from "./summary.js";
 
 /** The definition of an `alertmanager` output. */
 export type AlertmanagerOutputDefinition = Extract<OutputDefinition, { type: "alertmanager" }>;
 
 /** A `postableAlert` of Alertmanager's API v2. */
 export interface Alert {
-  /** `alertname` (the event's service) first, then the configured fields present as strings. */
+  /** `alertname` (the event's service) first, then the configured fields present as non-empty strings. */
   readonly labels: Record<string, string>;
   /** `summary`, and `state` and `metric` when the event has them. */
   readonly annotations: Record<string, string>;
@@ -31,20 +33,13 @@ export interface Alert {
 
 /** What goes into every alert of an output. */
 export interface AlertSettings {
-  /** Event fields copied as labels (`labels` of the definition), names sanitised as label names. */
+  /**
+   * Event fields copied as labels (`labels` of the definition), names sanitised as label names; of
+   * fields whose names sanitise alike, the one first in name order wins ({@link pickLabel}).
+   */
   readonly labels: readonly string[];
   /** `generator-url` of the definition. */
   readonly generatorUrl?: string;
-}
-
-/** The largest time, in seconds, that a JavaScript Date can represent (±8.64 × 10^15 ms). */
-const MAX_DATE_SECONDS = 8.64e12;
-
-/** A scalar field as an annotation value. */
-function scalarText(value: unknown): string | undefined {
-  if (typeof value === "string") return value;
-  if (typeof value === "number" || typeof value === "boolean") return String(value);
-  return undefined;
 }
 
 /**
@@ -57,17 +52,21 @@ export function alertOf(event: Event, settings: AlertSettings, nowSeconds: numbe
   if (typeof service !== "string" || service === "") return undefined;
   const time = timeOf(event) ?? nowSeconds;
   const ttl = typeof event.ttl === "number" && Number.isFinite(event.ttl) ? event.ttl : DEFAULT_TTL_SECONDS;
-  const ends = event.state === "ok" ? time : time + ttl;
+  // Alertmanager refuses an alert that ends before it starts, and with it the whole request (400)
+  // although it keeps the batch's other alerts: a negative ttl ends the alert at its start instead.
+  const ends = event.state === "ok" ? time : time + Math.max(ttl, 0);
   if (Math.abs(time) > MAX_DATE_SECONDS || Math.abs(ends) > MAX_DATE_SECONDS) return undefined;
 
-  const labels: Record<string, string> = { alertname: service };
+  const picked = new Map<string, LabelSource>();
   for (const field of settings.labels) {
     const value = event[field];
     const name = labelName(field);
-    // Alertmanager ignores empty labels; `alertname` and an earlier field of the same name win.
-    if (typeof value !== "string" || value === "" || name === undefined || Object.hasOwn(labels, name)) continue;
-    labels[name] = value;
+    // Alertmanager ignores empty labels; `alertname` is the service whatever field sanitises to it.
+    if (typeof value !== "string" || value === "" || name === undefined || name === "alertname") continue;
+    pickLabel(picked, name, field, value);
   }
+  const labels: Record<string, string> = { alertname: service };
+  for (const [name, { value }] of picked) labels[name] = value;
   const annotations: Record<string, string> = { summary: summaryOf(event) };
   const state = scalarText(event.state);
   if (state !== undefined) annotations.state = state;

@@ -9,6 +9,7 @@
 import { writeFile } from "node:fs/promises";
 import type { OutputDefinition } from "../config.js";
 import { type Event, timeOf } from "../event.js";
+import { MAX_DATE_SECONDS } from "./dates.js";
 import { type Encoded, SENT, type Transport, type Unit } from "./delivery.js";
 
 /** The definition of a `file` output. */
@@ -22,8 +23,8 @@ export interface FileAppend {
 
 const SECONDS_PER_DAY = 86_400;
 
-/** The largest time, in seconds, that a JavaScript Date can represent (±8.64 × 10^15 ms). */
-const MAX_DATE_SECONDS = 8.64e12;
+/** Characters of `THH:MM:SS.sssZ`, the end of every `Date.prototype.toISOString()`. */
+const TIME_OF_DAY_LENGTH = 14;
 
 /**
  * The file of an event: `path`, or with `dateSuffix` `path-YYYY-MM-DD` from the event's time (UTC).
@@ -36,7 +37,9 @@ function fileOf(path: string, event: Event, nowSeconds: number, days: Map<number
   const day = Math.floor(time / SECONDS_PER_DAY);
   let file = days.get(day);
   if (file === undefined) {
-    file = `${path}-${new Date(day * SECONDS_PER_DAY * 1000).toISOString().slice(0, 10)}`;
+    // The date is what precedes `THH:MM:SS.sssZ`: a year past 9999 is written with a sign and six
+    // digits (`+275760-09-13`), so a fixed 10-character prefix would cut it.
+    file = `${path}-${new Date(day * SECONDS_PER_DAY * 1000).toISOString().slice(0, -TIME_OF_DAY_LENGTH)}`;
     days.set(day, file);
   }
   return file;

@@ -25,3 +25,23 @@ export function labelName(field: string): string | undefined {
   cache.set(field, name);
   return name;
 }
+
+/** The value of a label and the event field it was taken from. */
+export interface LabelSource {
+  readonly field: string;
+  readonly value: string;
+}
+
+/**
+ * Records a field's value under its sanitised label name, unless a field whose own name sorts
+ * first (UTF-16 code unit order, as `<` compares strings) already holds that name: `a-b` and `a.b`
+ * both become `a_b`, and `a-b` wins since `-` < `.`. The winner thus depends only on which fields
+ * the event has, never on the order of its keys nor of a configured list, so that the same event
+ * always makes the same series or alert.
+ * @param picked label name → source, filled by successive calls
+ * @param name `labelName(field)`
+ */
+export function pickLabel(picked: Map<string, LabelSource>, name: string, field: string, value: string): void {
+  const current = picked.get(name);
+  if (current === undefined || field < current.field) picked.set(name, { field, value });
+}

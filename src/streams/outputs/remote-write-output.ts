@@ -6,7 +6,8 @@
  * in by remote write goes out with the same name and labels: one sample per event that has a finite
  * numeric `metric` and `time`; `__name__` = `service` (or `name` when there is no `service`); labels
  * = every other top-level string field except `description`, names sanitised ({@link labelName}),
- * sorted by name; timestamp = round(time × 1000) ms; samples of one series sorted by time.
+ * on a clash the field first in name order winning ({@link pickLabel}), sorted by name; timestamp =
+ * round(time × 1000) ms; samples of one series sorted by time.
  */
 import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
@@ -15,7 +16,7 @@ import type { OutputDefinition } from "../config.js";
 import { type Event, metricOf, timeOf } from "../event.js";
 import type { Encoded, Transport } from "./delivery.js";
 import { HttpTarget } from "./http-target.js";
-import { labelName } from "./label-name.js";
+import { type LabelSource, labelName, pickLabel } from "./label-name.js";
 
 /** The definition of a `prometheus-remote-write` output. */
 export type RemoteWriteOutputDefinition = Extract<OutputDefinition, { type: "prometheus-remote-write" }>;
@@ -68,9 +69,20 @@ function byTime(a: Sample, b: Sample): number {
 }
 
 /**
- * The labels of an event's series, sorted by name; `undefined` when it has no name. A field whose
- * sanitised name repeats one already taken (or is `__name__`) is left out: the first field wins.
- * Empty values are left out too: Prometheus treats an empty label as an absent one.
+ * The value an event field gives as a label, or `undefined` when it gives none: the field that
+ * names the series and `description` are no labels, and empty values are left out (Prometheus
+ * treats an empty label as an absent one).
+ */
+function labelValue(event: Event, field: string, nameField: string): string | undefined {
+  if (field === nameField || field === "description") return undefined;
+  const value = event[field];
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/**
+ * The labels of an event's series, sorted by name; `undefined` when it has no name. Fields whose
+ * names sanitise alike keep one label, that of the field whose own name sorts first
+ * ({@link pickLabel}); a field whose name sanitises to `__name__` is left out.
  */
 function labelsOf(event: Event): Label[] | undefined {
   const service = event.service;
@@ -87,31 +99,33 @@ function labelsOf(event: Event): Label[] | undefined {
     return undefined;
   }
   const labels: Label[] = [{ name: "__name__", value: metricName }];
-  // Valid field names are their own label names and cannot collide; only a renamed field (or one
-  // called __name__) can repeat a name, and only then is the list checked for duplicates.
-  let mayRepeat = false;
   for (const field in event) {
-    if (field === nameField || field === "description") continue;
-    const value = event[field];
-    if (typeof value !== "string" || value === "") continue;
+    const value = labelValue(event, field, nameField);
+    if (value === undefined) continue;
     const label = labelName(field);
     if (label === undefined) continue;
-    if (label !== field || label === "__name__") mayRepeat = true;
+    // Valid field names are their own label names and cannot clash (an object's keys are
+    // distinct); only a renamed field, or one called __name__, can: such events take the path
+    // that settles clashes, the others skip its map.
+    if (label !== field || label === "__name__") return pickedLabelsOf(event, nameField, metricName);
     labels.push({ name: label, value });
   }
-  return (mayRepeat ? firstOfEachName(labels) : labels).sort(byName);
+  return labels.sort(byName);
 }
 
-/** The labels without those whose name an earlier one already has. */
-function firstOfEachName(labels: readonly Label[]): Label[] {
-  const taken = new Set<string>();
-  const kept: Label[] = [];
-  for (const label of labels) {
-    if (taken.has(label.name)) continue;
-    taken.add(label.name);
-    kept.push(label);
+/** {@link labelsOf} for an event whose sanitised field names may clash. */
+function pickedLabelsOf(event: Event, nameField: string, metricName: string): Label[] {
+  const picked = new Map<string, LabelSource>();
+  for (const field in event) {
+    const value = labelValue(event, field, nameField);
+    if (value === undefined) continue;
+    const label = labelName(field);
+    // __name__ is the series' name: no field takes it over.
+    if (label !== undefined && label !== "__name__") pickLabel(picked, label, field, value);
   }
-  return kept;
+  const labels: Label[] = [{ name: "__name__", value: metricName }];
+  for (const [label, { value }] of picked) labels.push({ name: label, value });
+  return labels.sort(byName);
 }
 
 /**

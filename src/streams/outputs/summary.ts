@@ -7,10 +7,18 @@ import type { Event } from "../event.js";
 /** How a missing (or non-scalar) `service`, `state` or `host` reads in a summary. */
 export const UNKNOWN_PART = "unknown";
 
-function part(value: unknown): string {
+/**
+ * A scalar field as text: a string as it is, a number or boolean as `String` writes it;
+ * `undefined` for anything else (absent, null, a list, an object).
+ */
+export function scalarText(value: unknown): string | undefined {
   if (typeof value === "string") return value;
   if (typeof value === "number" || typeof value === "boolean") return String(value);
-  return UNKNOWN_PART;
+  return undefined;
+}
+
+function part(value: unknown): string {
+  return scalarText(value) ?? UNKNOWN_PART;
 }
 
 /**

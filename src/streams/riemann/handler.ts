@@ -6,13 +6,20 @@
  *   reply is `ok: false` naming it and none of the message's events is pushed. Otherwise they are
  *   pushed in order (an event without `stream`, or with `stream` = `default`, goes to the default
  *   streams, as a push to `/api/v1/stream/default` does), then the reply is `ok: true`.
+ * - A stream removed (API, SIGHUP) after that check and before its events were pushed (a large
+ *   message awaits between slices; a stream's own actions may remove streams) loses them: the reply
+ *   is then `ok: false` naming the stream and how many of its events were not pushed (the others
+ *   were), never `ok: true`.
  * - A query runs after the events of its message and answers `ok: true` with the matching events
  *   of the index of `query-stream`, or of the merged indexes of the default streams sorted by time
- *   (an event indexed by several default streams, being one object, is listed once).
+ *   (an event indexed by several default streams, being one object, is listed once). A query that
+ *   matches more than `max-query-results` events answers `ok: false` with the count, and nothing is
+ *   encoded: the reply stays bounded (about 1 KiB per event) and so does its encoding time.
  * - An undecodable frame or an invalid query answers `ok: false` with the reason; the framing is
  *   intact, so the connection goes on.
  * - A message of more than {@link EVENTS_PER_SLICE} events is handled a slice per turn of the
- *   event loop; its reply comes once the last slice went through.
+ *   event loop; its reply comes once the last slice went through. After {@link RiemannHandler.stop}
+ *   (the server closes) it stops at its next slice: what was not pushed is not, and it is unanswered.
  */
 
 import { setImmediate as nextTurn } from "node:timers/promises";
@@ -21,6 +28,7 @@ import type { RiemannSettings } from "../config.js";
 import type { StreamEngine } from "../engine.js";
 import { type Event, timeOf } from "../event.js";
 import type { RiemannMetrics } from "../metrics.js";
+import { DEFAULT_STREAM } from "../names.js";
 import {
   type DecodedEvent,
   errorFrame,
@@ -44,34 +52,51 @@ const QUERY_CACHE_SIZE = 256;
 /** Longest stream name echoed in an error (a name comes from the network). */
 const ECHO_LIMIT = 128;
 
-/** The name used for the default streams, as in the HTTP push route. */
-const DEFAULT_STREAM = "default";
+/** Removed streams named in one error reply; the others are counted (the reply stays short). */
+const NAMED_REMOVED_STREAMS = 3;
 
 function quoted(text: string): string {
   return JSON.stringify(text.length > ECHO_LIMIT ? `${text.slice(0, ECHO_LIMIT)}…` : text);
 }
 
-function reasonOf(error: unknown): string {
+/** The message of an error, or the thrown value as text: for error replies and logs. */
+export function reasonOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/** Events of a message that were not pushed because their stream was removed meanwhile, by stream. */
+type Lost = Map<string, number>;
 
 /** Handles the messages of every connection of one Riemann input. */
 export class RiemannHandler {
   readonly #queries = new Map<string, Predicate>();
+  /** Set by {@link stop}: large messages stop at their next slice. */
+  #stopping = false;
 
   constructor(
-    readonly settings: Pick<RiemannSettings, "query-stream">,
+    readonly settings: Pick<RiemannSettings, "query-stream" | "max-query-results">,
     readonly engine: StreamEngine,
     readonly metrics: RiemannMetrics,
   ) {}
 
   /**
+   * Stops the messages being handled in slices at their next slice, unanswered, their remaining
+   * events not pushed (the server is closing: the module flushes its async queues and drains its
+   * outputs next, and must not see events arrive afterwards). Messages handled at once are not
+   * affected; there is no way back.
+   */
+  stop(): void {
+    this.#stopping = true;
+  }
+
+  /**
    * Handles one frame's body (the bytes after the length prefix) and returns the framed reply: at
    * once for a message of at most {@link EVENTS_PER_SLICE} events, else a promise, the message
-   * being handled a slice per turn of the event loop (see {@link #handleLarge}). Never throws nor
-   * rejects: every failure is an `ok: false` reply.
+   * being handled a slice per turn of the event loop (see {@link #handleLarge}); the promise
+   * resolves to undefined when {@link stop} interrupted it (no reply: the connection is closing).
+   * Never throws nor rejects: every failure is an `ok: false` reply.
    */
-  handle(body: Uint8Array): Buffer | Promise<Buffer> {
+  handle(body: Uint8Array): Buffer | Promise<Buffer | undefined> {
     const reader = new MsgReader(body);
     const events: DecodedEvent[] = [];
     let complete: boolean;
@@ -81,12 +106,13 @@ export class RiemannHandler {
       return this.#fail(`undecodable message: ${reasonOf(error)}`);
     }
     if (!complete) return this.#handleLarge(body, reader, events);
+    const lost: Lost = new Map();
     if (events.length > 0) {
       const unknown = this.#unknownStream(events);
       if (unknown !== undefined) return this.#unknown(unknown);
-      this.#push(events, Date.now() / 1000);
+      this.#push(events, Date.now() / 1000, lost);
     }
-    return this.#answer(reader.query);
+    return this.#answer(reader.query, lost);
   }
 
   /**
@@ -94,9 +120,11 @@ export class RiemannHandler {
    * that one large frame (up to `max-frame-size`, millions of events) never holds the loop for
    * seconds. First every event is decoded to check its target stream (none of the message's events
    * may be pushed when one names an unknown stream), then the body is decoded again, slice by slice,
-   * and pushed: decoding twice keeps memory to one slice of events.
+   * and pushed: decoding twice keeps memory to one slice of events. Streams may be removed during
+   * the awaits: events whose stream is gone are counted, and the reply names it.
+   * @returns the reply, or undefined when {@link stop} was called meanwhile (nothing more is pushed)
    */
-  async #handleLarge(body: Uint8Array, reader: MsgReader, firstSlice: DecodedEvent[]): Promise<Buffer> {
+  async #handleLarge(body: Uint8Array, reader: MsgReader, firstSlice: DecodedEvent[]): Promise<Buffer | undefined> {
     const now = Date.now() / 1000;
     let slice = firstSlice;
     try {
@@ -104,6 +132,7 @@ export class RiemannHandler {
         const unknown = this.#unknownStream(slice);
         if (unknown !== undefined) return this.#unknown(unknown);
         await nextTurn();
+        if (this.#stopping) return undefined;
         slice = [];
         if (reader.read(EVENTS_PER_SLICE, slice)) {
           const last = this.#unknownStream(slice);
@@ -115,19 +144,25 @@ export class RiemannHandler {
       return this.#fail(`undecodable message: ${reasonOf(error)}`);
     }
     const again = new MsgReader(body);
+    const lost: Lost = new Map();
     for (;;) {
       slice = [];
       // The bytes decoded once already: they decode again.
       const complete = again.read(EVENTS_PER_SLICE, slice);
-      this.#push(slice, now);
+      this.#push(slice, now, lost);
       if (complete) break;
       await nextTurn();
+      if (this.#stopping) return undefined;
     }
-    return this.#answer(again.query);
+    return this.#answer(again.query, lost);
   }
 
-  /** The reply once the message's events went through: `ok`, or the events its query found. */
-  #answer(query: { readonly string: string } | null): Buffer {
+  /**
+   * The reply once the message's events went through: `ok`, or the events its query found; or an
+   * error when events were lost to a removed stream (the query is then not answered).
+   */
+  #answer(query: { readonly string: string } | null, lost: Lost): Buffer {
+    if (lost.size > 0) return this.#fail(removedStreams(lost));
     if (query === null) {
       this.metrics.message("ok");
       return OK_FRAME;
@@ -168,10 +203,12 @@ export class RiemannHandler {
   }
 
   /**
-   * Maps and pushes the events, in order, one push per run of events with the same target.
+   * Maps and pushes the events, in order, one push per run of events with the same target, and
+   * counts those pushed.
    * @param now the time of receipt in seconds, for events without a time
+   * @param lost where the events of streams that no longer exist are counted, by stream
    */
-  #push(sources: readonly DecodedEvent[], now: number): void {
+  #push(sources: readonly DecodedEvent[], now: number, lost: Lost): void {
     const count = sources.length;
     if (count === 0) return;
     const events: Event[] = new Array(count);
@@ -185,28 +222,47 @@ export class RiemannHandler {
       if (targets[i] !== targets[0]) single = false;
       i++;
     }
-    if (single) this.#pushTo(targets[0], events);
+    let pushed = 0;
+    const pushRun = (target: string | undefined, run: Event[]) => {
+      if (this.#pushTo(target, run)) pushed += run.length;
+      else if (target !== undefined) lost.set(target, (lost.get(target) ?? 0) + run.length);
+    };
+    if (single) pushRun(targets[0], events);
     else {
       let start = 0;
       for (let end = 1; end <= count; end++) {
         if (end === count || targets[end] !== targets[start]) {
-          this.#pushTo(targets[start], events.slice(start, end));
+          pushRun(targets[start], events.slice(start, end));
           start = end;
         }
       }
     }
-    this.metrics.events(count);
-  }
-
-  #pushTo(target: string | undefined, events: Event[]): void {
-    if (target === undefined) this.engine.pushDefault(events);
-    // Checked by #unknownStream; nothing between the check and here can remove a stream.
-    else this.engine.get(target)?.push(events);
+    if (pushed > 0) this.metrics.events(pushed);
   }
 
   /**
-   * The indexed events matching a query.
-   * @throws QueryError for an invalid query; Error when `query-stream` names no stream
+   * Pushes a run of events to their stream (undefined: the default streams, none being fine).
+   * @returns false when the named stream no longer exists: #unknownStream checked it, but a large
+   *   message awaits between the check and the pushes, and a stream's actions run during pushes,
+   *   so it may have been removed (API, SIGHUP) since
+   */
+  #pushTo(target: string | undefined, events: Event[]): boolean {
+    if (target === undefined) {
+      this.engine.pushDefault(events);
+      return true;
+    }
+    const stream = this.engine.get(target);
+    if (stream === undefined) return false;
+    stream.push(events);
+    return true;
+  }
+
+  /**
+   * The indexed events matching a query, at most `max-query-results` of them. The search costs what
+   * the HTTP search costs (linear in the index, the matches sorted); what is bounded is the answer,
+   * checked before it is encoded.
+   * @throws QueryError for an invalid query; Error when `query-stream` names no stream, or when more
+   *   than `max-query-results` events match (naming the count and the setting)
    */
   #search(text: string): Event[] {
     const predicate = this.#compile(text);
@@ -214,15 +270,27 @@ export class RiemannHandler {
     if (name !== undefined) {
       const stream = this.engine.get(name);
       if (stream === undefined) throw new Error(`the query stream ${quoted(name)} does not exist`);
-      return stream.index.search(predicate);
+      return this.#bounded(stream.index.search(predicate));
     }
     const defaults = this.engine.defaults;
     const [first] = defaults;
-    if (defaults.length === 1 && first !== undefined) return first.index.search(predicate);
+    if (defaults.length === 1 && first !== undefined) return this.#bounded(first.index.search(predicate));
     // An event pushed to `default` is the same object in every default stream's index: listed once.
-    const found = [...new Set(defaults.flatMap((stream) => stream.index.search(predicate)))];
+    const found = this.#bounded([...new Set(defaults.flatMap((stream) => stream.index.search(predicate)))]);
     // Indexed events always have a time; the sort is stable, so ties keep each index's key order.
     return found.sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0));
+  }
+
+  /**
+   * The events a query found, when they are no more than `max-query-results`.
+   * @throws Error naming the count and the setting otherwise
+   */
+  #bounded(found: Event[]): Event[] {
+    const limit = this.settings["max-query-results"];
+    if (found.length > limit) {
+      throw new Error(`query matched ${found.length} events, more than streams.riemann.max-query-results (${limit})`);
+    }
+    return found;
   }
 
   #compile(text: string): Predicate {
@@ -234,4 +302,21 @@ export class RiemannHandler {
     }
     return predicate;
   }
+}
+
+/**
+ * The error of a message whose events were lost to removed streams: the first
+ * {@link NAMED_REMOVED_STREAMS} streams by name, with their counts, and how many others.
+ */
+function removedStreams(lost: Lost): string {
+  const named: string[] = [];
+  for (const [stream, count] of lost) {
+    if (named.length === NAMED_REMOVED_STREAMS) break;
+    named.push(
+      `stream ${quoted(stream)} was removed while the message was handled: ${count} of its events were not pushed`,
+    );
+  }
+  const others = lost.size - named.length;
+  if (others > 0) named.push(`and ${others} more removed stream${others === 1 ? "" : "s"}`);
+  return named.join("; ");
 }

@@ -122,7 +122,8 @@ export class MsgReader {
 }
 
 /**
- * Decodes the whole body of a frame (the bytes after the length prefix).
+ * Decodes the whole body of a frame (the bytes after the length prefix) at once, for tests and
+ * benchmarks: the server reads with a {@link MsgReader}, a slice of events at a time.
  * @throws Error when the bytes are not a valid `Msg` (see {@link MsgReader.read})
  */
 export function decodeMsg(body: Uint8Array): DecodedMsg {
@@ -130,16 +131,6 @@ export function decodeMsg(body: Uint8Array): DecodedMsg {
   const events: DecodedEvent[] = [];
   reader.read(Number.POSITIVE_INFINITY, events);
   return { query: reader.query, events };
-}
-
-/** Whether the client sent a query (`Msg.query` present, whatever its string). */
-export function hasQuery(message: DecodedMsg): boolean {
-  return message.query !== null;
-}
-
-/** The query text of a message; an absent `string` reads as empty. */
-export function queryText(message: DecodedMsg): string {
-  return message.query?.string ?? "";
 }
 
 /** An int64 as a number: exact up to 2^53, the nearest double beyond (as `Long.toNumber` does). */

@@ -9,7 +9,11 @@
  * (`write` returns false: the client does not read its replies fast enough) reading pauses until
  * `drain`, so a fast client is slowed by TCP back-pressure and nothing is buffered without bound:
  * per connection, at most one partial frame (up to `max-frame-size`), the chunk being read and the
- * socket's own buffers.
+ * socket's own buffers. A partial frame is held for {@link FRAME_TIMEOUT_MS} at most, counted from
+ * its first bytes: a client that sends a length and then trickles or stops gets an error reply and
+ * is closed, so that `max-connections` slow clients cannot pin `max-frame-size` each for ever. A
+ * connection with nothing buffered has no deadline (collectd stays connected, idle, between its
+ * intervals).
  *
  * Bad input never takes the process down: an undecodable frame gets an error reply and the
  * connection goes on (the framing is intact); a frame longer than `max-frame-size` gets an error
@@ -25,12 +29,17 @@ import type { RiemannSettings } from "../config.js";
 import type { StreamEngine } from "../engine.js";
 import type { RiemannMetrics } from "../metrics.js";
 import { FrameReader } from "./framing.js";
-import { RiemannHandler } from "./handler.js";
+import { RiemannHandler, reasonOf } from "./handler.js";
 
 /** What the server needs besides its settings and the engine. */
 export interface RiemannServerOptions {
   readonly metrics: RiemannMetrics;
   readonly logger: FastifyBaseLogger;
+  /**
+   * How long a frame may take to arrive once its first bytes did, in milliseconds; default
+   * {@link FRAME_TIMEOUT_MS}. Not a setting: tests shorten it.
+   */
+  readonly frameTimeoutMs?: number;
 }
 
 /**
@@ -42,12 +51,28 @@ export const CLOSE_GRACE_MS = 2_000;
 /** How long a TLS client may take to complete its handshake, in milliseconds. */
 export const HANDSHAKE_TIMEOUT_MS = 10_000;
 
+/**
+ * How long a frame may take to arrive once its first bytes did, in milliseconds: past it, the
+ * client gets an error reply and the connection is closed. 16 MiB (the default `max-frame-size`)
+ * within 30 s needs about 4.5 Mbit/s; collectd and riemann-client send a message in one write.
+ */
+export const FRAME_TIMEOUT_MS = 30_000;
+
+/** The bounds of one connection. */
+interface ConnectionLimits {
+  /** Bytes of a frame's body at most (`max-frame-size`). */
+  readonly maxFrameSize: number;
+  /** Milliseconds for a frame to arrive once its first bytes did. */
+  readonly frameTimeoutMs: number;
+}
+
 /** The Riemann protocol input of one Vigie instance. */
 export class RiemannServer {
   readonly #settings: RiemannSettings;
   readonly #handler: RiemannHandler;
   readonly #logger: FastifyBaseLogger;
   readonly #metrics: RiemannMetrics;
+  readonly #frameTimeoutMs: number;
   readonly #connections = new Set<Connection>();
   /** Every accepted TCP socket, TLS handshakes in progress included, so that close() ends them all. */
   readonly #sockets = new Set<Socket>();
@@ -61,6 +86,7 @@ export class RiemannServer {
     this.#handler = new RiemannHandler(settings, engine, options.metrics);
     this.#logger = options.logger;
     this.#metrics = options.metrics;
+    this.#frameTimeoutMs = options.frameTimeoutMs ?? FRAME_TIMEOUT_MS;
   }
 
   /**
@@ -112,8 +138,10 @@ export class RiemannServer {
 
   /**
    * Stops accepting connections and ends the open ones after the frame being handled (frames
-   * received but not handled yet are dropped, unanswered); resolves when every connection is
-   * closed, at most {@link CLOSE_GRACE_MS} after the call.
+   * received but not handled yet are dropped, unanswered); a message being handled in slices stops
+   * at its next slice, unanswered, its remaining events not pushed (the module drains its queues
+   * and outputs next). Resolves when every connection is closed, at most {@link CLOSE_GRACE_MS}
+   * after the call.
    */
   close(): Promise<void> {
     this.#closed ??= this.#close();
@@ -122,6 +150,7 @@ export class RiemannServer {
 
   async #close(): Promise<void> {
     this.#closing = true;
+    this.#handler.stop();
     const server = this.#server;
     if (server === undefined) return;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -173,7 +202,8 @@ export class RiemannServer {
       socket.destroy();
       return;
     }
-    const connection = new Connection(socket, this.#handler, this.#settings["max-frame-size"], this.#logger, () => {
+    const limits = { maxFrameSize: this.#settings["max-frame-size"], frameTimeoutMs: this.#frameTimeoutMs };
+    const connection = new Connection(socket, this.#handler, limits, this.#logger, () => {
       this.#connections.delete(connection);
       this.#metrics.connections(-1);
     });
@@ -191,16 +221,26 @@ async function readSetting(name: string, file: string): Promise<Buffer> {
   }
 }
 
-function reasonOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** One client connection: frames in, replies out, in order. */
 class Connection {
   readonly #socket: Socket;
   readonly #handler: RiemannHandler;
   readonly #reader: FrameReader;
   readonly #logger: FastifyBaseLogger;
+  readonly #frameTimeoutMs: number;
+  /**
+   * When the first bytes of the frame being waited for arrived (performance.now(), milliseconds);
+   * undefined when no frame is partly received, or when the server, not the peer, holds things up
+   * (a message handled in slices, a client not reading its replies).
+   */
+  #partialSince: number | undefined;
+  /**
+   * Fires at the earliest when the partial frame's time is up; armed only while bytes are buffered.
+   * Not re-armed per frame: when it fires it looks at {@link #partialSince} and waits for what is
+   * left of the current frame's time, so that fast clients whose frames straddle chunks do not
+   * set and clear a timer per chunk.
+   */
+  #frameTimer: NodeJS.Timeout | undefined;
   /** Waiting for `drain` before handling more frames. */
   #blocked = false;
   /** A message is being handled in slices: the next frames wait for its reply. */
@@ -216,13 +256,14 @@ class Connection {
   constructor(
     socket: Socket,
     handler: RiemannHandler,
-    maxFrameSize: number,
+    limits: ConnectionLimits,
     logger: FastifyBaseLogger,
     onClose: () => void,
   ) {
     this.#socket = socket;
     this.#handler = handler;
-    this.#reader = new FrameReader(maxFrameSize);
+    this.#reader = new FrameReader(limits.maxFrameSize);
+    this.#frameTimeoutMs = limits.frameTimeoutMs;
     this.#logger = logger;
     socket.on("data", (chunk: Buffer) => {
       if (this.#finished) return;
@@ -249,6 +290,7 @@ class Connection {
       socket.on("close", () => {
         this.#finished = true;
         this.#reader.clear();
+        this.#stopFrameTimer();
         if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer);
         onClose();
         resolve();
@@ -270,6 +312,8 @@ class Connection {
         const next = this.#reader.next();
         switch (next.kind) {
           case "frame": {
+            // This frame arrived in time; the next one's time starts when its first bytes are seen.
+            this.#partialSince = undefined;
             const reply = this.#handler.handle(next.body);
             if (reply instanceof Promise) {
               // A large message goes through a slice per turn: read nothing more until it is answered.
@@ -297,6 +341,7 @@ class Connection {
           }
           case "incomplete":
             if (this.#peerEnded) this.#endOfInput();
+            else this.#awaitFrame();
             return;
         }
       }
@@ -305,10 +350,13 @@ class Connection {
     }
   }
 
-  /** The reply to a message handled in slices: written, then the next frames are handled. */
-  #answered(reply: Buffer): void {
+  /**
+   * The reply to a message handled in slices: written, then the next frames are handled. Undefined
+   * when the handler stopped it (the server is closing, so is this connection).
+   */
+  #answered(reply: Buffer | undefined): void {
     this.#busy = false;
-    if (this.#finished) return;
+    if (this.#finished || reply === undefined) return;
     const socket = this.#socket;
     if (!socket.write(reply)) {
       this.#blocked = true;
@@ -316,6 +364,56 @@ class Connection {
     }
     this.#process();
     if (!this.#blocked && !this.#busy && !this.#finished) socket.resume();
+  }
+
+  /**
+   * Waiting for the peer's bytes: with part of a frame buffered, its deadline runs from when those
+   * bytes were first seen; with nothing buffered, there is no deadline and no timer (idle clients).
+   */
+  #awaitFrame(): void {
+    if (this.#reader.buffered === 0) {
+      this.#partialSince = undefined;
+      this.#stopFrameTimer();
+      return;
+    }
+    this.#partialSince ??= performance.now();
+    this.#frameTimer ??= this.#startFrameTimer(this.#frameTimeoutMs);
+  }
+
+  #startFrameTimer(delayMs: number): NodeJS.Timeout {
+    const timer = setTimeout(() => this.#frameTimeUp(), delayMs);
+    // Never what keeps the process alive: the server's own handle does that while it runs.
+    timer.unref();
+    return timer;
+  }
+
+  #stopFrameTimer(): void {
+    if (this.#frameTimer === undefined) return;
+    clearTimeout(this.#frameTimer);
+    this.#frameTimer = undefined;
+  }
+
+  /**
+   * The frame timer fired: nothing to do when no frame is partly received any more, wait for the
+   * rest of the current frame's time when it started later, else refuse the frame and close.
+   */
+  #frameTimeUp(): void {
+    this.#frameTimer = undefined;
+    const since = this.#partialSince;
+    if (since === undefined || this.#finished) return;
+    const left = since + this.#frameTimeoutMs - performance.now();
+    if (left > 0) {
+      this.#frameTimer = this.#startFrameTimer(left);
+      return;
+    }
+    const socket = this.#socket;
+    const buffered = this.#reader.buffered;
+    const declared = this.#reader.declaredLength;
+    this.#logger.debug({ remote: socket.remoteAddress, buffered, declared }, "riemann: frame not completed in time");
+    socket.write(
+      this.#handler.refuse(`frame not completed within ${this.#frameTimeoutMs / 1000} s: closing the connection`),
+    );
+    this.#finish();
   }
 
   /** The peer ended its side and every whole frame is answered: answer a truncated one, then end. */
@@ -341,6 +439,8 @@ class Connection {
     if (this.#finished) return;
     this.#finished = true;
     this.#reader.clear();
+    this.#partialSince = undefined;
+    this.#stopFrameTimer();
     const socket = this.#socket;
     // Once both sides have ended, the socket destroys itself (autoDestroy).
     socket.end();

@@ -243,8 +243,8 @@ describe("async-queue", () => {
     expect(ran).toEqual(Array.from({ length: 10_000 }, (_, n) => n));
   });
 
-  it("flush runs everything waiting, and what it enqueues, at once (graceful stop)", () => {
-    const { queues } = queued(100);
+  it("close runs everything waiting, and what it enqueues, at once, then drops what comes later (graceful stop)", () => {
+    const { queues, dropped } = queued(100);
     const enqueue = queues.enqueuer("slow", "s");
     const ran: number[] = [];
     enqueue(() => {
@@ -252,8 +252,30 @@ describe("async-queue", () => {
       enqueue(() => ran.push(3), {});
     }, {});
     enqueue(() => ran.push(2), {});
-    queues.flush();
+    queues.close();
     expect(ran).toEqual([1, 2, 3]);
+    expect([...queues.backlog()]).toEqual([["slow", 0]]);
+    enqueue(() => ran.push(4), {});
+    expect(ran).toEqual([1, 2, 3]);
+    expect(dropped.get("slow")).toBe(1);
+  });
+
+  it("close ends even when a queue feeds itself, dropping and counting what is left", async () => {
+    const { engine, queues, dropped, tap } = queued(10);
+    // Every event the queue runs goes back into the stream, and so into the queue: a cycle.
+    const stream = engine.add(
+      "s",
+      parseEdn(`{:actions {:action :async-queue :params [:slow]
+                           :children [{:action :tap :params [:ran]} {:action :reinject}]}}`),
+      { kind: "api" },
+    );
+    stream.push([{ n: 1 }]);
+    queues.close();
+    // At most as many entries as the queues hold together ran; the one left was dropped.
+    expect(tap("ran").length).toBeLessThanOrEqual(10);
+    expect(tap("ran").length).toBeGreaterThan(1);
+    expect(dropped.get("slow")).toBe(1);
+    await nextTurn();
     expect([...queues.backlog()]).toEqual([["slow", 0]]);
   });
 });

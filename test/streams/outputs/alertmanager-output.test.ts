@@ -40,6 +40,25 @@ describe("alertOf", () => {
     expect(resolved?.labels).toEqual(firing?.labels);
   });
 
+  it("never ends an alert before it starts: a negative ttl resolves it at its start", () => {
+    // Alertmanager answers 400 to a batch holding an alert with endsAt < startsAt (and keeps the
+    // others): that answer would count every event of the batch as rejected.
+    for (const ttl of [-30, -0.001, -1e300, Number.MIN_SAFE_INTEGER]) {
+      const alert = alertOf({ service: "cpu", state: "critical", time: 1_700_000_000, ttl }, settings, now);
+      expect(alert, `ttl ${ttl}`).toMatchObject({
+        startsAt: "2023-11-14T22:13:20.000Z",
+        endsAt: "2023-11-14T22:13:20.000Z",
+      });
+    }
+    // A zero ttl already did so; a positive one still fires until time + ttl.
+    expect(alertOf({ service: "cpu", state: "critical", time: 1_700_000_000, ttl: 0 }, settings, now)?.endsAt).toBe(
+      "2023-11-14T22:13:20.000Z",
+    );
+    expect(alertOf({ service: "cpu", state: "critical", time: 1_700_000_000, ttl: 0.5 }, settings, now)?.endsAt).toBe(
+      "2023-11-14T22:13:20.500Z",
+    );
+  });
+
   it("defaults ttl to 120 s and time to now; the description is the summary", () => {
     expect(alertOf({ service: "disk", state: "warning", description: "disk 91% full" }, settings, now)).toEqual({
       labels: { alertname: "disk" },
@@ -49,7 +68,7 @@ describe("alertOf", () => {
     });
   });
 
-  it("copies the listed fields present as non-empty strings, names sanitised, alertname and the first of a name winning", () => {
+  it("copies the listed fields present as non-empty strings, names sanitised, alertname and the first in name order winning", () => {
     const alert = alertOf(
       {
         service: "api",
@@ -70,6 +89,32 @@ describe("alertOf", () => {
     expect(alert?.labels).toEqual({ alertname: "api", host: "web-1", data_center: "par1" });
     expect(alert?.generatorURL).toBe("http://x/y");
     expect(alert?.annotations).toEqual({ summary: "api is unknown on web-1" });
+  });
+
+  it("keeps, of fields whose names sanitise alike, the first in name order, whatever the order of the list or the event", () => {
+    // "-" (0x2d) < "." (0x2e) < "_" (0x5f): a-b wins over a.b, which wins over a_b.
+    const lists = [
+      ["a.b", "a-b", "a_b"],
+      ["a_b", "a-b", "a.b"],
+      ["a-b", "a_b", "a.b"],
+    ];
+    const events = [
+      { service: "s", "a.b": "dot", "a-b": "dash", a_b: "underscore" },
+      { service: "s", a_b: "underscore", "a-b": "dash", "a.b": "dot" },
+    ];
+    for (const labels of lists) {
+      for (const event of events) {
+        expect(alertOf(event, { labels }, now)?.labels, `${labels} ${Object.keys(event)}`).toEqual({
+          alertname: "s",
+          a_b: "dash",
+        });
+      }
+      // The winner must give a label: when it is absent or empty, the next in name order does.
+      expect(alertOf({ service: "s", a_b: "underscore", "a-b": "", "a.b": "dot" }, { labels }, now)?.labels).toEqual({
+        alertname: "s",
+        a_b: "dot",
+      });
+    }
   });
 
   it("refuses events without a service, or with times no date can hold", () => {

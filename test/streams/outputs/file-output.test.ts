@@ -57,6 +57,13 @@ describe("encodeFileBatch", () => {
     const [unit] = encodeFileBatch("f", true, [{ time: -1 }], now).units;
     expect(unit?.payload.path).toBe("f-1969-12-31");
   });
+
+  it("writes the whole date of years that ISO 8601 extends beyond 0000–9999", () => {
+    const path = (time: number) => encodeFileBatch("f", true, [{ time }], now).units[0]?.payload.path;
+    expect(path(Date.parse("+010000-01-02T03:04:05Z") / 1000)).toBe("f-+010000-01-02");
+    expect(path(Date.parse("-000001-12-31T00:00:00Z") / 1000)).toBe("f--000001-12-31");
+    expect(path(Date.parse("9999-12-31T23:59:59Z") / 1000)).toBe("f-9999-12-31");
+  });
 });
 
 describe("fileTransport", () => {

@@ -545,6 +545,33 @@ describe("the other output types through the delivery model", () => {
     expect(await count("alerts", "dropped-rejected")).toBe(1);
   });
 
+  it("alertmanager: a firing event with a negative ttl does not make Alertmanager refuse the batch", async () => {
+    // Like Alertmanager's API v2: 400 for the whole request when one alert ends before it starts.
+    const target = await receiver((request) => {
+      const alerts: Array<{ startsAt: string; endsAt: string }> = JSON.parse(request.body.toString());
+      const invalid = alerts.some((alert) => Date.parse(alert.endsAt) < Date.parse(alert.startsAt));
+      return invalid ? { status: 400, body: '{"message":"start time must be before end time"}' } : { status: 200 };
+    });
+    const { outputs, count, reaches } = harness({
+      alerts: {
+        type: "alertmanager",
+        url: target.url,
+        headers: {},
+        labels: ["host"],
+        "generator-url": undefined,
+        ...common,
+      },
+    });
+    outputs.sink("alerts")([
+      { service: "cpu", host: "a", state: "critical", time: 100 },
+      { service: "disk", host: "a", state: "warning", time: 100, ttl: -60 },
+    ]);
+    await reaches("alerts", "sent", 2);
+    expect(await count("alerts", "dropped-rejected")).toBe(0);
+    const sent: Array<{ startsAt: string; endsAt: string }> = JSON.parse(target.requests[0]?.body.toString() ?? "");
+    expect(sent[1]).toMatchObject({ startsAt: "1970-01-01T00:01:40.000Z", endsAt: "1970-01-01T00:01:40.000Z" });
+  });
+
   it("file: appends with O_APPEND per batch (a rotated file is recreated) and retries write errors", async () => {
     const directory = temporaryDirectory();
     const logs = join(directory, "logs");

@@ -111,28 +111,51 @@ describe("the prometheus-remote-write encoding", () => {
     ]);
   });
 
-  it("tells series apart by every label, and keeps the first field of names that sanitise alike", () => {
+  it("tells series apart by every label", () => {
     const { series } = encodeAndDecode([
-      { service: "x", "a-b": "first", a_b: "second", metric: 1, time: 1 },
-      { service: "x", a_b: "second", "a-b": "first", metric: 2, time: 2 },
-      { service: "x", __name__: "ignored", metric: 3, time: 3 },
+      { service: "x", host: "a", metric: 1, time: 1 },
+      { service: "x", host: "b", metric: 2, time: 2 },
+      { service: "x", host: "a", env: "prod", metric: 3, time: 3 },
+      { service: "x", host: "a", metric: 4, time: 4 },
+    ]);
+    expect(series.map((s) => [s.labels.map((l) => `${l.name}=${l.value}`), s.samples.map((p) => p.value)])).toEqual([
+      [
+        ["__name__=x", "host=a"],
+        [1, 4],
+      ],
+      [["__name__=x", "host=b"], [2]],
+      [["__name__=x", "env=prod", "host=a"], [3]],
+    ]);
+  });
+
+  it("keeps, of fields whose names sanitise alike, the first in name order, whatever the order of the event's keys", () => {
+    // "-" (0x2d) < "." (0x2e) < "_" (0x5f): a-b wins over a.b, which wins over a_b.
+    const { series } = encodeAndDecode([
+      { service: "x", "a.b": "dot", "a-b": "dash", metric: 1, time: 1 },
+      { service: "x", "a-b": "dash", "a.b": "dot", metric: 2, time: 2 },
+      { service: "x", a_b: "underscore", "a.b": "dot", "a-b": "dash", metric: 3, time: 3 },
+      { service: "x", "a-b": "dash", a_b: "underscore", metric: 4, time: 4 },
+      // The winner must give a label: an empty (left out) a-b leaves the name to a.b.
+      { service: "x", "a-b": "", a_b: "underscore", "a.b": "dot", metric: 5, time: 5 },
+      // __name__ is the service's, whatever field sanitises to it.
+      { service: "x", __name__: "ignored", "--name__": "ignored too", metric: 6, time: 6 },
     ]);
     expect(series).toEqual([
       {
         labels: [
           { name: "__name__", value: "x" },
-          { name: "a_b", value: "first" },
+          { name: "a_b", value: "dash" },
         ],
-        samples: [{ value: 1, timestamp: 1000 }],
+        samples: [1, 2, 3, 4].map((value) => ({ value, timestamp: value * 1000 })),
       },
       {
         labels: [
           { name: "__name__", value: "x" },
-          { name: "a_b", value: "second" },
+          { name: "a_b", value: "dot" },
         ],
-        samples: [{ value: 2, timestamp: 2000 }],
+        samples: [{ value: 5, timestamp: 5000 }],
       },
-      { labels: [{ name: "__name__", value: "x" }], samples: [{ value: 3, timestamp: 3000 }] },
+      { labels: [{ name: "__name__", value: "x" }], samples: [{ value: 6, timestamp: 6000 }] },
     ]);
   });
 

@@ -1,31 +1,46 @@
 import { describe, expect, it } from "vitest";
-import { backoffDelay, FIRST_BACKOFF_MS, MAX_BACKOFF_MS, parseRetryAfter } from "../../../src/streams/outputs/retry.js";
+import {
+  backoffDelay,
+  FIRST_BACKOFF_MS,
+  JITTER,
+  MAX_BACKOFF_MS,
+  parseRetryAfter,
+} from "../../../src/streams/outputs/retry.js";
 
 describe("backoffDelay", () => {
-  it("starts at 100 ms and doubles per retry, half of each step being jitter", () => {
+  it("waits 100 ms × 2^(n−1), plus up to a quarter of it at random: the first retry 100–125 ms", () => {
     expect(FIRST_BACKOFF_MS).toBe(100);
-    expect(backoffDelay(1, () => 0)).toBe(50);
-    expect(backoffDelay(1, () => 0.999999)).toBeCloseTo(100, 3);
-    expect(backoffDelay(2, () => 0)).toBe(100);
-    expect(backoffDelay(3, () => 0.5)).toBe(300);
-    expect(backoffDelay(4, () => 1)).toBe(800);
+    expect(JITTER).toBe(0.25);
+    expect(backoffDelay(1, () => 0)).toBe(100);
+    expect(backoffDelay(1, () => 0.5)).toBe(112.5);
+    expect(backoffDelay(1, () => 0.999999)).toBeLessThan(125);
+    expect(backoffDelay(1, () => 0.999999)).toBeCloseTo(125, 3);
+    expect(backoffDelay(2, () => 0)).toBe(200);
+    expect(backoffDelay(3, () => 0.5)).toBe(450);
+    expect(backoffDelay(4, () => 0.2)).toBe(840);
+    // A retry number below 1 waits like the first.
+    expect(backoffDelay(0, () => 0)).toBe(100);
   });
 
-  it("never waits more than 30 s, however many retries", () => {
+  it("caps the step at 30 s and the wait too, however many retries", () => {
     expect(MAX_BACKOFF_MS).toBe(30_000);
-    expect(backoffDelay(9, () => 0.999999)).toBeCloseTo(25_600, 0);
-    expect(backoffDelay(10, () => 0.999999)).toBeCloseTo(30_000, 0);
-    expect(backoffDelay(10, () => 0)).toBe(15_000);
-    expect(backoffDelay(1_000_000, () => 0.999999)).toBeLessThanOrEqual(30_000);
-    expect(Number.isFinite(backoffDelay(Number.MAX_SAFE_INTEGER))).toBe(true);
+    // Step 25.6 s: the jitter reaches the cap and stops there.
+    expect(backoffDelay(9, () => 0)).toBe(25_600);
+    expect(backoffDelay(9, () => 0.4)).toBeCloseTo(28_160, 6);
+    expect(backoffDelay(9, () => 0.999999)).toBe(30_000);
+    // Step 30 s (51.2 s uncapped): every wait is 30 s.
+    expect(backoffDelay(10, () => 0)).toBe(30_000);
+    expect(backoffDelay(10, () => 0.999999)).toBe(30_000);
+    expect(backoffDelay(1_000_000, () => 0.5)).toBe(30_000);
+    expect(backoffDelay(Number.MAX_SAFE_INTEGER)).toBe(30_000);
   });
 
-  it("spreads retries with Math.random by default", () => {
+  it("spreads retries with Math.random by default, within [step, 1.25 × step)", () => {
     const delays = new Set(Array.from({ length: 20 }, () => backoffDelay(5)));
     expect(delays.size).toBeGreaterThan(1);
     for (const delay of delays) {
-      expect(delay).toBeGreaterThanOrEqual(800);
-      expect(delay).toBeLessThanOrEqual(1600);
+      expect(delay).toBeGreaterThanOrEqual(1600);
+      expect(delay).toBeLessThan(2000);
     }
   });
 });

@@ -7,9 +7,7 @@ import {
   errorFrame,
   eventsFrame,
   fromRiemann,
-  hasQuery,
   OK_FRAME,
-  queryText,
   targetStream,
   toRiemann,
 } from "../../../src/streams/riemann/protocol.js";
@@ -169,11 +167,12 @@ describe("Vigie events to Riemann events", () => {
 
 describe("messages and replies", () => {
   it("tells a query from no query", () => {
-    expect(hasQuery(decodeMsg(encodeMsg({ events: [] })))).toBe(false);
-    const query = decodeMsg(encodeMsg({ query: { string: 'host = "a"' } }));
-    expect([hasQuery(query), queryText(query)]).toEqual([true, 'host = "a"']);
-    const empty = decodeMsg(encodeMsg({ query: {} }));
-    expect([hasQuery(empty), queryText(empty)]).toEqual([true, ""]);
+    expect(decodeMsg(encodeMsg({ events: [] })).query).toBeNull();
+    expect(decodeMsg(encodeMsg({ query: { string: 'host = "a"' } })).query?.string).toBe('host = "a"');
+    // A query without its string is still a query, of the empty string.
+    const empty = decodeMsg(encodeMsg({ query: {} })).query;
+    expect(empty).not.toBeNull();
+    expect(empty?.string).toBe("");
   });
 
   it("frames replies with a 4-byte big-endian length", () => {

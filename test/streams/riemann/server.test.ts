@@ -6,11 +6,11 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RiemannSettings } from "../../../src/streams/config.js";
 import { parseEdn } from "../../../src/streams/edn.js";
-import type { StreamEngine } from "../../../src/streams/engine.js";
+import { StreamEngine } from "../../../src/streams/engine.js";
 import type { RiemannMetrics } from "../../../src/streams/metrics.js";
 import { EVENTS_PER_SLICE } from "../../../src/streams/riemann/handler.js";
 import { type EncodableEvent, encodeMsg } from "../../../src/streams/riemann/protocol.js";
-import { CLOSE_GRACE_MS, RiemannServer } from "../../../src/streams/riemann/server.js";
+import { CLOSE_GRACE_MS, FRAME_TIMEOUT_MS, RiemannServer } from "../../../src/streams/riemann/server.js";
 import { generateCertificates, OPENSSL_MISSING } from "../../healthchecks/certificates.js";
 import { frameOf, RiemannClient, withLength } from "../../support/riemann.js";
 import { temporaryDirectory } from "../../support/temporary.js";
@@ -46,6 +46,7 @@ function settingsOf(changes: Partial<RiemannSettings> = {}): RiemannSettings {
     "tls-ca": undefined,
     "max-frame-size": 1024 * 1024,
     "max-connections": 1000,
+    "max-query-results": 10_000,
     "query-stream": undefined,
     ...changes,
   };
@@ -59,14 +60,16 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close()));
 });
 
-/** A server on 127.0.0.1, any port, over a recording engine with the given streams (EDN by name). */
-async function start(streams: Record<string, string> = { main: INDEX_ALL }, settings: Partial<RiemannSettings> = {}) {
-  const recorder = recordingEngine();
-  for (const [name, config] of Object.entries(streams)) recorder.engine.add(name, parseEdn(config), { kind: "api" });
+/**
+ * A server on 127.0.0.1, any port, over `engine`.
+ * @param frameTimeoutMs the frame deadline (default: the server's, {@link FRAME_TIMEOUT_MS})
+ */
+async function serve(engine: StreamEngine, settings: Partial<RiemannSettings> = {}, frameTimeoutMs?: number) {
   const { counts, metrics } = recordingMetrics();
-  const server = new RiemannServer(settingsOf(settings), recorder.engine, {
+  const server = new RiemannServer(settingsOf(settings), engine, {
     metrics,
     logger: pino({ level: "silent" }),
+    ...(frameTimeoutMs === undefined ? {} : { frameTimeoutMs }),
   });
   servers.push(server);
   const port = await server.listen();
@@ -75,8 +78,37 @@ async function start(streams: Record<string, string> = { main: INDEX_ALL }, sett
     clients.push(client);
     return client;
   };
-  return { ...recorder, server, port, counts, connect };
+  return { server, port, counts, connect };
 }
+
+/** A server on 127.0.0.1, any port, over a recording engine with the given streams (EDN by name). */
+async function start(
+  streams: Record<string, string> = { main: INDEX_ALL },
+  settings: Partial<RiemannSettings> = {},
+  frameTimeoutMs?: number,
+) {
+  const recorder = recordingEngine();
+  for (const [name, config] of Object.entries(streams)) recorder.engine.add(name, parseEdn(config), { kind: "api" });
+  return { ...recorder, ...(await serve(recorder.engine, settings, frameTimeoutMs)) };
+}
+
+/**
+ * An engine whose `tap` actions count what reaches them by name and call `onTap` with the name,
+ * with the given streams (EDN by name).
+ */
+function tappingEngine(streams: Record<string, string>, onTap: (name: string) => void) {
+  const tapped = new Map<string, number>();
+  const engine = new StreamEngine({
+    tap: (_stream, name) => {
+      tapped.set(name, (tapped.get(name) ?? 0) + 1);
+      onTap(name);
+    },
+  });
+  for (const [name, config] of Object.entries(streams)) engine.add(name, parseEdn(config), { kind: "api" });
+  return { engine, tapped };
+}
+
+const delay = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
 
 const indexed = (engine: StreamEngine, stream = "main") => engine.get(stream)?.index.search(() => true) ?? [];
 
@@ -213,6 +245,60 @@ describe("the Riemann input over TCP", () => {
     expect(indexed(engine)).toHaveLength(EVENTS_PER_SLICE + 1);
   });
 
+  it("answers an error naming a stream removed while a large message was handled", async () => {
+    // The first event's tap schedules the removal of `x` for the next turn: after the first slice
+    // is pushed, before the second (setImmediate callbacks run in order, the handler's after it).
+    const { engine, tapped } = tappingEngine(
+      {
+        trigger: "{:actions {:action :tap :params [:trigger]}}",
+        x: "{:actions {:action :tap :params [:x]}}",
+        y: "{:actions {:action :tap :params [:y]}}",
+      },
+      (name) => {
+        if (name === "trigger") setImmediate(() => engine.remove("x"));
+      },
+    );
+    const { connect, counts } = await serve(engine);
+    const client = await connect();
+    const to = (stream: string) => ({ time: 1, attributes: [{ key: "stream", value: stream }] });
+    const events = [to("trigger"), ...Array.from({ length: 3 * EVENTS_PER_SLICE }, (_, i) => to(i % 2 ? "x" : "y"))];
+    const reply = await client.send({ events, query: "true" });
+    // x got its events of the first slice (every other one of the 4095 after the trigger), then was removed.
+    const pushedToX = Math.floor((EVENTS_PER_SLICE - 1) / 2);
+    expect(tapped.get("x")).toBe(pushedToX);
+    expect(reply).toEqual({
+      ok: false,
+      error: `stream "x" was removed while the message was handled: ${(3 * EVENTS_PER_SLICE) / 2 - pushedToX} of its events were not pushed`,
+      events: [],
+    });
+    // The other streams got all theirs.
+    expect(tapped.get("y")).toBe((3 * EVENTS_PER_SLICE) / 2);
+    expect(counts).toMatchObject({ ok: 0, error: 1, events: 1 + pushedToX + (3 * EVENTS_PER_SLICE) / 2 });
+    // The connection goes on.
+    expect(await client.send({ events: [to("y")] })).toMatchObject({ ok: true });
+  });
+
+  it("answers an error when a stream's own action removes another mid-message", async () => {
+    const { engine, tapped } = tappingEngine(
+      {
+        trigger: "{:actions {:action :tap :params [:trigger]}}",
+        x: "{:actions {:action :tap :params [:x]}}",
+      },
+      (name) => {
+        if (name === "trigger") engine.remove("x");
+      },
+    );
+    const { connect } = await serve(engine);
+    const client = await connect();
+    const to = (stream: string) => ({ time: 1, attributes: [{ key: "stream", value: stream }] });
+    expect(await client.send({ events: [to("x"), to("trigger"), to("x"), to("x")] })).toEqual({
+      ok: false,
+      error: 'stream "x" was removed while the message was handled: 2 of its events were not pushed',
+      events: [],
+    });
+    expect(tapped.get("x")).toBe(1);
+  });
+
   it("stops reading a client that does not read its replies, and goes on when it does", async () => {
     const { engine, counts, connect } = await start();
     // 100 events of 1 KiB each: every query answer is about 100 KiB.
@@ -341,6 +427,27 @@ describe("queries over the Riemann input", () => {
     expect(reply.events.map((event) => event.host)).toEqual(["web-1", "new"]);
   });
 
+  it("refuses a query matching more than max-query-results, naming the count and the setting", async () => {
+    // The default streams hold 4 events (3 in main, 1 in second).
+    const { connect, counts } = await populated({ "max-query-results": 3 });
+    const client = await connect();
+    expect(await client.send({ query: "true" })).toEqual({
+      ok: false,
+      error: "query matched 4 events, more than streams.riemann.max-query-results (3)",
+      events: [],
+    });
+    // As many as the limit is fine, and the connection goes on.
+    expect((await client.send({ query: 'host =~ "web%"' })).events).toHaveLength(3);
+    expect(counts).toMatchObject({ ok: 1, error: 1 });
+    // The limit holds for query-stream too.
+    const single = await populated({ "max-query-results": 2, "query-stream": "main" });
+    const other = await single.connect();
+    expect((await other.send({ query: "true" })).error).toBe(
+      "query matched 3 events, more than streams.riemann.max-query-results (2)",
+    );
+    expect((await other.send({ query: 'service = "cpu"' })).events).toHaveLength(2);
+  });
+
   it("answers an invalid query with its offset and keeps the connection", async () => {
     const { connect, counts } = await populated();
     const client = await connect();
@@ -421,6 +528,71 @@ describe("bad input", () => {
     expect(await next.send({})).toMatchObject({ ok: true });
   });
 
+  it("closes a connection whose frame is not completed in time, with an error reply", async () => {
+    expect(FRAME_TIMEOUT_MS).toBe(30_000);
+    const { connect, counts } = await start(undefined, {}, 200);
+    const client = await connect();
+    const frame = frameOf({ events: [{ host: "a", time: 1 }] });
+    const started = Date.now();
+    client.write(frame.subarray(0, frame.length - 1));
+    expect(await client.reply()).toEqual({
+      ok: false,
+      error: "frame not completed within 0.2 s: closing the connection",
+      events: [],
+    });
+    await client.closed;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    expect(counts).toMatchObject({ ok: 0, error: 1, events: 0 });
+    await until(async () => (counts.connections === 0 ? true : undefined), "the connection to be counted out");
+  });
+
+  it("does not extend a frame's deadline for a client that trickles its bytes", async () => {
+    const { connect, counts } = await start(undefined, {}, 300);
+    const client = await connect();
+    const prefix = Buffer.alloc(4);
+    prefix.writeUInt32BE(100_000);
+    const started = Date.now();
+    client.write(prefix);
+    const trickle = setInterval(() => {
+      if (!client.socket.destroyed && client.socket.writable) client.write(Buffer.alloc(1));
+    }, 50);
+    try {
+      expect((await client.reply()).error).toBe("frame not completed within 0.3 s: closing the connection");
+      await client.closed;
+    } finally {
+      clearInterval(trickle);
+    }
+    // Closed by the deadline of the first bytes, whatever came after them.
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(counts.error).toBe(1);
+  });
+
+  it("gives each frame its own deadline and keeps idle connections open", async () => {
+    const { connect, counts, tap } = await start({ seen: "{:actions {:action :tap :params [:seen]}}" }, {}, 300);
+    const client = await connect();
+    const frame = (i: number) =>
+      frameOf({ events: [{ metricSint64: i, attributes: [{ key: "stream", value: "seen" }] }] });
+    const [first, second] = [frame(1), frame(2)];
+    // Each frame completes within 300 ms of its first bytes, the two together take 400 ms.
+    client.write(first.subarray(0, 5));
+    await delay(200);
+    client.write(Buffer.concat([first.subarray(5), second.subarray(0, 5)]));
+    expect(await client.reply()).toEqual({ ok: true, events: [] });
+    await delay(200);
+    client.write(second.subarray(5));
+    expect(await client.reply()).toEqual({ ok: true, events: [] });
+    // Idle with nothing buffered, several deadlines long: still open.
+    await delay(1_000);
+    expect(
+      await client.send({ events: [{ metricSint64: 3, attributes: [{ key: "stream", value: "seen" }] }] }),
+    ).toEqual({
+      ok: true,
+      events: [],
+    });
+    expect(tap("seen")).toHaveLength(3);
+    expect(counts).toMatchObject({ ok: 3, error: 0, connections: 1 });
+  });
+
   it("survives random bytes in random chunks (fast-check, seeded)", async () => {
     const { port, counts } = await start(undefined, { "max-frame-size": 4096 });
     const seed = Number(process.env.FUZZ_SEED ?? 20_240_611);
@@ -494,6 +666,36 @@ describe("listening and closing", () => {
     await Promise.all([first.closed, second.closed]);
     expect(counts.connections).toBe(0);
     expect(counts.events).toBe(1);
+  });
+
+  it("stops a large message at its next slice when the server closes, unanswered", async () => {
+    let server: RiemannServer | undefined;
+    let scheduled = false;
+    // The first tap closes the server on the next turn: after the first slice is pushed, before the
+    // second (afterEach awaits the close).
+    const { engine, tapped } = tappingEngine({ seen: "{:actions {:action :tap :params [:seen]}}" }, () => {
+      if (scheduled) return;
+      scheduled = true;
+      setImmediate(() => void server?.close());
+    });
+    const served = await serve(engine);
+    server = served.server;
+    const client = await served.connect();
+    client.write(
+      frameOf({
+        events: Array.from({ length: 5 * EVENTS_PER_SLICE }, () => ({
+          attributes: [{ key: "stream", value: "seen" }],
+        })),
+      }),
+    );
+    await expect(client.reply()).rejects.toThrow("the connection closed before a reply");
+    await client.closed;
+    await until(async () => (served.counts.connections === 0 ? true : undefined), "the connection to be counted out");
+    expect(tapped.get("seen")).toBe(EVENTS_PER_SLICE);
+    // Nothing more is pushed afterwards either.
+    await delay(50);
+    expect(tapped.get("seen")).toBe(EVENTS_PER_SLICE);
+    expect(served.counts).toMatchObject({ ok: 0, error: 0, events: EVENTS_PER_SLICE });
   });
 
   it("closes a connection whose client never reads within the grace period", async () => {

@@ -360,6 +360,45 @@ describe("the route on its own", () => {
     }
   });
 
+  it("keeps a real client that answers pings subscribed, and terminates one that does not", async () => {
+    const pingMs = 100;
+    const app = Fastify();
+    installErrorHandling(app);
+    const hub: ChannelHub = new ChannelHub({
+      metrics: channelMetrics(new Registry(), () => hub.subscriberCounts()),
+      maxSubscribers: 10,
+      pingIntervalMs: pingMs,
+    });
+    await app.register(async (child) => channelRoutes(child, { hub, guard: undefined }));
+    try {
+      await app.listen({ host: "127.0.0.1", port: 0 });
+      const address = app.server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      const url = `ws://127.0.0.1:${port}/api/v1/channel/c`;
+      const answering = await subscribe(url);
+      // ws answers pings by itself; without autoPong the client receives them and stays silent.
+      const silent = await subscribe(url, {}, { autoPong: false });
+      const subscribedAt = performance.now();
+      expect(hub.size).toBe(2);
+
+      // Pinged at the hub's next round, terminated at the one after: no closing handshake (1006).
+      const stillOpen = new Promise<string>((resolve) => setTimeout(() => resolve("still open"), 20 * pingMs));
+      expect(await Promise.race([silent.closed, stillOpen])).toEqual({ code: 1006, reason: "" });
+      expect(performance.now() - subscribedAt).toBeLessThan(6 * pingMs);
+      expect(silent.pings).toBeGreaterThanOrEqual(1);
+      expect(hub.size).toBe(1);
+
+      // Each pong keeps the other one for the next round, however many rounds pass.
+      await until(async () => (answering.pings >= 5 ? true : undefined), "five pings", 5_000);
+      hub.publisher("c")({ n: 1 });
+      expect(await answering.received(1)).toEqual([{ n: 1 }]);
+      expect(hub.size).toBe(1);
+      await answering.close();
+    } finally {
+      await app.close();
+    }
+  });
+
   it("are destroyed once idle when another route answered them, and kept while subscribed", async () => {
     const app = Fastify();
     installErrorHandling(app);
