@@ -6,7 +6,7 @@ import { OTLPTraceExporter as ProtobufExporter } from "@opentelemetry/exporter-t
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, SimpleSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
+import { addStream, freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
@@ -19,12 +19,7 @@ describe("OpenTelemetry JS SDK exporters against the real process", () => {
     writeFileSync(configFile, `http:\n  port: ${port}\n`);
     vigie = await startVigie({ configFile, port, cwd: directory });
     for (const name of ["proto", "json"]) {
-      const response = await fetch(`${vigie.baseUrl}/api/v1/stream/${name}`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ config: b64("{:actions {:action :index :params [[:span-id]]}}") }),
-      });
-      expect(response.status).toBe(201);
+      expect(await addStream(vigie.baseUrl, name, "{:actions {:action :index :params [[:span-id]]}}")).toBe(201);
     }
   });
   afterAll(async () => {

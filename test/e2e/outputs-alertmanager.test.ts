@@ -2,10 +2,15 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commandPath, type Daemon, startDaemon } from "../support/daemon.js";
-import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
+import {
+  addStream,
+  freePort,
+  startVigie,
+  stopVigie,
+  temporaryDirectory,
+  type VigieProcess,
+} from "../support/process.js";
 import { until } from "../support/until.js";
-
-const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
 /** The Alertmanager binary (Debian's `prometheus-alertmanager` package, installed by .ci/run), if any. */
 const ALERTMANAGER = commandPath(
@@ -71,21 +76,11 @@ describe.skipIf(ALERTMANAGER === "")("Vigie's alertmanager output into a real Al
       ].join("\n"),
     );
     vigie = await startVigie({ configFile, port: vigiePort, cwd: directory });
-    const created = await fetch(`${vigie.baseUrl}/api/v1/stream/alerting`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ config: b64("{:actions {:action :output :params [:alerts]}}") }),
-    });
-    expect(created.status).toBe(201);
+    expect(await addStream(vigie.baseUrl, "alerting", "{:actions {:action :output :params [:alerts]}}")).toBe(201);
   });
 
   afterAll(async () => {
-    const stopping: Array<Promise<unknown>> = [alertmanager?.stop() ?? Promise.resolve()];
-    if (vigie !== undefined && vigie.child.exitCode === null) {
-      stopping.push(vigie.exited);
-      vigie.child.kill("SIGTERM");
-    }
-    await Promise.all(stopping);
+    await Promise.all([alertmanager?.stop(), stopVigie(vigie)]);
   });
 
   async function push(events: unknown[]): Promise<void> {

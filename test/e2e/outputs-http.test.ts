@@ -1,11 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
+import { addStream, freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 import { until } from "../support/until.js";
-
-const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
 /** The `n` of every event the receiver accepted, in order (json format: one array per request). */
 const received = (receiver: Receiver): number[] =>
@@ -48,12 +46,7 @@ describe("the http output of the real process", () => {
     );
     const started = await startVigie({ configFile, port, cwd: directory });
     vigie = started;
-    const created = await fetch(`${started.baseUrl}/api/v1/stream/out`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ config: b64("{:actions {:action :output :params [:hook]}}") }),
-    });
-    expect(created.status).toBe(201);
+    expect(await addStream(started.baseUrl, "out", "{:actions {:action :output :params [:hook]}}")).toBe(201);
     return started;
   }
 

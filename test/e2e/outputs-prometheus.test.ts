@@ -2,10 +2,15 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commandPath, type Daemon, startDaemon } from "../support/daemon.js";
-import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
+import {
+  addStream,
+  freePort,
+  startVigie,
+  stopVigie,
+  temporaryDirectory,
+  type VigieProcess,
+} from "../support/process.js";
 import { until } from "../support/until.js";
-
-const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
 /** The Prometheus binary (Debian's `prometheus` package, installed by .ci/run), if any. */
 const PROMETHEUS = commandPath("prometheus", "prometheus", "the prometheus-remote-write output e2e test");
@@ -59,21 +64,11 @@ describe.skipIf(PROMETHEUS === "")("Vigie's prometheus-remote-write output into 
       ].join("\n"),
     );
     vigie = await startVigie({ configFile, port: vigiePort, cwd: directory });
-    const created = await fetch(`${vigie.baseUrl}/api/v1/stream/metrics`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ config: b64("{:actions {:action :output :params [:tsdb]}}") }),
-    });
-    expect(created.status).toBe(201);
+    expect(await addStream(vigie.baseUrl, "metrics", "{:actions {:action :output :params [:tsdb]}}")).toBe(201);
   });
 
   afterAll(async () => {
-    const stopping: Array<Promise<unknown>> = [prometheus?.stop() ?? Promise.resolve()];
-    if (vigie !== undefined && vigie.child.exitCode === null) {
-      stopping.push(vigie.exited);
-      vigie.child.kill("SIGTERM");
-    }
-    await Promise.all(stopping);
+    await Promise.all([prometheus?.stop(), stopVigie(vigie)]);
   });
 
   async function query(promql: string, time: number): Promise<VectorResult[]> {

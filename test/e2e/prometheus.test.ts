@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
+import { addStream, freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
@@ -26,12 +26,7 @@ describe.skipIf(PROMETHEUS === "")("a real Prometheus remote-writing to Vigie", 
     vigie = await startVigie({ configFile, port: vigiePort, cwd: directory });
     const stream =
       '{:actions {:action :where :params [[:= :service "http_requests_total"]] :children [{:action :index :params [[:service :instance :method :route :status]]}]}}';
-    const created = await fetch(`${vigie.baseUrl}/api/v1/stream/prom`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ config: b64(stream) }),
-    });
-    expect(created.status).toBe(201);
+    expect(await addStream(vigie.baseUrl, "prom", stream)).toBe(201);
 
     // Scrapes Vigie's own /metrics every second and remote-writes what it scraped back to Vigie.
     const prometheusConfig = join(directory, "prometheus.yml");

@@ -109,3 +109,25 @@ export async function startVigie(options: {
   child.kill("SIGKILL");
   throw new Error(`vigie did not answer /healthz within 20 s:\n${output}`);
 }
+
+/**
+ * Creates (or replaces) a stream through `POST /api/v1/stream/<name>` of a running process.
+ * @param edn the stream configuration, EDN text (base64-encoded here)
+ * @returns the answer's status (201 when the stream was added)
+ */
+export async function addStream(baseUrl: string, name: string, edn: string): Promise<number> {
+  const response = await fetch(`${baseUrl}/api/v1/stream/${name}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ config: Buffer.from(edn, "utf8").toString("base64") }),
+  });
+  await response.body?.cancel();
+  return response.status;
+}
+
+/** Sends SIGTERM to a process still running and waits for its exit (nothing when there is none). */
+export async function stopVigie(vigie: VigieProcess | undefined): Promise<void> {
+  if (vigie === undefined) return;
+  if (vigie.child.exitCode === null && vigie.child.signalCode === null) vigie.child.kill("SIGTERM");
+  await vigie.exited;
+}
