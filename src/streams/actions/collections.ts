@@ -1,8 +1,9 @@
 /**
  * Actions on lists of events, as windows emit them (streams.md §4): coll-count, coll-sum,
  * coll-mean, coll-max, coll-min, coll-rate turn a list into one event, the most recent (largest
- * time; the last of the list when none has a time) with the metric replaced; coll-where filters a
- * list. An empty list gives nothing.
+ * time; the last of the list when none has a time) with the metric replaced, its other fields kept
+ * as they are (nulls included); coll-where filters a list. An empty list gives `{:metric 0}` from
+ * coll-count and nothing from the others (Mirabelle v0.13).
  */
 import { type ActionDefinition, withChildren } from "../action.js";
 import { compileCondition } from "../condition.js";
@@ -56,7 +57,10 @@ export const meanOf: Aggregate = (events) => {
 export const maxOf: Aggregate = (events) => metrics(events, Math.max);
 /** Smallest numeric metric. */
 export const minOf: Aggregate = (events) => metrics(events, Math.min);
-/** Sum of the metrics ÷ the time span (largest − smallest time) in seconds; none for a zero span. */
+/**
+ * Sum of the metrics ÷ the time span (largest − smallest time) in seconds; the sum itself when the
+ * span is 0 (every event at one time, or fewer than two times), as Mirabelle's coll-rate.
+ */
 export const rateOf: Aggregate = (events) => {
   let first = Number.POSITIVE_INFINITY;
   let last = Number.NEGATIVE_INFINITY;
@@ -67,7 +71,8 @@ export const rateOf: Aggregate = (events) => {
     if (time > last) last = time;
   }
   const sum = sumOf(events);
-  return sum === undefined || !(last > first) ? undefined : sum / (last - first);
+  if (sum === undefined) return undefined;
+  return last > first ? sum / (last - first) : sum;
 };
 
 /**
@@ -80,7 +85,10 @@ export function aggregateEvent(events: readonly Event[], aggregate: Aggregate): 
   return metric === undefined ? undefined : { ...mostRecent(events), metric };
 }
 
-function collection(action: string, aggregate: Aggregate): ActionDefinition {
+/**
+ * @param empty what an empty list gives (coll-count's `{:metric 0}`); nothing when undefined
+ */
+function collection(action: string, aggregate: Aggregate, empty?: () => Event): ActionDefinition {
   return {
     compile(params, children, path) {
       expectCount(params, 0, 0, path, action, "");
@@ -90,7 +98,10 @@ function collection(action: string, aggregate: Aggregate): ActionDefinition {
             drop();
             return;
           }
-          if (value.length === 0) return;
+          if (value.length === 0) {
+            if (empty !== undefined) next(empty());
+            return;
+          }
           const event = aggregateEvent(value, aggregate);
           if (event === undefined) drop();
           else next(event);
@@ -100,7 +111,8 @@ function collection(action: string, aggregate: Aggregate): ActionDefinition {
   };
 }
 
-export const collCount = collection("coll-count", countOf);
+/** `coll-count`: metric = number of events; an empty list gives `{:metric 0}`. */
+export const collCount = collection("coll-count", countOf, () => ({ metric: 0 }));
 export const collSum = collection("coll-sum", sumOf);
 export const collMean = collection("coll-mean", meanOf);
 export const collMax = collection("coll-max", maxOf);

@@ -90,8 +90,11 @@ function forkKeyOf(readers: readonly FieldReader[]): (event: Event) => unknown {
 
 /**
  * `by [{:fields [f ...] :gc-interval D :fork-ttl D}]` (or `[[f ...]]`): one independent copy of the
- * children per distinct tuple of field values. With `:gc-interval`, every that many seconds of event
- * time, forks that saw no event for `:fork-ttl` seconds (default: the gc interval) are dropped.
+ * children per distinct tuple of field values. With `:gc-interval`, collection runs on the first
+ * event with a time and then on each event whose time is at least the last collection +
+ * gc-interval, before the event is routed: forks whose previous event is more than `:fork-ttl`
+ * seconds (default: the gc interval) older are dropped, the arriving event's own fork included
+ * (it restarts empty).
  */
 export const by: ActionDefinition = {
   compile(params, children, path) {
@@ -119,8 +122,8 @@ export const by: ActionDefinition = {
       const forks = new Map<unknown, { next: Next; seen: number }>();
       const maxForks = runtime.limits.forks;
       const drop = runtime.dropped("by");
-      let clock = Number.NEGATIVE_INFINITY;
-      let nextCollection = Number.NEGATIVE_INFINITY;
+      /** When the next collection is due: the first event's time, then the last collection + gc-interval. */
+      let nextCollection: number | undefined;
       const collect = (now: number) => {
         for (const [key, fork] of forks) if (now - fork.seen > (ttl as number)) forks.delete(key);
       };
@@ -128,6 +131,13 @@ export const by: ActionDefinition = {
         if (Array.isArray(value)) {
           drop();
           return;
+        }
+        const time = gcInterval === undefined ? undefined : timeOf(value);
+        // Collection runs before the event is routed, judging each fork by its previous event: the
+        // arriving event's own fork may be dropped and restart empty (Mirabelle v0.13).
+        if (time !== undefined && (nextCollection === undefined || time >= nextCollection)) {
+          collect(time);
+          nextCollection = time + (gcInterval as number);
         }
         const key = keyOf(value);
         let fork = forks.get(key);
@@ -140,20 +150,7 @@ export const by: ActionDefinition = {
           fork = { next: fanOut(children.map((child) => child(runtime))), seen: Number.NEGATIVE_INFINITY };
           forks.set(key, fork);
         }
-        if (gcInterval !== undefined) {
-          const time = timeOf(value);
-          if (time !== undefined) {
-            fork.seen = time;
-            if (time > clock) {
-              clock = time;
-              if (nextCollection === Number.NEGATIVE_INFINITY) nextCollection = time + gcInterval;
-              else if (time >= nextCollection) {
-                collect(time);
-                nextCollection = time + gcInterval;
-              }
-            }
-          }
-        }
+        if (time !== undefined) fork.seen = time;
         fork.next(value);
       };
     };

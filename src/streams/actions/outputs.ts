@@ -76,9 +76,9 @@ export const reinject: ActionDefinition = {
 };
 
 /**
- * `reaper [D stream-or-nil]`: every D seconds of event time (the largest time the action has seen),
- * removes the expired events of the stream's index and pushes them, with state `expired`, into the
- * named stream or (nil) this stream.
+ * `reaper [D stream-or-nil]`: every D seconds of event time (its clock starts at 0, so the first
+ * sweep comes with the first event whose time is ≥ D), removes the expired events of the stream's
+ * index and pushes them, with state `expired`, into the named stream or (nil) this stream.
  */
 export const reaper: ActionDefinition = {
   leaf: true,
@@ -87,15 +87,12 @@ export const reaper: ActionDefinition = {
     const interval = secondsParam(params[0], `${path}.params[0]`, "D");
     const destination = destinationParam(params[1], `${path}.params[1]`);
     return (runtime) => {
-      let nextRun: number | undefined;
+      // The clock starts at 0: the first sweep comes with the first event whose time is ≥ D (with
+      // real Unix times, the very first event), as Mirabelle's reaper.
+      let nextRun = interval;
       return (value) => {
         const time = Array.isArray(value) ? undefined : timeOf(value as Event);
-        if (time === undefined) return;
-        if (nextRun === undefined) {
-          nextRun = time + interval;
-          return;
-        }
-        if (time < nextRun) return;
+        if (time === undefined || time < nextRun) return;
         nextRun = time + interval;
         for (const event of runtime.index.removeExpired(time)) {
           runtime.reinject(destination, { ...event, state: "expired" });

@@ -2,7 +2,9 @@
  * Reading and checking action params at compile time, with errors that name the node.
  */
 import { CompileError } from "../compile-error.js";
+import { compileField } from "../condition.js";
 import { type EdnValue, isKeyword, isMap, nameOf, sequenceItems } from "../edn.js";
+import type { FieldPath } from "../event.js";
 
 /**
  * Checks the number of params.
@@ -93,12 +95,21 @@ export function stringsParam(params: readonly EdnValue[], path: string, action: 
   throw new CompileError(path, `:${action} takes a string or a non-empty vector of strings`);
 }
 
-/** A vector of keywords naming top-level fields (`keep-keys`, `sdissoc`). */
-export function keysParam(params: readonly EdnValue[], path: string, action: string): string[] {
-  expectCount(params, 1, 1, path, action, "[[:key ...]]");
+/**
+ * A vector of fields (`keep-keys`, `sdissoc`): each a keyword naming a top-level field, or a vector
+ * of keywords naming a nested one (`[:foo :bar]`).
+ */
+export function keysParam(params: readonly EdnValue[], path: string, action: string): FieldPath[] {
+  expectCount(params, 1, 1, path, action, "[[:key [:nested :key] ...]]");
   const items = sequenceItems(params[0]);
-  if (items === undefined || !items.every((item) => nameOf(item) !== undefined)) {
-    throw new CompileError(path, `:${action} takes a vector of keywords`);
-  }
-  return items.map((item) => nameOf(item) as string);
+  if (items === undefined) throw new CompileError(path, `:${action} takes a vector of keywords or keyword paths`);
+  return items.map((item, index) => {
+    const name = nameOf(item);
+    if (name !== undefined) return [name];
+    try {
+      return compileField(item, `${path}.params[0][${index}]`);
+    } catch {
+      throw new CompileError(path, `:${action} takes a vector of keywords or keyword paths`);
+    }
+  });
 }

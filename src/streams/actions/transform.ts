@@ -3,6 +3,8 @@
  * decrement, scale, rename-keys, keep-keys, sdissoc, ddt, ddt-pos, ewma-timeless. Events are never
  * modified in place: other branches may hold the same object.
  */
+
+import { isPlainObject } from "../../platform/validation.js";
 import { type ActionDefinition, transforming, withChildren } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { compileField } from "../condition.js";
@@ -50,25 +52,26 @@ function tagsOf(event: Event): string[] {
   return Array.isArray(event.tags) ? (event.tags as string[]) : [];
 }
 
-/** `tag ["t"]` / `tag [["t1" "t2"]]`: adds tags, without duplicates. */
+/**
+ * `tag ["t"]` / `tag [["t1" "t2"]]`: puts the tags in front of the existing ones, without
+ * duplicates (`tag ["foo"]` on `["bar"]` gives `["foo" "bar"]`, as Mirabelle's `(distinct (concat
+ * new old))`).
+ */
 export const tag: ActionDefinition = {
   compile(params, children, path) {
-    const added = stringsParam(params, path, "tag");
-    return transforming("tag", children, (event) => {
-      const tags = tagsOf(event);
-      const missing = added.filter((name) => !tags.includes(name));
-      return missing.length === 0 && Array.isArray(event.tags) ? event : { ...event, tags: [...tags, ...missing] };
-    });
+    const added = [...new Set(stringsParam(params, path, "tag"))];
+    return transforming("tag", children, (event) => ({ ...event, tags: [...new Set([...added, ...tagsOf(event)])] }));
   },
 };
 
-/** `untag ["t"]` / `untag [["t1" "t2"]]`: removes tags. */
+/** `untag ["t"]` / `untag [["t1" "t2"]]`: removes tags; an event without `:tags` gets `[]`. */
 export const untag: ActionDefinition = {
   compile(params, children, path) {
     const removed = new Set(stringsParam(params, path, "untag"));
-    return transforming("untag", children, (event) =>
-      Array.isArray(event.tags) ? { ...event, tags: tagsOf(event).filter((name) => !removed.has(name)) } : event,
-    );
+    return transforming("untag", children, (event) => ({
+      ...event,
+      tags: tagsOf(event).filter((name) => !removed.has(name)),
+    }));
   },
 };
 
@@ -128,26 +131,67 @@ export const renameKeys: ActionDefinition = {
   },
 };
 
-/** `keep-keys [[k ...]]`: keeps only these top-level fields. */
+/**
+ * `keep-keys [[k ...]]`: keeps only these fields; a key may be a nested path `[:foo :bar]`, which
+ * keeps that leaf inside its parents (`keep-keys [[[:foo :bar] :a]]` on `{:a 1 :b 2 :foo {:bar 1
+ * :baz 2}}` gives `{:a 1 :foo {:bar 1}}`).
+ */
 export const keepKeys: ActionDefinition = {
   compile(params, children, path) {
-    const keys = keysParam(params, path, "keep-keys");
+    const paths = keysParam(params, path, "keep-keys");
+    if (paths.every((field) => field.length === 1)) {
+      const keys = paths.map((field) => field[0] as string);
+      return transforming("keep-keys", children, (event) => {
+        const kept: Event = {};
+        for (const key of keys) if (Object.hasOwn(event, key)) kept[key] = event[key];
+        return kept;
+      });
+    }
+    const readers = paths.map((field) => ({ field, read: fieldReader(field) }));
     return transforming("keep-keys", children, (event) => {
-      const kept: Event = {};
-      for (const key of keys) if (Object.hasOwn(event, key)) kept[key] = event[key];
+      let kept: Event = {};
+      for (const { field, read } of readers) {
+        const value = read(event);
+        if (value !== undefined) kept = withField(kept, field, value);
+      }
       return kept;
     });
   },
 };
 
-/** `sdissoc [[k ...]]`: removes these top-level fields. */
+/**
+ * A copy of `event` without the field at `path`; a parent map left empty is removed too. Only the
+ * maps on the path are copied; the event itself is returned when it has no such field.
+ */
+function withoutField(event: Event, path: FieldPath): Event {
+  const [key, ...rest] = path as [string, ...string[]];
+  if (!Object.hasOwn(event, key)) return event;
+  const copy = { ...event };
+  if (rest.length === 0) {
+    delete copy[key];
+    return copy;
+  }
+  const inner = event[key];
+  if (!isPlainObject(inner)) return event;
+  const reduced = withoutField(inner, rest);
+  if (reduced === inner) return event;
+  if (Object.keys(reduced).length === 0) delete copy[key];
+  else copy[key] = reduced;
+  return copy;
+}
+
+/**
+ * `sdissoc [[k ...]]`: removes these fields; a key may be a nested path `[:foo :bar]`, and a parent
+ * map left empty is removed too (`sdissoc [[:foo [:nested :key]]]` on `{:nested {:key 1} :metric
+ * 2}` gives `{:metric 2}`).
+ */
 export const sdissoc: ActionDefinition = {
   compile(params, children, path) {
-    const keys = keysParam(params, path, "sdissoc");
+    const paths = keysParam(params, path, "sdissoc");
     return transforming("sdissoc", children, (event) => {
-      const copy = { ...event };
-      for (const key of keys) delete copy[key];
-      return copy;
+      let result = event;
+      for (const field of paths) result = withoutField(result, field);
+      return result === event ? { ...event } : result;
     });
   },
 };
@@ -155,7 +199,11 @@ export const sdissoc: ActionDefinition = {
 function derivative(action: "ddt" | "ddt-pos"): ActionDefinition {
   return {
     compile(params, children, path) {
-      expectCount(params, 0, 0, path, action, "");
+      // Mirabelle's builder writes `[false]` for ddt and `[true]` for ddt-pos: accepted, ignored.
+      expectCount(params, 0, 1, path, action, "[] or [boolean]");
+      if (params.length === 1 && typeof params[0] !== "boolean") {
+        throw new CompileError(path, `:${action} takes no params, or one boolean (ignored)`);
+      }
       return withChildren(action, children, (next, drop) => {
         let previousMetric: number | undefined;
         let previousTime = 0;

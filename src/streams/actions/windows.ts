@@ -17,8 +17,9 @@ interface Window {
 
 /**
  * The state of fixed time windows `[k·D, (k+1)·D)`, aligned on the Unix epoch. A window closes when
- * an event at or after its end + delay arrives; late events within the delay join their window,
- * later ones are refused.
+ * an event at or after its end + delay arrives; late events join their window while it is open.
+ * When a delay is given, an event older than the latest time seen − delay is refused even when its
+ * window is still open (Mirabelle v0.13).
  */
 class FixedTimeWindows {
   /** Open windows, oldest first; usually one, more only with a delay. */
@@ -29,7 +30,8 @@ class FixedTimeWindows {
 
   constructor(
     readonly duration: number,
-    readonly delay: number,
+    /** Seconds; `undefined` when the action gave no `:delay` (0 for closing, no lateness check). */
+    readonly delay: number | undefined,
     /** The most events one window holds (`streams.max-window-events`). */
     readonly maxEvents: number,
     readonly emit: (events: Event[]) => void,
@@ -41,6 +43,7 @@ class FixedTimeWindows {
     if (time === undefined) return false;
     const index = Math.floor(time / this.duration);
     if (index < this.#closedBelow) return false;
+    if (this.delay !== undefined && time < this.#maxTime - this.delay) return false;
     const open = this.#open;
     const last = open[open.length - 1];
     if (last !== undefined && last.index === index) {
@@ -49,7 +52,7 @@ class FixedTimeWindows {
     } else if (!this.#insert(index, event)) return false;
     if (time > this.#maxTime) {
       this.#maxTime = time;
-      const closedBelow = Math.floor((time - this.delay) / this.duration);
+      const closedBelow = Math.floor((time - (this.delay ?? 0)) / this.duration);
       if (closedBelow > this.#closedBelow) {
         this.#closedBelow = closedBelow;
         while (open.length > 0 && (open[0] as Window).index < closedBelow) this.emit((open.shift() as Window).events);
@@ -71,19 +74,25 @@ class FixedTimeWindows {
   }
 }
 
-function windowOptions(params: readonly EdnValue[], path: string, action: string): { duration: number; delay: number } {
+/** The options of a fixed time window; `delay` is `undefined` when not given. */
+function windowOptions(
+  params: readonly EdnValue[],
+  path: string,
+  action: string,
+): { duration: number; delay: number | undefined } {
   expectCount(params, 1, 1, path, action, "[{:duration D :delay L}]");
   const options = optionsParam(params[0], path, action, ["duration"], ["delay"]);
   const duration = secondsParam(options.get("duration"), path, ":duration");
-  const delay = options.has("delay") ? numberParam(options.get("delay"), path, ":delay") : 0;
-  if (delay < 0) throw new CompileError(path, ":delay must be a number of seconds of at least 0");
+  const delay = options.has("delay") ? numberParam(options.get("delay"), path, ":delay") : undefined;
+  if (delay !== undefined && delay < 0)
+    throw new CompileError(path, ":delay must be a number of seconds of at least 0");
   return { duration, delay };
 }
 
 function timeWindowBuilder(
   action: string,
   duration: number,
-  delay: number,
+  delay: number | undefined,
   children: readonly Builder[],
   toOutput: (events: Event[], next: Next, drop: () => void) => void,
 ): Builder {

@@ -73,16 +73,33 @@ describe("by", () => {
     const config =
       "{:action :by :params [{:fields [:host] :gc-interval 10 :fork-ttl 20}] :children [{:action :fixed-event-window :params [{:size 2}] :children [{:action :tap :params [:w]}]}]}";
     const events: Event[] = [
-      { host: "old", time: 0 },
+      { host: "old", time: 0 }, // the first event: a collection (of nothing), the next due at 10
       { host: "new", time: 5 },
-      { host: "new", time: 30 }, // gc at 30: "old" (seen at 0) is idle for 30 > 20 s and goes
+      { host: "new", time: 18 }, // due at 10, so a collection: nothing idle for more than 20 s; next due at 28
+      { host: "new", time: 30 }, // a collection: "old" (previous event at 0) is idle 30 > 20 s and goes
       { host: "old", time: 31 }, // a fresh fork: its window starts empty
       { host: "old", time: 32 },
     ];
     const { tap } = run(config, events);
     expect(tap("w")).toEqual([
       [events[1], events[2]],
-      [events[3], events[4]],
+      [events[4], events[5]],
+    ]);
+  });
+
+  it("judges each fork by its previous event before routing, so the arriving event's fork may restart", () => {
+    // streams.md §4, Mirabelle's own example: one host, fixed-event-window 2.
+    const config =
+      "{:action :by :params [{:fields [:host] :gc-interval 10 :fork-ttl 10}] :children [{:action :fixed-event-window :params [{:size 2}] :children [{:action :tap :params [:w]}]}]}";
+    const times = [1, 15, 21, 23, 31, 32, 50, 89, 110, 111];
+    const { tap } = run(
+      config,
+      times.map((time) => ({ host: "a", time })),
+    );
+    expect(tap("w").map((window) => (window as Event[]).map((event) => event.time))).toEqual([
+      [15, 21],
+      [23, 31],
+      [110, 111],
     ]);
   });
 

@@ -18,12 +18,20 @@ describe("field actions", () => {
     expect(tap("t")).toEqual([{ ttl: 60 }, { ttl: 60 }, { ttl: 10 }]);
   });
 
-  it("tag and untag add and remove tags without duplicates", () => {
-    expect(through(':tag :params [["a" "b"]]', [{ tags: ["a"] }, {}]).tap("t")).toEqual([
+  it("tag puts the new tags in front of the existing ones, without duplicates", () => {
+    expect(through(':tag :params ["foo"]', [{ tags: ["bar"] }]).tap("t")).toEqual([{ tags: ["foo", "bar"] }]);
+    expect(through(':tag :params [["a" "b" "a"]]', [{ tags: ["b", "c", "c"] }, {}, { tags: ["a"] }]).tap("t")).toEqual([
+      { tags: ["a", "b", "c"] },
       { tags: ["a", "b"] },
       { tags: ["a", "b"] },
     ]);
-    expect(through(':untag :params ["a"]', [{ tags: ["a", "b"] }, {}]).tap("t")).toEqual([{ tags: ["b"] }, {}]);
+  });
+
+  it("untag removes tags, and gives an event without :tags an empty list", () => {
+    expect(through(':untag :params ["a"]', [{ tags: ["a", "b"] }, { host: "x" }]).tap("t")).toEqual([
+      { tags: ["b"] },
+      { host: "x", tags: [] },
+    ]);
   });
 
   it("rename-keys, keep-keys and sdissoc work on top-level fields", () => {
