@@ -49,6 +49,14 @@ class VigieSqliteDialect extends SqliteDialect {
   }
 }
 
+/**
+ * The dialect a migration runs on, from the adapter of its Kysely instance (public API), for the
+ * rare statement the two databases spell differently (SQLite has no `ALTER COLUMN`).
+ */
+export function migrationDialect(db: Kysely<unknown>): DatabaseDialect {
+  return db.getExecutor().adapter instanceof SqliteAdapter ? "sqlite" : "postgres";
+}
+
 /** Milliseconds an SQLite writer waits for a lock held by another process before failing. */
 const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 

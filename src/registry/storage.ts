@@ -11,7 +11,7 @@
 import { randomUUID } from "node:crypto";
 import { type Kysely, type Migration, sql } from "kysely";
 import type { Role } from "../platform/auth.js";
-import type { Database, PlatformTables } from "../platform/database.js";
+import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
 import { HttpError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
 import { DAY_MS, generateToken, hashToken, type StoredToken, type TokenOwner, tokenNotFound } from "./tokens.js";
@@ -127,6 +127,18 @@ export const registryMigrations: Readonly<Record<string, Migration>> = {
         .execute();
       // For the sweep of failures older than the window.
       await db.schema.createIndex("registry_token_failure_at").on("registry_token_failure").column("at").execute();
+    },
+  },
+  "registry-0002-token-names-of-100-characters": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Token names grew from 64 to 100 characters (registry.md §3). SQLite does not enforce a
+      // varchar length (and cannot alter a column); PostgreSQL counts characters, not bytes.
+      if (migrationDialect(db) === "postgres") {
+        await db.schema
+          .alterTable("registry_token")
+          .alterColumn("name", (column) => column.setDataType("varchar(100)"))
+          .execute();
+      }
     },
   },
 };

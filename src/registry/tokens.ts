@@ -6,7 +6,15 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Role } from "../platform/auth.js";
 import { HttpError } from "../platform/errors.js";
-import { integer, object, required, string, type Validator, withDefault } from "../platform/validation.js";
+import {
+  integer,
+  object,
+  required,
+  string,
+  ValidationError,
+  type Validator,
+  withDefault,
+} from "../platform/validation.js";
 import { userName } from "./users.js";
 
 /** What every token starts with, so a leaked one is recognisable (secret scanners). */
@@ -33,8 +41,32 @@ export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }
 
-/** A token name follows the rule of user names: 1–64 characters of `A-Z a-z 0-9 . _ -`. */
-export const tokenName: Validator<string> = userName;
+/** The most characters (Unicode code points) a token name may have (registry.md §3). */
+export const TOKEN_NAME_MAX = 100;
+
+/**
+ * What a token name may not contain: control characters (C0, DEL, C1), line and paragraph
+ * separators, and lone surrogates (not text at all).
+ */
+const NOT_PRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]/u;
+
+/** The rule of token names, worded for errors. */
+export const TOKEN_NAME_RULE = `must be 1 to ${TOKEN_NAME_MAX} characters of printable text (spaces allowed, no control characters)`;
+
+/**
+ * A token name (registry.md §3): 1–100 characters (code points, as PostgreSQL's `varchar(100)`
+ * counts) of printable Unicode, spaces included (`laptop ci`, `clé de déploiement`), no control
+ * characters. Taken as given: not trimmed.
+ */
+export const tokenName: Validator<string> = (value, path) => {
+  if (typeof value !== "string") throw new ValidationError(path, TOKEN_NAME_RULE, value);
+  let length = 0;
+  for (const _ of value) length += 1;
+  if (length === 0 || length > TOKEN_NAME_MAX || NOT_PRINTABLE.test(value)) {
+    throw new ValidationError(path, TOKEN_NAME_RULE, value);
+  }
+  return value;
+};
 
 /**
  * The body of POST /api/v1/registry/token. `password` is only checked for type and size here: a

@@ -81,9 +81,13 @@ export function userUpdateBody(value: unknown, path: string): UserUpdateBody {
   return changes;
 }
 
-/** Whether a body tries to set a field only an admin may change (`role`, `active`). */
+/**
+ * Whether a body names a field only an admin may change (`role`, `active`), whatever its value:
+ * permission is checked before validation (registry.md §1), so a tech user sending `active` gets the
+ * 403 even with a value that would not validate, or `null`.
+ */
 export function setsAdminOnlyField(body: unknown): boolean {
-  return isPlainObject(body) && ["role", "active"].some((key) => body[key] !== undefined && body[key] !== null);
+  return isPlainObject(body) && (Object.hasOwn(body, "role") || Object.hasOwn(body, "active"));
 }
 
 /** A user as the API shows it: never the password or its hash. */

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createRegistryModule } from "../../src/registry/index.js";
 import { hashPassword } from "../../src/registry/passwords.js";
 import { registryDb, UserStore } from "../../src/registry/storage.js";
-import { DAY_MS, hashToken } from "../../src/registry/tokens.js";
+import { DAY_MS, hashToken, TOKEN_NAME_RULE } from "../../src/registry/tokens.js";
 import type { VigieServer } from "../../src/server.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
 import { startTestServer } from "../support/server.js";
@@ -446,10 +446,11 @@ describe.each(DATABASE_KINDS)("registry API on $kind", ({ kind, skip }) => {
       it("answers 400 naming the field of an invalid token request", async () => {
         const cases: Array<[Record<string, unknown>, string]> = [
           [{ user: "root", password: ROOT_PASSWORD }, "field name: is required"],
-          [
-            { name: "a/b", user: "root", password: ROOT_PASSWORD },
-            "field name: must contain only the characters A-Z a-z 0-9 . _ -",
-          ],
+          [{ name: "", user: "root", password: ROOT_PASSWORD }, `field name: ${TOKEN_NAME_RULE}`],
+          [{ name: "x".repeat(101), user: "root", password: ROOT_PASSWORD }, `field name: ${TOKEN_NAME_RULE}`],
+          [{ name: "line\nbreak", user: "root", password: ROOT_PASSWORD }, `field name: ${TOKEN_NAME_RULE}`],
+          [{ name: "tab\tname", user: "root", password: ROOT_PASSWORD }, `field name: ${TOKEN_NAME_RULE}`],
+          [{ name: 12, user: "root", password: ROOT_PASSWORD }, `field name: ${TOKEN_NAME_RULE}`],
           [{ name: "a", password: ROOT_PASSWORD }, "field user: is required"],
           [{ name: "a", user: "root" }, "field password: is required"],
           [
@@ -538,6 +539,51 @@ describe.each(DATABASE_KINDS)("registry API on $kind", ({ kind, skip }) => {
         const self = await client.token("bob", BOB_PASSWORD, "self");
         expect((await client.call("DELETE", `${TOKENS}/self`, { token: self })).status).toBe(200);
         expect((await client.call("GET", TOKENS, { token: self })).status).toBe(401);
+      });
+
+      it("takes token names as people write them: spaces, accents, 100 characters; percent-encoded in DELETE", async () => {
+        await bob();
+        const names = ["laptop ci", "clé de déploiement", "a/b?c#d", `${"é".repeat(98)}🔑x`];
+        for (const name of names) {
+          expect(
+            await client.call("POST", TOKENS, { body: { name, user: "bob", password: BOB_PASSWORD } }),
+            name,
+          ).toMatchObject({ status: 201 });
+        }
+        const bobToken = await client.token("bob", BOB_PASSWORD, "bob token two");
+        const listed = await client.call("GET", TOKENS, { token: bobToken });
+        expect(listed.body.tokens.map((token: { name: string }) => token.name).sort()).toEqual(
+          ["bob-token", "bob token two", ...names].sort(),
+        );
+        // Unique per user, whatever the characters.
+        expect(
+          await client.call("POST", TOKENS, { body: { name: "laptop ci", user: "bob", password: BOB_PASSWORD } }),
+        ).toMatchObject({ status: 409, body: { error: "token laptop ci already exists" } });
+        for (const name of names) {
+          expect(
+            await client.call("DELETE", `${TOKENS}/${encodeURIComponent(name)}`, { token: bobToken }),
+            name,
+          ).toMatchObject({ status: 200, body: { ok: true } });
+        }
+        const left = await client.call("GET", TOKENS, { token: bobToken });
+        expect(left.body.tokens.map((token: { name: string }) => token.name).sort()).toEqual([
+          "bob token two",
+          "bob-token",
+        ]);
+      });
+
+      it("checks authentication, then permission, then validation: a tech user sending active gets 403 whatever the value", async () => {
+        const bobToken = await bob();
+        for (const active of [true, false, "yes", 12, null]) {
+          expect(
+            await client.call("POST", `${USERS}/bob`, { token: bobToken, body: { active } }),
+            String(active),
+          ).toMatchObject({ status: 403, body: { error: "only admins can change role or active" } });
+        }
+        expect(await client.call("POST", `${USERS}/bob`, { body: { active: "yes" } })).toMatchObject({
+          status: 401,
+          body: { error: "missing token" },
+        });
       });
 
       it("writes last-used-at on first use, then at most once a minute", async () => {

@@ -7,7 +7,9 @@ import {
   isTokenFormat,
   newTokenBody,
   rfc3339,
+  TOKEN_NAME_RULE,
   TOKEN_PREFIX,
+  tokenName,
   tokenView,
 } from "../../src/registry/tokens.js";
 import { validationError } from "../support/validation.js";
@@ -69,9 +71,22 @@ describe("token request body", () => {
 
   it("names the missing or invalid field", () => {
     expect(rule(() => newTokenBody({ user: "b", password: "c" }, ""))).toBe("name: is required");
-    expect(rule(() => newTokenBody({ name: "a b", user: "b", password: "c" }, ""))).toBe(
-      "name: must contain only the characters A-Z a-z 0-9 . _ -",
-    );
+    for (const name of [
+      "",
+      "x".repeat(101),
+      "bell\u0007",
+      "nul\u0000",
+      "del\u007f",
+      "c1\u0085",
+      "line\u2028",
+      "\ud800",
+      3,
+    ]) {
+      expect(
+        rule(() => newTokenBody({ name, user: "b", password: "c" }, "")),
+        JSON.stringify(name),
+      ).toBe(`name: ${TOKEN_NAME_RULE}`);
+    }
     expect(rule(() => newTokenBody({ name: "a", password: "c" }, ""))).toBe("user: is required");
     expect(rule(() => newTokenBody({ name: "a", user: "b" }, ""))).toBe("password: is required");
     expect(rule(() => newTokenBody({ name: "a", user: "b", password: "" }, ""))).toBe("password: must not be empty");
@@ -79,6 +94,23 @@ describe("token request body", () => {
       "password: must have at most 1024 characters",
     );
     expect(rule(() => newTokenBody([], ""))).toBe("must be an object");
+  });
+});
+
+describe("token names", () => {
+  it("are 1 to 100 characters of printable text, spaces included, counted as code points", () => {
+    for (const name of [
+      "laptop ci",
+      "clé de déploiement",
+      " leading and trailing ",
+      "a",
+      "x".repeat(100),
+      "🔑".repeat(100),
+      "家族 👨‍👩‍👧",
+    ]) {
+      expect(tokenName(name, "name"), name).toBe(name);
+    }
+    expect(rule(() => tokenName("🔑".repeat(101), "name"))).toBe(`name: ${TOKEN_NAME_RULE}`);
   });
 });
 

@@ -58,7 +58,9 @@ describe("user fields", () => {
     expect(setsAdminOnlyField({ role: "tech" })).toBe(true);
     expect(setsAdminOnlyField({ active: true })).toBe(true);
     expect(setsAdminOnlyField({ description: "x", password: "12345678" })).toBe(false);
-    expect(setsAdminOnlyField({ role: null })).toBe(false);
+    // Whatever the value: permission comes before validation (registry.md §1).
+    expect(setsAdminOnlyField({ role: null })).toBe(true);
+    expect(setsAdminOnlyField({ active: "garbage" })).toBe(true);
     expect(setsAdminOnlyField("role")).toBe(false);
   });
 });
