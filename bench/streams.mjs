@@ -4,7 +4,11 @@
 //       closure pipeline of the same shape; the same pipeline with the where-condition written
 //       with `:=` and with `:regex` (RE2, linear time), both matching every event;
 //   (b) HTTP push with batches of 500 events against the real server, beside GET /healthz;
-//   (c) memory of 100 000 distinct `by` keys with their windows.
+//   (c) memory of 100 000 distinct `by` keys with their windows;
+//   (d) in-process events/s of the phase-2 stateful actions `by [:host] → percentiles` and
+//       `coalesce`, on the events of (a), beside the no-op baseline of (a);
+//   (e) memory per `by` fork of percentiles (an HdrHistogram each), 10 000 hosts, beside the
+//       histogram's own estimatedFootprintInBytes.
 // Run: npm run bench -- streams
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
@@ -22,6 +26,18 @@ const pipeline = (condition) => `{:actions {:action :where :params [${condition}
 const PIPELINE = pipeline("[:> :metric 0]");
 const EQUALS_PIPELINE = pipeline('[:= :service "cpu"]');
 const REGEX_PIPELINE = pipeline('[:regex :host "host-[0-9]+"]');
+
+/**
+ * Phase-2 pipelines (d): percentiles per host over windows of 60 s (about 6 events per host and
+ * window with the events of (a)), with a fixed range or a growing one; coalesce of the latest event
+ * per host every 10 s (a list of 1 000 events), counted.
+ */
+const percentilesPipeline = (range) => `{:actions {:action :by :params [{:fields [:host]}]
+  :children [{:action :percentiles :params [{:duration 60 :percentiles [0.5 0.99 1]${range}}]}]}}`;
+const PERCENTILES_FIXED = percentilesPipeline(" :highest-trackable-value 1000000");
+const PERCENTILES_AUTO = percentilesPipeline("");
+const COALESCE = `{:actions {:action :coalesce :params [{:duration 10 :fields [:host]}]
+  :children [{:action :coll-count}]}}`;
 
 const HOSTS = 1_000;
 const EVENTS = 2_000_000;
@@ -49,6 +65,15 @@ function rate(count, run) {
     rates.push(count / (Number(process.hrtime.bigint() - started) / 1e9));
   }
   return rates.sort((a, b) => a - b)[2];
+}
+
+/** Events per second of a compiled stream fed `events` in batches of {@link BATCH}. */
+function engineRate(events, config) {
+  return rate(events.length, () => {
+    const engine = new StreamEngine();
+    const stream = engine.add("bench", parseEdn(config), { kind: "api" });
+    for (let i = 0; i < events.length; i += BATCH) stream.push(events.slice(i, i + BATCH));
+  });
 }
 
 function inProcess() {
@@ -92,15 +117,9 @@ function inProcess() {
     sink += emitted;
   });
 
-  const engineRate = (config) =>
-    rate(EVENTS, () => {
-      const engine = new StreamEngine();
-      const stream = engine.add("bench", parseEdn(config), { kind: "api" });
-      for (let i = 0; i < events.length; i += BATCH) stream.push(events.slice(i, i + BATCH));
-    });
-  const compiled = engineRate(PIPELINE);
-  const equals = engineRate(EQUALS_PIPELINE);
-  const regex = engineRate(REGEX_PIPELINE);
+  const compiled = engineRate(events, PIPELINE);
+  const equals = engineRate(events, EQUALS_PIPELINE);
+  const regex = engineRate(events, REGEX_PIPELINE);
   if (sink === 42) console.log("");
   console.log("(a) in-process: where → by [:host] → fixed-time-window 10 → coll-count, 1 000 hosts");
   console.log(`    no-op function per event (baseline): ${fmt(baseline)} events/s`);
@@ -136,6 +155,85 @@ function memory() {
   console.log(
     `    heap used by the forks: ${(bytes / 1e6).toFixed(1)} MB (process RSS ${(rss / 1e6).toFixed(1)} MB); target < 200 MB`,
   );
+}
+
+function stateful() {
+  const events = makeEvents(EVENTS);
+  let sink = 0;
+  const baseline = rate(EVENTS, () => {
+    for (let i = 0; i < events.length; i++) sink += events[i].metric;
+  });
+  const fixed = engineRate(events, PERCENTILES_FIXED);
+  const auto = engineRate(events, PERCENTILES_AUTO);
+  const coalesce = engineRate(events, COALESCE);
+  if (sink === 42) console.log("");
+  console.log("(d) in-process, phase-2 stateful actions, 1 000 hosts, events of (a)");
+  console.log(`    no-op loop per event (baseline):                          ${fmt(baseline)} events/s`);
+  console.log(`    by [:host] → percentiles 60 s [0.5 0.99 1], H = 10^6:     ${fmt(fixed)} events/s`);
+  console.log(`    by [:host] → percentiles 60 s [0.5 0.99 1], auto-resize:  ${fmt(auto)} events/s`);
+  console.log(`    coalesce 10 s [:host] → coll-count:                       ${fmt(coalesce)} events/s`);
+}
+
+/**
+ * Heap (JavaScript objects plus the ArrayBuffers that hold the histograms' counts, which
+ * `heapUsed` alone leaves out) per fork of `by [:host] → percentiles` for 10 000 hosts, each fork
+ * having recorded `values`, measured in a child with --expose-gc.
+ */
+function percentilesMemory(range, values) {
+  const hosts = 10_000;
+  const script = `
+    const { parseEdn } = await import(${JSON.stringify(join(root, "dist/streams/edn.js"))});
+    const { StreamEngine } = await import(${JSON.stringify(join(root, "dist/streams/engine.js"))});
+    const hdr = await import(${JSON.stringify(join(root, "node_modules/hdr-histogram-js/dist/index.js"))});
+    const config = parseEdn(${JSON.stringify(percentilesPipeline(range.edn))});
+    const values = ${JSON.stringify(values)};
+    const used = () => { const m = process.memoryUsage(); return { heap: m.heapUsed, buffers: m.arrayBuffers }; };
+    globalThis.gc(); const before = used();
+    const engine = new StreamEngine();
+    const stream = engine.add("bench", config, { kind: "api" });
+    for (let i = 0; i < ${hosts}; i++)
+      for (const metric of values) stream.pushOne({ host: "host-" + i, service: "latency", metric, time: 5 });
+    globalThis.gc(); const after = used();
+    const histogram = hdr.build(${JSON.stringify(range.request)});
+    for (const metric of values) histogram.recordValue(metric);
+    console.log(JSON.stringify({
+      heap: (after.heap - before.heap) / ${hosts},
+      buffers: (after.buffers - before.buffers) / ${hosts},
+      footprint: histogram.estimatedFootprintInBytes,
+      alive: stream.index.size >= 0,
+    }));
+  `;
+  const result = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], {
+    encoding: "utf8",
+  });
+  if (result.status !== 0) throw new Error(result.stderr);
+  return JSON.parse(result.stdout.trim());
+}
+
+function statefulMemory() {
+  const kb = (bytes) => `${(bytes / 1024).toFixed(1)} KB`;
+  const ranges = [
+    {
+      label: "H = 10^6, 3 digits, values up to 10^6",
+      range: {
+        edn: " :highest-trackable-value 1000000 :nb-significant-digits 3",
+        request: { highestTrackableValue: 1_000_000, numberOfSignificantValueDigits: 3, autoResize: false },
+      },
+      values: [1, 500, 20_000, 999_999],
+    },
+    {
+      label: "auto-resize, 3 digits, values up to 10^9",
+      range: { edn: " :nb-significant-digits 3", request: { numberOfSignificantValueDigits: 3, autoResize: true } },
+      values: [1, 500, 1_000_000, 1_000_000_000],
+    },
+  ];
+  console.log("(e) memory: by [:host] → percentiles, 10 000 hosts, per fork (heap + ArrayBuffers)");
+  for (const { label, range, values } of ranges) {
+    const { heap, buffers, footprint } = percentilesMemory(range, values);
+    console.log(
+      `    ${label}: ${kb(heap + buffers)} (${kb(heap)} heap + ${kb(buffers)} counts); estimatedFootprintInBytes ${kb(footprint)}; 10 000 forks ${((10_000 * (heap + buffers)) / 1e6).toFixed(0)} MB`,
+    );
+  }
 }
 
 async function http() {
@@ -177,4 +275,6 @@ async function http() {
 
 inProcess();
 memory();
+stateful();
+statefulMemory();
 await http();

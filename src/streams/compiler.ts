@@ -4,7 +4,7 @@
  * gives the function events are pushed into.
  */
 import type { Builder } from "./action.js";
-import { actionNamed, LATER_ACTIONS } from "./actions/catalogue.js";
+import { actionNamed } from "./actions/catalogue.js";
 import { CompileError } from "./compile-error.js";
 import { type EdnValue, isKeyword, isMap, mapGet, sequenceItems } from "./edn.js";
 import { type Declarations, NO_DECLARATIONS } from "./io.js";
@@ -53,12 +53,7 @@ export function compileNode(node: EdnValue, path: string, declarations: Declarat
   const name = mapGet(node, "action");
   if (!isKeyword(name)) throw new CompileError(path, ":action must be a keyword");
   const definition = actionNamed(name.key);
-  if (definition === undefined) {
-    if (LATER_ACTIONS.has(name.key.replace(/!$/, ""))) {
-      throw new CompileError(path, `action :${name.key} is not implemented yet`);
-    }
-    throw new CompileError(path, `unknown action :${name.key}`);
-  }
+  if (definition === undefined) throw new CompileError(path, `unknown action :${name.key}`);
   const rawParams = mapGet(node, "params");
   const params = rawParams === undefined || rawParams === null ? [] : sequenceItems(rawParams);
   if (params === undefined) throw new CompileError(path, ":params must be a vector");

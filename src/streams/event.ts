@@ -118,3 +118,38 @@ export function valuesEqual(a: unknown, b: unknown): boolean {
   }
   return true;
 }
+
+/** The rank of a value's type in {@link compareValues}: missing and null first, then numbers, strings, booleans, the rest. */
+function typeRank(value: unknown): number {
+  if (value === undefined || value === null) return 0;
+  switch (typeof value) {
+    case "number":
+      return 1;
+    case "string":
+      return 2;
+    case "boolean":
+      return 3;
+    default:
+      return 4;
+  }
+}
+
+/**
+ * A total order of field values, for sorting events by a field (`coll-sort`, `ssort`): missing and
+ * null first (as Clojure's `compare` puts nil first), then numbers by value, strings by UTF-16
+ * code units, booleans (false first), and anything else by its JSON text. Never throws, whatever
+ * the types (where Clojure's `compare` throws on mixed types).
+ * @returns a negative number, 0 or a positive number, as `Array.prototype.sort` expects
+ */
+export function compareValues(a: unknown, b: unknown): number {
+  const rankA = typeRank(a);
+  const rankB = typeRank(b);
+  if (rankA !== rankB) return rankA - rankB;
+  if (rankA === 0) return 0;
+  if (typeof a === "number" && typeof b === "number") return a - b || 0;
+  if (typeof a === "string" && typeof b === "string") return a === b ? 0 : a < b ? -1 : 1;
+  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);
+  const textA = JSON.stringify(a) ?? "";
+  const textB = JSON.stringify(b) ?? "";
+  return textA === textB ? 0 : textA < textB ? -1 : 1;
+}

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli, temporaryDirectory } from "../support/process.js";
@@ -6,18 +6,17 @@ import { runCli, temporaryDirectory } from "../support/process.js";
 const root = resolve(import.meta.dirname, "../..");
 
 describe("vigie stream test", () => {
-  it("passes the examples under examples/streams/", async () => {
-    const result = await runCli(
-      [
-        "stream",
-        "test",
-        "--config",
-        "examples/streams/vigie.yaml",
-        "examples/streams/tests/http-test.edn",
-        "examples/streams/tests/cpu-test.edn",
-      ],
-      { cwd: root },
-    );
+  it("passes every example under examples/streams/", async () => {
+    const tests = readdirSync(join(root, "examples/streams/tests"))
+      .filter((file) => file.endsWith(".edn"))
+      .map((file) => `examples/streams/tests/${file}`);
+    // percentiles, coalesce, project and stable have an example each (issue 13), besides the others.
+    for (const example of ["latency", "fleet", "cpu-total", "flapping", "http", "cpu"]) {
+      expect(tests).toContain(`examples/streams/tests/${example}-test.edn`);
+    }
+    const result = await runCli(["stream", "test", "--config", "examples/streams/vigie.yaml", ...tests], {
+      cwd: root,
+    });
     expect(result.stderr).toBe("");
     expect(result.stdout).toBe("All tests successful\n");
     expect(result.code).toBe(0);

@@ -25,7 +25,7 @@ describe("compileConfig", () => {
     ],
     [
       "{:actions {:action :sdo :children [{:action :sdo} {:action :sdo :children [{:action :percentiles}]}]}}",
-      "invalid stream config: actions.children[1].children[0]: action :percentiles is not implemented yet",
+      "invalid stream config: actions.children[1].children[0]: :percentiles takes 1 param [{:duration D :percentiles [q ...] :delay L :highest-trackable-value H :nb-significant-digits 3}], got 0 params",
     ],
     ["{:actions {:action :sdo :params 3}}", "invalid stream config: actions: :params must be a vector"],
     ["{:actions {:action :sdo :children 3}}", "invalid stream config: actions: :children must be a vector or a list"],

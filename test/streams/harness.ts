@@ -3,6 +3,7 @@
  * what each action dropped.
  */
 import type { Flow, StreamLimits } from "../../src/streams/action.js";
+import { compileConfig } from "../../src/streams/compiler.js";
 import { parseEdn } from "../../src/streams/edn.js";
 import { StreamEngine } from "../../src/streams/engine.js";
 import type { Event } from "../../src/streams/event.js";
@@ -41,4 +42,17 @@ export function run(actions: string, events: readonly Event[], limits?: StreamLi
   const stream = recorder.engine.add("s", parseEdn(`{:actions ${actions}}`), { kind: "api" });
   for (const event of events) stream.push([event]);
   return { ...recorder, stream };
+}
+
+/**
+ * The message of the compile error of an action node placed under an `sdo` (so its path is
+ * `actions.children[0]`), or `"compiled"` when it compiles.
+ */
+export function compileErrorOf(node: string): string {
+  try {
+    compileConfig(parseEdn(`{:actions {:action :sdo :children [${node}]}}`));
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+  return "compiled";
 }

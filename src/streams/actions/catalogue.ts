@@ -1,14 +1,30 @@
 /**
- * The actions a stream configuration can use, by EDN name (streams.md §4: phase 1, and the I/O
- * actions of phase 2). The other phase-2 names are known so that using one gives a clear "not
- * implemented" error rather than "unknown action".
+ * The actions a stream configuration can use, by EDN name (streams.md §4, phases 1 and 2).
  */
 import type { ActionDefinition } from "../action.js";
-import { collCount, collMax, collMean, collMin, collRate, collSum, collWhere } from "./collections.js";
+import {
+  collBottom,
+  collCount,
+  collIncrease,
+  collMax,
+  collMean,
+  collMin,
+  collPercentiles,
+  collQuotient,
+  collRate,
+  collSort,
+  collSum,
+  collTop,
+  collWhere,
+  sflatten,
+} from "./collections.js";
+import { extract, fromBase64, fromJson, iterateOn, sformat, toBase64, toStringAction } from "./fields.js";
 import { changed, conditionDuration, expired, notExpired, over, taggedAll, throttle, under } from "./filters.js";
-import { by, sdo, split, where } from "./flow.js";
+import { by, exceptionStream, sdo, split, where } from "./flow.js";
 import { asyncQueue, io, output, publish } from "./io.js";
 import { debug, error, index, info, reaper, reinject, tap } from "./outputs.js";
+import { percentiles } from "./percentiles.js";
+import { coalesce, project, smax, smin, stable } from "./stateful.js";
 import {
   ddt,
   ddtPos,
@@ -32,11 +48,13 @@ import {
   movingEventWindow,
   movingTimeWindow,
   rate,
+  ratio,
+  ssort,
   sum,
   top,
 } from "./windows.js";
 
-/** Phase-1 actions and the I/O actions of phase 2, by name. */
+/** Every action of streams.md §4 (phase 1 and phase 2), by name. */
 export const ACTIONS: ReadonlyMap<string, ActionDefinition> = new Map<string, ActionDefinition>([
   ["sdo", sdo],
   ["where", where],
@@ -92,29 +110,29 @@ export const ACTIONS: ReadonlyMap<string, ActionDefinition> = new Map<string, Ac
   ["publish", publish],
   ["async-queue", asyncQueue],
   ["io", io],
-]);
-
-/** Phase-2 actions (streams.md §4): recognised, not implemented yet. */
-export const LATER_ACTIONS: ReadonlySet<string> = new Set([
-  "project",
-  "coalesce",
-  "stable",
-  "percentiles",
-  "coll-percentiles",
-  "coll-top",
-  "coll-bottom",
-  "coll-sort",
-  "coll-quotient",
-  "coll-increase",
-  "ssort",
-  "extract",
-  "sflatten",
-  "sformat",
-  "to-string",
-  "from-json",
-  "to-base64",
-  "from-base64",
-  "exception-stream",
+  ["project", project],
+  ["coalesce", coalesce],
+  ["stable", stable],
+  ["percentiles", percentiles],
+  ["ssort", ssort],
+  ["ratio", ratio],
+  ["coll-percentiles", collPercentiles],
+  ["coll-top", collTop],
+  ["coll-bottom", collBottom],
+  ["coll-sort", collSort],
+  ["coll-quotient", collQuotient],
+  ["coll-increase", collIncrease],
+  ["extract", extract],
+  ["iterate-on", iterateOn],
+  ["sflatten", sflatten],
+  ["sformat", sformat],
+  ["to-string", toStringAction],
+  ["from-json", fromJson],
+  ["to-base64", toBase64],
+  ["from-base64", fromBase64],
+  ["smax", smax],
+  ["smin", smin],
+  ["exception-stream", exceptionStream],
 ]);
 
 /** The action of an EDN name; a trailing `!` is accepted (`:reinject!`). */

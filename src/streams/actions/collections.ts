@@ -1,14 +1,23 @@
 /**
- * Actions on lists of events, as windows emit them (streams.md §4): coll-count, coll-sum,
- * coll-mean, coll-max, coll-min, coll-rate turn a list into one event, the most recent (largest
- * time; the last of the list when none has a time) with the metric replaced, its other fields kept
- * as they are (nulls included); coll-where filters a list. An empty list gives `{:metric 0}` from
- * coll-count and nothing from the others (Mirabelle v0.13).
+ * Actions on lists of events, as windows emit them (streams.md §4). A single event given to any of
+ * them is counted as dropped; lists are shared with the window's other children, so they are never
+ * reordered or changed in place.
+ *
+ * Aggregations: coll-count, coll-sum, coll-mean, coll-max, coll-min, coll-rate turn a list into one
+ * event, the most recent (largest time; the last of the list when none has a time) with the metric
+ * replaced, its other fields kept as they are (nulls included). An empty list gives `{:metric 0}`
+ * from coll-count and nothing from the others (Mirabelle v0.13); coll-quotient and coll-increase
+ * (phase 2) follow the same rules.
+ *
+ * Selections: coll-where filters a list; coll-top, coll-bottom and coll-sort (phase 2) give a new
+ * list; coll-percentiles picks one event per quantile; sflatten emits the events one by one.
  */
-import { type ActionDefinition, withChildren } from "../action.js";
+import { type ActionDefinition, type Builder, type Next, withChildren } from "../action.js";
+import { CompileError } from "../compile-error.js";
 import { compileCondition } from "../condition.js";
-import { type Event, metricOf, timeOf } from "../event.js";
-import { expectCount } from "./params.js";
+import { sequenceItems } from "../edn.js";
+import { compareValues, type Event, fieldReader, metricOf, timeOf } from "../event.js";
+import { countParam, expectCount, fieldParam, numberParam } from "./params.js";
 
 /** Reduces a list to a metric, or `undefined` when it cannot (no numeric metric, no time span). */
 export type Aggregate = (events: readonly Event[]) => number | undefined;
@@ -129,6 +138,226 @@ export const collWhere: ActionDefinition = {
         if (Array.isArray(value)) next(value.filter(matches));
         else drop();
       };
+    });
+  },
+};
+
+/**
+ * An action on lists: `apply` receives each list with the joined children and the drop counter; a
+ * single event cannot be treated as a list and is counted as dropped.
+ */
+function onLists(
+  action: string,
+  children: readonly Builder[],
+  apply: (events: readonly Event[], next: Next, drop: () => void) => void,
+): Builder {
+  return withChildren(action, children, (next, drop) => (value) => {
+    if (Array.isArray(value)) apply(value, next, drop);
+    else drop();
+  });
+}
+
+/** An event whose metric is a finite number. */
+type Metered = Event & { readonly metric: number };
+
+function isMetered(event: Event): event is Metered {
+  return metricOf(event) !== undefined;
+}
+
+const byMetricAscending = (a: Metered, b: Metered): number => a.metric - b.metric;
+const byMetricDescending = (a: Metered, b: Metered): number => b.metric - a.metric;
+
+/**
+ * The events of a list that have a numeric metric, sorted by metric, in a new array (the list is
+ * shared with the window's other children). `Array.prototype.sort` is stable, so ties keep the
+ * list order.
+ */
+function sortedByMetric(events: readonly Event[], order: (a: Metered, b: Metered) => number): Metered[] {
+  return events.filter(isMetered).sort(order);
+}
+
+/**
+ * `coll-percentiles [[q ...]]`: list → one event per quantile q (a number in [0, 1]), in param
+ * order, by nearest rank (Riemann's and Mirabelle's `sorted-sample`): over the n events with a
+ * numeric metric sorted by metric (stable), the event at index min(n − 1, floor(n·q)), copied with
+ * `:quantile` = q. `[0 0.5 1]` on metrics 3, 1, 2 gives the events of metric 1, 2, 3.
+ *
+ * Dropped: a single event, and a non-empty list without any numeric metric. An empty list emits
+ * nothing.
+ * @throws CompileError when the param is not a non-empty vector of numbers in [0, 1]
+ */
+export const collPercentiles: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "coll-percentiles", "[[q ...]]");
+    const items = sequenceItems(params[0]);
+    if (items === undefined || items.length === 0) {
+      throw new CompileError(path, ":coll-percentiles takes a non-empty vector of quantiles such as [0.5 0.99]");
+    }
+    const quantiles = items.map((item) => {
+      const q = numberParam(item, path, "each quantile of :coll-percentiles");
+      if (q < 0 || q > 1) throw new CompileError(path, "each quantile of :coll-percentiles must be between 0 and 1");
+      return q;
+    });
+    return onLists("coll-percentiles", children, (events, next, drop) => {
+      if (events.length === 0) return;
+      const sorted = sortedByMetric(events, byMetricAscending);
+      if (sorted.length === 0) {
+        drop();
+        return;
+      }
+      const last = sorted.length - 1;
+      for (const quantile of quantiles) {
+        const selected = sorted[Math.min(last, Math.floor(sorted.length * quantile))];
+        if (selected !== undefined) next({ ...selected, quantile });
+      }
+    });
+  },
+};
+
+function extremes(action: "coll-top" | "coll-bottom", order: (a: Metered, b: Metered) => number): ActionDefinition {
+  return {
+    compile(params, children, path) {
+      expectCount(params, 1, 1, path, action, "[n]");
+      const count = countParam(params[0], path, `n of :${action}`);
+      return onLists(action, children, (events, next, drop) => {
+        if (events.length === 0) return;
+        const sorted = sortedByMetric(events, order);
+        if (sorted.length === 0) {
+          drop();
+          return;
+        }
+        // The array is ours (sortedByMetric made it): truncating it saves a copy.
+        if (sorted.length > count) sorted.length = count;
+        next(sorted);
+      });
+    },
+  };
+}
+
+/**
+ * `coll-top [n]`: list → the list of the n events with the highest metric, highest first (ties in
+ * list order); events without a numeric metric are left out; the whole list (sorted) when it holds
+ * fewer than n.
+ *
+ * Dropped: a single event, and a non-empty list without any numeric metric. An empty list emits
+ * nothing (where Mirabelle calls its children with nil).
+ * @throws CompileError when n is not an integer ≥ 1
+ */
+export const collTop = extremes("coll-top", byMetricDescending);
+
+/**
+ * `coll-bottom [n]`: list → the list of the n events with the lowest metric, lowest first; as
+ * {@link collTop} otherwise.
+ */
+export const collBottom = extremes("coll-bottom", byMetricAscending);
+
+/**
+ * `coll-sort [field]`: list → a new list sorted (stable) by the field, a keyword or a nested path
+ * `[:a :b]` (Mirabelle takes only a keyword), in the order of {@link compareValues}: missing and
+ * null first, then numbers, strings, booleans, the rest. An empty list gives an empty list, as in
+ * Mirabelle.
+ *
+ * Dropped: a single event.
+ * @throws CompileError when the field is not a keyword or a vector of keywords
+ */
+export const collSort: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 1, 1, path, "coll-sort", "[field]");
+    const read = fieldReader(fieldParam(params[0], path, "coll-sort"));
+    return onLists("coll-sort", children, (events, next) => {
+      // slice: the list is shared with the window's other children, sort would reorder theirs.
+      next(events.slice().sort((a, b) => compareValues(read(a), read(b))));
+    });
+  },
+};
+
+/**
+ * `coll-quotient`: list → its most recent event ({@link mostRecent}) with metric = the first
+ * event's metric ÷ the second's ÷ … in list order; a one-event list gives its own metric.
+ *
+ * Dropped: a single event; a list where an event has no numeric metric; a division by zero (where
+ * Clojure throws) or a quotient too large for a number. An empty list emits nothing.
+ */
+export const collQuotient: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 0, 0, path, "coll-quotient", "");
+    return onLists("coll-quotient", children, (events, next, drop) => {
+      if (events.length === 0) return;
+      let quotient: number | undefined;
+      for (const event of events) {
+        const metric = metricOf(event);
+        if (metric === undefined || (quotient !== undefined && metric === 0)) {
+          drop();
+          return;
+        }
+        quotient = quotient === undefined ? metric : quotient / metric;
+      }
+      if (quotient === undefined || !Number.isFinite(quotient)) drop();
+      else next({ ...mostRecent(events), metric: quotient });
+    });
+  },
+};
+
+/**
+ * `coll-increase`: list of a counter's events → the newest event with metric = newest metric −
+ * oldest metric, emitted only when > 0 (a flat counter or a reset emits nothing, and is not
+ * counted). Newest = {@link mostRecent} (the largest time, the later in the list on ties);
+ * oldest = the smallest time, the earlier in the list on ties. `[{:time 1 :metric 10} {:time 2
+ * :metric 20} {:time 11 :metric 50}]` gives `{:time 11 :metric 40}`.
+ *
+ * Dropped: a single event; a list of one event; a list where an event lacks a numeric time or
+ * metric. An empty list emits nothing, as for the other coll-* actions.
+ */
+export const collIncrease: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 0, 0, path, "coll-increase", "");
+    return onLists("coll-increase", children, (events, next, drop) => {
+      if (events.length === 0) return;
+      if (events.length < 2) {
+        drop();
+        return;
+      }
+      // One pass: the oldest is the first of equal times (strict <), the newest the last (>=),
+      // which is mostRecent's rule once every event is known to have a time.
+      let newest: Event | undefined;
+      let newestTime = Number.NEGATIVE_INFINITY;
+      let newestMetric = 0;
+      let oldestTime = Number.POSITIVE_INFINITY;
+      let oldestMetric = 0;
+      for (const event of events) {
+        const time = timeOf(event);
+        const metric = metricOf(event);
+        if (time === undefined || metric === undefined) {
+          drop();
+          return;
+        }
+        if (time < oldestTime) {
+          oldestTime = time;
+          oldestMetric = metric;
+        }
+        if (time >= newestTime) {
+          newest = event;
+          newestTime = time;
+          newestMetric = metric;
+        }
+      }
+      const increase = newestMetric - oldestMetric;
+      if (newest !== undefined && increase > 0) next({ ...newest, metric: increase });
+    });
+  },
+};
+
+/**
+ * `sflatten`: list → each of its events, in order, one by one (unchanged). An empty list emits
+ * nothing.
+ *
+ * Dropped: a single event (Mirabelle would iterate over the map's entries).
+ */
+export const sflatten: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 0, 0, path, "sflatten", "");
+    return onLists("sflatten", children, (events, next) => {
+      for (const event of events) next(event);
     });
   },
 };

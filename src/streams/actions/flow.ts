@@ -1,11 +1,20 @@
 /**
- * Actions that route events: sdo, where, split, by (streams.md §4).
+ * Actions that route events: sdo, where, split, by, exception-stream (streams.md §4).
  */
-import { type ActionDefinition, buildChildren, fanOut, filtering, type Next } from "../action.js";
+import {
+  type ActionDefinition,
+  buildChildren,
+  type Flow,
+  fanOut,
+  filtering,
+  type Next,
+  type Runtime,
+} from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { compileCondition, compileField, type Predicate } from "../condition.js";
 import { type EdnValue, isMap, mapGet, sequenceItems } from "../edn.js";
 import { type Event, type FieldReader, fieldReader, timeOf } from "../event.js";
+import { mostRecent } from "./collections.js";
 import { expectCount, optionsParam, secondsParam } from "./params.js";
 
 /** `sdo`: forwards to all children. */
@@ -152,6 +161,74 @@ export const by: ActionDefinition = {
         }
         if (time !== undefined) fork.seen = time;
         fork.next(value);
+      };
+    };
+  },
+};
+
+/** The `service` of the events `exception-stream` sends its second child. */
+export const EXCEPTION_SERVICE = "vigie-exception";
+
+/**
+ * The event `exception-stream` sends when its first child could not apply an action to `value`
+ * (streams.md §4): `{:time <event time> :service "vigie-exception" :state "error" :metric 1
+ * :tags ["exception"] :description <message> :base-event <event>}`. A list's time is that of its
+ * most recent event; `time` is left out when there is none.
+ */
+export function exceptionEvent(value: Flow, description: string): Event {
+  const base = Array.isArray(value) ? (value.length > 0 ? mostRecent(value) : undefined) : value;
+  const time = base === undefined ? undefined : timeOf(base);
+  return {
+    ...(time === undefined ? {} : { time }),
+    service: EXCEPTION_SERVICE,
+    state: "error",
+    metric: 1,
+    tags: ["exception"],
+    description,
+    "base-event": value,
+  };
+}
+
+/**
+ * `exception-stream` with exactly 2 children: runs the first; when an action inside it cannot apply
+ * to the event (what would otherwise be counted in `stream_dropped_events_total`), or throws, the
+ * second child receives {@link exceptionEvent} instead of the drop being counted, one per failure.
+ * The base event is the one that entered `exception-stream` (as Mirabelle's); the first child goes
+ * on with its other branches, as a drop never aborts a push. Failures that happen later, outside the
+ * run of an event through the first child (under an `async-queue`), are counted as usual.
+ */
+export const exceptionStream: ActionDefinition = {
+  compile(params, children, path) {
+    expectCount(params, 0, 0, path, "exception-stream", "");
+    const [body, handler] = children;
+    if (children.length !== 2 || body === undefined || handler === undefined) {
+      throw new CompileError(path, `:exception-stream takes exactly 2 children, got ${children.length}`);
+    }
+    return (runtime) => {
+      const onFailure = handler(runtime);
+      /** The value being run through the first child, while it runs. */
+      let current: Flow | undefined;
+      const guarded: Runtime = {
+        ...runtime,
+        dropped: (action) => {
+          const count = runtime.dropped(action);
+          return () => {
+            if (current === undefined) count();
+            else onFailure(exceptionEvent(current, `action :${action} could not apply to the event`));
+          };
+        },
+      };
+      const run = body(guarded);
+      return (value) => {
+        const previous = current;
+        current = value;
+        try {
+          run(value);
+        } catch (error) {
+          onFailure(exceptionEvent(value, error instanceof Error ? error.message : String(error)));
+        } finally {
+          current = previous;
+        }
       };
     };
   },

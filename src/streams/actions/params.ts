@@ -96,20 +96,42 @@ export function stringsParam(params: readonly EdnValue[], path: string, action: 
 }
 
 /**
- * A vector of fields (`keep-keys`, `sdissoc`): each a keyword naming a top-level field, or a vector
- * of keywords naming a nested one (`[:foo :bar]`).
+ * A field param: a keyword or a vector of keywords (a nested path), as where-conditions take.
+ * @param what the param, for the error: `the field`, `:source`
+ * @throws CompileError naming the node when it is neither
  */
-export function keysParam(params: readonly EdnValue[], path: string, action: string): FieldPath[] {
-  expectCount(params, 1, 1, path, action, "[[:key [:nested :key] ...]]");
-  const items = sequenceItems(params[0]);
-  if (items === undefined) throw new CompileError(path, `:${action} takes a vector of keywords or keyword paths`);
-  return items.map((item, index) => {
+export function fieldParam(value: EdnValue | undefined, path: string, action: string, what = "the field"): FieldPath {
+  try {
+    return compileField(value, path);
+  } catch {
+    throw new CompileError(path, `${what} of :${action} must be a keyword or a vector of keywords`);
+  }
+}
+
+/**
+ * A list of fields `[:a "b" [:c :d]]`: each a keyword (or string) naming a top-level field, or a
+ * vector of keywords naming a nested one. A lone keyword `:a` is read as `[:a]`, as Mirabelle's
+ * builder writes `(from-json :a)`.
+ * @throws CompileError naming the node for anything else
+ */
+export function fieldsParam(value: EdnValue | undefined, path: string, action: string): FieldPath[] {
+  if (isKeyword(value)) return [[value.key]];
+  const items = sequenceItems(value);
+  const rule = `:${action} takes a vector of fields, each a keyword or a vector of keywords`;
+  if (items === undefined) throw new CompileError(path, rule);
+  return items.map((item) => {
     const name = nameOf(item);
     if (name !== undefined) return [name];
     try {
-      return compileField(item, `${path}.params[0][${index}]`);
+      return compileField(item, path);
     } catch {
-      throw new CompileError(path, `:${action} takes a vector of keywords or keyword paths`);
+      throw new CompileError(path, rule);
     }
   });
+}
+
+/** The one param of `keep-keys` and `sdissoc`: a list of fields (see {@link fieldsParam}). */
+export function keysParam(params: readonly EdnValue[], path: string, action: string): FieldPath[] {
+  expectCount(params, 1, 1, path, action, "[[:key [:nested :key] ...]]");
+  return fieldsParam(params[0], path, action);
 }

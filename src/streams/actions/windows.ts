@@ -1,13 +1,15 @@
 /**
  * Windows (streams.md §4): fixed-time-window, fixed-event-window, moving-event-window,
- * moving-time-window, and the fixed windows that emit one event each: sum, mean, top, bottom, rate.
- * Every clock is event time (seconds).
+ * moving-time-window, the fixed windows that emit one event each (sum, mean, top, bottom, rate),
+ * and the phase-2 fixed windows ssort (each window's events sorted by a field) and ratio (the
+ * ratio of two conditions' counts per window). Every clock is event time (seconds).
  */
 import { type ActionDefinition, type Builder, type Next, withChildren } from "../action.js";
 import { CompileError } from "../compile-error.js";
-import type { EdnValue } from "../edn.js";
-import { type Event, timeOf } from "../event.js";
-import { type Aggregate, aggregateEvent, countOf, maxOf, meanOf, minOf, sumOf } from "./collections.js";
+import { compileCondition, compileField } from "../condition.js";
+import { type EdnValue, sequenceItems } from "../edn.js";
+import { compareValues, type Event, fieldReader, metricOf, timeOf } from "../event.js";
+import { type Aggregate, aggregateEvent, countOf, maxOf, meanOf, minOf, mostRecent, sumOf } from "./collections.js";
 import { countParam, expectCount, numberParam, optionsParam, secondsParam } from "./params.js";
 
 interface Window {
@@ -74,19 +76,29 @@ class FixedTimeWindows {
   }
 }
 
-/** The options of a fixed time window; `delay` is `undefined` when not given. */
+/**
+ * The options of a fixed time window: `{:duration D :delay L}` plus the action's own keys.
+ * @param shape how the params read, for the error on a wrong count
+ * @param required the action's required keys besides `:duration`
+ * @param optional the action's optional keys besides `:delay`
+ * @returns the duration and delay in seconds (`delay` is `undefined` when not given) and every option
+ * @throws CompileError naming the node for a missing, unknown or invalid option
+ */
 function windowOptions(
   params: readonly EdnValue[],
   path: string,
   action: string,
-): { duration: number; delay: number | undefined } {
-  expectCount(params, 1, 1, path, action, "[{:duration D :delay L}]");
-  const options = optionsParam(params[0], path, action, ["duration"], ["delay"]);
+  shape = "[{:duration D :delay L}]",
+  required: readonly string[] = [],
+  optional: readonly string[] = [],
+): { duration: number; delay: number | undefined; options: Map<string, EdnValue> } {
+  expectCount(params, 1, 1, path, action, shape);
+  const options = optionsParam(params[0], path, action, ["duration", ...required], ["delay", ...optional]);
   const duration = secondsParam(options.get("duration"), path, ":duration");
   const delay = options.has("delay") ? numberParam(options.get("delay"), path, ":delay") : undefined;
   if (delay !== undefined && delay < 0)
     throw new CompileError(path, ":delay must be a number of seconds of at least 0");
-  return { duration, delay };
+  return { duration, delay, options };
 }
 
 function timeWindowBuilder(
@@ -227,6 +239,74 @@ export const movingTimeWindow: ActionDefinition = {
         buffer = kept;
         next(buffer);
       };
+    });
+  },
+};
+
+/**
+ * `ssort [{:duration D :field f :delay L}]`: buffers the epoch-aligned fixed windows of
+ * fixed-time-window (same `:delay` rule) and emits each closed window's events one by one, sorted
+ * (stable) by the field (a keyword or a path) in the order of `compareValues` (missing and null
+ * first). Windows closed by one event come out window by window, oldest first. Mirabelle's builder
+ * writes `:nested?`: accepted and ignored, the field's shape says whether it is nested. Counted as
+ * dropped: lists, events without time, events too late for their window, events beyond
+ * `streams.max-window-events` in a window.
+ */
+export const ssort: ActionDefinition = {
+  compile(params, children, path) {
+    const { duration, delay, options } = windowOptions(
+      params,
+      path,
+      "ssort",
+      "[{:duration D :field f :delay L}]",
+      ["field"],
+      ["nested?"],
+    );
+    const read = fieldReader(compileField(options.get("field"), `${path}.params[0]`));
+    const byField = (a: Event, b: Event) => compareValues(read(a), read(b));
+    return timeWindowBuilder("ssort", duration, delay, children, (events, next) => {
+      // The closed window's array belongs to no one else: sorting it in place is safe.
+      events.sort(byField);
+      for (const event of events) next(event);
+    });
+  },
+};
+
+/**
+ * `ratio [{:duration D :conditions [c1 c2] :metric false :delay L}]`: over the epoch-aligned fixed
+ * windows of fixed-time-window (same `:delay` rule), emits per closed window its most recent event
+ * with metric = (number of events matching c1) ÷ (number matching c2), or with `:metric true` the
+ * sums of their metrics (a missing or non-numeric metric counts 0); 0 when the divisor is 0. The
+ * conditions are tested independently (an event may count for both); a window whose events match
+ * neither emits 0. Counted as dropped: as fixed-time-window.
+ */
+export const ratio: ActionDefinition = {
+  compile(params, children, path) {
+    const { duration, delay, options } = windowOptions(
+      params,
+      path,
+      "ratio",
+      "[{:duration D :conditions [c1 c2] :metric false :delay L}]",
+      ["conditions"],
+      ["metric"],
+    );
+    const conditions = sequenceItems(options.get("conditions"));
+    if (conditions === undefined || conditions.length !== 2) {
+      throw new CompileError(path, ":conditions of :ratio must be a vector of exactly 2 conditions");
+    }
+    const dividend = compileCondition(conditions[0], `${path}.params[0].conditions[0]`);
+    const divisor = compileCondition(conditions[1], `${path}.params[0].conditions[1]`);
+    const useMetric = options.get("metric") ?? false;
+    if (typeof useMetric !== "boolean") throw new CompileError(path, ":metric of :ratio must be true or false");
+    const weight = useMetric ? (event: Event) => metricOf(event) ?? 0 : () => 1;
+    return timeWindowBuilder("ratio", duration, delay, children, (events, next) => {
+      let above = 0;
+      let below = 0;
+      for (const event of events) {
+        if (dividend(event)) above += weight(event);
+        if (divisor(event)) below += weight(event);
+      }
+      next({ ...mostRecent(events), metric: below === 0 ? 0 : above / below });
     });
   },
 };

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { compileConfig } from "../../../src/streams/compiler.js";
+import { parseEdn } from "../../../src/streams/edn.js";
 import type { Event } from "../../../src/streams/event.js";
 import { run } from "../harness.js";
 
@@ -112,5 +114,99 @@ describe("by", () => {
       { host: "old", time: 2000 },
     ];
     expect(run(config, events).tap("w")).toEqual([[events[0], events[2]]]);
+  });
+});
+
+describe("exception-stream", () => {
+  const EXCEPTION = {
+    service: "vigie-exception",
+    state: "error",
+    metric: 1,
+    tags: ["exception"],
+  };
+
+  it("sends what the first child could not apply to the second child, instead of counting it", () => {
+    // Mirabelle's fixture: increment on a metric that is not a number.
+    const { tap, drops } = run(
+      `{:action :exception-stream
+        :children ({:action :with :params [{:metric "invalid!"}] :children ({:action :increment :children [{:action :tap :params [:ok]}]})}
+                   {:action :tap :params [:failed]})}`,
+      [{ host: "a", time: 3 }, { host: "b" }],
+    );
+    expect(tap("ok")).toEqual([]);
+    expect(tap("failed")).toEqual([
+      {
+        ...EXCEPTION,
+        time: 3,
+        description: "action :increment could not apply to the event",
+        "base-event": { host: "a", time: 3 },
+      },
+      { ...EXCEPTION, description: "action :increment could not apply to the event", "base-event": { host: "b" } },
+    ]);
+    expect(drops.size).toBe(0);
+  });
+
+  it("passes through what the first child applies, and lets its other branches go on after a failure", () => {
+    const { tap } = run(
+      `{:action :exception-stream
+        :children [{:action :sdo :children [{:action :increment :children [{:action :tap :params [:incremented]}]}
+                                            {:action :tap :params [:after]}]}
+                   {:action :tap :params [:failed]}]}`,
+      [
+        { metric: 1, time: 1 },
+        { host: "no metric", time: 2 },
+      ],
+    );
+    expect(tap("incremented")).toEqual([{ metric: 2, time: 1 }]);
+    expect(tap("after")).toEqual([
+      { metric: 1, time: 1 },
+      { host: "no metric", time: 2 },
+    ]);
+    expect(tap("failed")).toHaveLength(1);
+  });
+
+  it("keeps counting drops of actions outside it, and of its second child", () => {
+    const { tap, drops } = run(
+      `{:action :sdo
+        :children [{:action :exception-stream
+                    :children [{:action :increment}
+                               {:action :decrement :children [{:action :tap :params [:failed]}]}]}
+                   {:action :scale :params [2]}]}`,
+      [{ host: "x" }],
+    );
+    // The exception event has a metric, so decrement applies to it.
+    expect(tap("failed")).toEqual([
+      {
+        ...EXCEPTION,
+        metric: 0,
+        description: "action :increment could not apply to the event",
+        "base-event": { host: "x" },
+      },
+    ]);
+    expect(drops.get("s/increment")).toBeUndefined();
+    expect(drops.get("s/scale")).toBe(1);
+  });
+
+  it("the innermost exception-stream catches", () => {
+    const { tap } = run(
+      `{:action :exception-stream
+        :children [{:action :exception-stream
+                    :children [{:action :increment} {:action :tap :params [:inner]}]}
+                   {:action :tap :params [:outer]}]}`,
+      [{ host: "x" }],
+    );
+    expect(tap("inner")).toHaveLength(1);
+    expect(tap("outer")).toEqual([]);
+  });
+
+  it("takes exactly 2 children and no params", () => {
+    expect(() => compileConfig(parseEdn("{:actions {:action :exception-stream :children [{:action :info}]}}"))).toThrow(
+      "invalid stream config: actions: :exception-stream takes exactly 2 children, got 1",
+    );
+    expect(() =>
+      compileConfig(
+        parseEdn("{:actions {:action :exception-stream :params [1] :children [{:action :info} {:action :info}]}}"),
+      ),
+    ).toThrow("invalid stream config: actions: :exception-stream takes no params, got 1 param");
   });
 });

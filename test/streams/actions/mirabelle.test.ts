@@ -75,7 +75,7 @@ describe("Mirabelle v0.13 behaviours", () => {
       ]),
     ).toEqual([{ a: 1, foo: { bar: { baz: "1" } } }]);
     expect(() => compileConfig(parseEdn('{:actions {:action :keep-keys :params [[:a ["b"]]]}}'))).toThrow(
-      "invalid stream config: actions: :keep-keys takes a vector of keywords or keyword paths",
+      "invalid stream config: actions: :keep-keys takes a vector of fields, each a keyword or a vector of keywords",
     );
   });
 
