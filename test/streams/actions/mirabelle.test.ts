@@ -137,11 +137,13 @@ describe("Mirabelle v0.13 behaviours", () => {
     expect(tap("expired")).toEqual([{ host: "a", time: 10, ttl: 1, state: "expired" }]);
   });
 
-  it("loads what Mirabelle's builder writes: ddt [false], ddt-pos [true], :async-queue!", () => {
+  it("loads what Mirabelle's builder writes: ddt [false], ddt-pos [true], :async-queue!, :nested? in ssort", () => {
     for (const config of [
       "{:actions {:action :ddt :params [false]}}",
       "{:actions {:action :ddt-pos :params [true]}}",
       "{:actions {:action :ddt :params []}}",
+      "{:actions {:action :ssort :params [{:duration 10 :field [:nested :a] :nested? true :aggr-fn :ssort}]}}",
+      "{:actions {:action :ssort :params [{:duration 10 :field :time :nested? false}]}}",
     ]) {
       expect(() => compileConfig(parseEdn(config)), config).not.toThrow();
     }
