@@ -7,19 +7,42 @@
 // per-check metric families of 10 000 checks for one scrape (dist/healthchecks/metrics.js), beside
 // prom-client's own registry text as a baseline. Nothing here asserts a timing.
 //
-//   npm run bench -- healthchecks                  (builds dist first; 60 s window)
+// History (healthchecks.md §9.2): the Vigie run happens twice, first with
+// `healthchecks.history.retention: 0` (the scheduler alone, the baseline), then with the default
+// retention (168h), every result written to SQLite once per second; the second prints its CPU
+// beside the first's (target: less than double) and the growth of the history table in the
+// window (bytes per row, bytes per second, and the size at the retention against the budget
+// retention × rate × 100 bytes). Before both, in this process, the history's storage alone on
+// SQLite (and PostgreSQL with BENCH_POSTGRES_URL): CPU per second of results, bytes per row, and
+// the time of the status page's queries over a week of one check.
+//
+//   npm run bench -- healthchecks                  (builds dist first; 60 s windows)
 //   BENCH_SECONDS=15 npm run bench -- healthchecks (a quicker look)
 //   BENCH_CHECKS=2000 ...                          (fewer checks)
 //   BENCH_SCRAPE_SECONDS=0 ...                     (no scrape of /metrics during the window; default 15 s)
+//   BENCH_HISTORY=off ...                          (only the scheduler alone; `on`: only with history)
+//   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres ...  (history storage on PostgreSQL
+//                                                  too, in a temporary database; VIGIE_TEST_POSTGRES_URL works)
 //   BENCH_VIGIE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" ...  (NODE_OPTIONS of the Vigie process)
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
-import { cpuSeconds, root, startVigie } from "./lib/vigie.mjs";
+import { cpuSeconds, fmt, root, startVigie } from "./lib/vigie.mjs";
 
 const { HealthcheckMetrics } = await import(join(root, "dist/healthchecks/metrics.js"));
 const { createMetricsRegistry, Exposition, installHttpMetrics } = await import(join(root, "dist/platform/metrics.js"));
+const { ResultHistory } = await import(join(root, "dist/healthchecks/history.js"));
+const { healthcheckMigrations } = await import(join(root, "dist/healthchecks/storage.js"));
+const { openDatabase, platformMigrations } = await import(join(root, "dist/platform/database.js"));
+const requireFromRoot = createRequire(join(root, "package.json"));
+const SQLite = requireFromRoot("better-sqlite3");
+const pg = requireFromRoot("pg");
+// Resolved from the repository as dist resolves it: the same module instance as the database's.
+const { sql } = await import("kysely");
 
 const WINDOW_SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
 const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
@@ -31,6 +54,14 @@ const API_SAMPLES_PER_SECOND = 20;
 const SCRAPE_SECONDS = Number(process.env.BENCH_SCRAPE_SECONDS ?? 15);
 // Renderings of the metrics measured in process; the median is printed.
 const RENDER_RUNS = 9;
+// Which Vigie runs: `off` (history retention 0: the scheduler alone), `on` (default retention), `both`.
+const HISTORY_RUNS = process.env.BENCH_HISTORY ?? "both";
+const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || process.env.VIGIE_TEST_POSTGRES_URL || undefined;
+// healthchecks.history.retention by default (healthchecks.md §9.2), and the budget of a stored result.
+const RETENTION_SECONDS = 168 * 3600;
+const BUDGET_BYTES_PER_ROW = 100;
+// Simulated seconds of 1 000 results each written by the in-process storage measurement.
+const STORAGE_SECONDS = 120;
 
 const sleep = (milliseconds) => new Promise((done) => setTimeout(done, milliseconds));
 
@@ -256,18 +287,163 @@ async function measureScrapes() {
   }
 }
 
-async function main() {
-  await measureRendering();
-  await measureScrapes();
-  const target = await startTarget();
+/**
+ * In this process, the history's storage alone (dist/healthchecks/history.js) on a fresh SQLite
+ * file, and on PostgreSQL when a URL is given: STORAGE_SECONDS seconds of 1 000 results of 10 000
+ * checks, recorded and written as the server does (one write per second), then the bytes per row
+ * and the time of the status page's queries over a check with a week of results every 10 s (its
+ * rows written together, so on PostgreSQL they are closer in the heap than in production, where
+ * 10 000 checks interleave).
+ */
+async function measureHistoryStorage() {
+  console.log(
+    `history storage, in process: ${STORAGE_SECONDS} s of 1 000 results/s (10 000 checks at 10 s), one write per second`,
+  );
+  const targets = [{ kind: "sqlite" }];
+  if (POSTGRES_URL !== undefined) targets.push({ kind: "postgres" });
+  for (const { kind } of targets) {
+    const place = await temporaryDatabase(kind);
+    const database = await openDatabase(place.url, { ...platformMigrations, ...healthcheckMigrations });
+    const logger = { warn() {}, error() {}, info() {}, debug() {} };
+    const history = new ResultHistory(database, { retentionMs: RETENTION_SECONDS * 1000, logger });
+    try {
+      const base = Date.now() - STORAGE_SECONDS * 1000;
+      const result = (name, time, success, duration) => ({
+        name,
+        success,
+        timestamp: new Date(time).toISOString(),
+        message: success ? "success" : "HTTP request failed: connect ECONNREFUSED 127.0.0.1:9",
+        duration,
+      });
+      const perSecond = [];
+      for (let second = 0; second < STORAGE_SECONDS; second++) {
+        const { ms } = await cpuOf(async () => {
+          for (let index = 0; index < 1_000; index++) {
+            const check = (second % 10) * 1_000 + index;
+            history.record(
+              `c${check}`,
+              result(`c${check}`, base + second * 1_000 + index, check % 97 !== 0, 1.5 + (index % 40)),
+            );
+          }
+          await history.flush();
+        });
+        // The first ten seconds create the ids of the 10 000 names.
+        if (second >= 10) perSecond.push(ms);
+      }
+      const size = await historyBytes(database);
+      const growth = size.bytes / size.rows;
+      console.log(
+        `  ${kind}: ${median(perSecond).toFixed(1)} ms CPU per second of results (record + write, median${kind === "postgres" ? "; PostgreSQL's own CPU not counted" : ""}); ${fmt(size.rows)} rows, ${growth.toFixed(1)} bytes per row   budget ${BUDGET_BYTES_PER_ROW}   ${growth < BUDGET_BYTES_PER_ROW ? "ok" : "MISSED"}`,
+      );
+
+      // A week of one check every 10 s, 1 % failures in runs of 3.
+      const week = 7 * 86_400;
+      const now = Date.now();
+      for (let step = week / 10; step >= 1; step--) {
+        const time = now - step * 10_000;
+        history.record("week", result("week", time, step % 300 > 2, 20 + (step % 30)));
+        if (step % 5_000 === 0) await history.flush();
+      }
+      await history.flush();
+      // PostgreSQL plans from statistics, which autovacuum gathers within a minute of such writes;
+      // without them it would scan and sort where the primary key's order serves.
+      if (kind === "postgres") await sql`analyze healthcheck_history`.execute(database.kysely);
+      const timings = [];
+      for (const [label, query] of [
+        ["uptime (4 periods, incidents)", () => history.uptime("week", now)],
+        ["list (limit 100)", () => history.list("week", { limit: 100 })],
+        ["daily (90 days)", () => history.daily(["week"], 90, now)],
+        ["responseTimes (24 h, 96 slices)", () => history.responseTimes("week", now - 86_400_000, now)],
+        ["stateSince", () => history.stateSince("week", now)],
+      ]) {
+        const times = [];
+        for (let run = 0; run <= 5; run++) {
+          const started = performance.now();
+          await query();
+          if (run > 0) times.push(performance.now() - started);
+        }
+        timings.push(`${label} ${median(times).toFixed(1)} ms`);
+      }
+      console.log(
+        `  ${kind}, queries over ${fmt(week / 10)} results of one check (median of 5): ${timings.join(", ")}`,
+      );
+    } finally {
+      await history.close();
+      await database.close();
+      await place.drop();
+    }
+  }
+}
+
+/** A fresh database of `kind`: a SQLite file in a temporary directory, or a PostgreSQL database. */
+async function temporaryDatabase(kind) {
+  if (kind === "sqlite") {
+    const directory = join(tmpdir(), `vigie-bench-history-${randomBytes(4).toString("hex")}`);
+    return {
+      url: `sqlite:${join(directory, "vigie.db")}`,
+      drop: async () => rmSync(directory, { recursive: true, force: true }),
+    };
+  }
+  const name = `vigie_bench_${randomBytes(6).toString("hex")}`;
+  const admin = async (statement) => {
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+/** Rows of healthcheck_history and the bytes of its table and index (SQLite: dbstat; PostgreSQL: all forks). */
+async function historyBytes(database) {
+  const rows = Number((await sql`select count(*) as n from healthcheck_history`.execute(database.kysely)).rows[0].n);
+  const bytes =
+    database.dialect === "sqlite"
+      ? (await sql`select sum(pgsize) as b from dbstat where name = 'healthcheck_history'`.execute(database.kysely))
+          .rows[0].b
+      : (await sql`select pg_total_relation_size('healthcheck_history') as b`.execute(database.kysely)).rows[0].b;
+  return { rows, bytes: Number(bytes) };
+}
+
+/**
+ * The history table of a running Vigie's SQLite file, read through a read-only connection of this
+ * process (WAL mode lets it read beside the writer): rows and bytes of its B-tree (dbstat).
+ */
+function sqliteHistorySize(file) {
+  const db = new SQLite(file, { readonly: true, fileMustExist: true });
+  try {
+    const rows = db.prepare("select count(*) as n from healthcheck_history").get().n;
+    const bytes = db.prepare("select sum(pgsize) as b from dbstat where name = 'healthcheck_history'").get().b ?? 0;
+    return { rows, bytes };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Runs the real Vigie with CHECKS http checks against `target` for the window and prints its
+ * figures. `history: false` sets `healthchecks.history.retention: 0` (the scheduler alone).
+ * @returns `{ cores, historyGrowth }`, the latter (rows, bytes, seconds of the window) with history
+ */
+async function runVigie(target, { history }) {
   const vigie = await startVigie({
-    yaml: "healthchecks:\n  min-interval: 1s\n",
+    yaml: `healthchecks:\n  min-interval: 1s\n${history ? "" : "  history:\n    retention: 0s\n"}`,
     // 10 000 definitions in one bulk body are over the default 1 MiB.
     http: { "body-limit": "16MiB" },
     env: process.env.BENCH_VIGIE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_VIGIE_NODE_OPTIONS } : {},
   });
+  const databaseFile = join(vigie.directory, "vigie.db");
   const agent = new Agent({ connections: 1 });
   let scraper;
+  console.log(
+    history ? "-- with history (retention 168h, SQLite) --" : "-- the scheduler alone (history retention 0) --",
+  );
   try {
     const payload = {
       "http-checks": Array.from({ length: CHECKS }, (_, index) => ({
@@ -297,6 +473,7 @@ async function main() {
     // Lateness over the window: the difference of two scrapes, at its start and at its end. (The runs
     // since the registration include the burst of the bulk registration and of the first runs.)
     const before = await scrape(vigie.base);
+    const historyBefore = history ? sqliteHistorySize(databaseFile) : undefined;
     const cpuBefore = cpuSeconds(vigie.child.pid);
     const started = performance.now();
     const latencies = [];
@@ -318,6 +495,7 @@ async function main() {
     const scrapes = scraper?.scrapes ?? [];
     const elapsed = (performance.now() - started) / 1000;
     const cpu = cpuSeconds(vigie.child.pid) - cpuBefore;
+    const historyAfter = history ? sqliteHistorySize(databaseFile) : undefined;
     const scraping = performance.now();
     const after = await scrape(vigie.base);
     const scrapeMs = performance.now() - scraping;
@@ -376,12 +554,64 @@ async function main() {
       );
     }
     console.log(`(one scrape of /metrics, after the window: ${scrapeMs.toFixed(0)} ms)`);
+    return {
+      cores,
+      historyGrowth:
+        historyBefore === undefined || historyAfter === undefined
+          ? undefined
+          : {
+              rows: historyAfter.rows - historyBefore.rows,
+              bytes: historyAfter.bytes - historyBefore.bytes,
+              totalRows: historyAfter.rows,
+              totalBytes: historyAfter.bytes,
+              seconds: elapsed,
+            },
+    };
   } finally {
     await scraper?.stop();
     await agent.close();
-    target.child.kill("SIGTERM");
     await vigie.stop();
     rmSync(vigie.directory, { recursive: true, force: true });
+  }
+}
+
+/** The history line: CPU with history against the scheduler alone, and the growth of the table. */
+function printHistoryComparison(off, on) {
+  const verdict = (ok) => (ok ? "ok" : "MISSED");
+  console.log("-- history on versus off --");
+  if (off !== undefined && on !== undefined) {
+    const ratio = on.cores / off.cores;
+    console.log(
+      `CPU with history: ${on.cores.toFixed(3)} cores against ${off.cores.toFixed(3)} for the scheduler alone (x${ratio.toFixed(2)}, +${((on.cores - off.cores) * 1000).toFixed(0)} ms CPU per second)   target < x2   ${verdict(ratio < 2)}`,
+    );
+  }
+  const growth = on?.historyGrowth;
+  if (growth !== undefined && growth.rows > 0) {
+    const rate = growth.rows / growth.seconds;
+    const bytesPerSecond = growth.bytes / growth.seconds;
+    const perRow = growth.totalBytes / growth.totalRows;
+    const atRetention = perRow * rate * RETENTION_SECONDS;
+    const budget = BUDGET_BYTES_PER_ROW * rate * RETENTION_SECONDS;
+    console.log(
+      `database growth: ${fmt(bytesPerSecond)} bytes/s for ${fmt(rate)} results/s (${fmt(growth.rows)} rows, ${fmt(growth.bytes)} bytes in the window); ${perRow.toFixed(1)} bytes per row over ${fmt(growth.totalRows)} rows`,
+    );
+    console.log(
+      `at the retention (168h): ${(atRetention / 1e9).toFixed(1)} GB   budget retention x rate x 100 bytes = ${(budget / 1e9).toFixed(1)} GB   ${verdict(atRetention < budget)}`,
+    );
+  }
+}
+
+async function main() {
+  await measureRendering();
+  await measureScrapes();
+  await measureHistoryStorage();
+  const target = await startTarget();
+  try {
+    const off = HISTORY_RUNS === "on" ? undefined : await runVigie(target, { history: false });
+    const on = HISTORY_RUNS === "off" ? undefined : await runVigie(target, { history: true });
+    printHistoryComparison(off, on);
+  } finally {
+    target.child.kill("SIGTERM");
   }
 }
 

@@ -11,13 +11,14 @@ import Fastify, {
   LogController,
 } from "fastify";
 import type { Migration } from "kysely";
-import type { Registry } from "prom-client";
+import { Counter, type Registry } from "prom-client";
 import { commentsModule } from "./comments/index.js";
 import { healthchecksModule } from "./healthchecks/index.js";
 import { Auth } from "./platform/auth.js";
 import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
 import { HttpError, installErrorHandling } from "./platform/errors.js";
+import { EventRouter } from "./platform/events.js";
 import { HostOriginPolicy, installHostAndOriginChecks } from "./platform/host-origin.js";
 import { Lifecycle } from "./platform/lifecycle.js";
 import { createMetricsRegistry, Exposition, installHttpMetrics } from "./platform/metrics.js";
@@ -170,6 +171,15 @@ async function setUp(
     auth,
     apiGuard: config.security["require-token"] ? auth.require("tech") : undefined,
     logger: app.log,
+    events: new EventRouter(
+      new Counter({
+        name: "vigie_event_sink_dropped_total",
+        help: "Events a module handed to a stream that does not exist (or with the streams module disabled), by stream name.",
+        labelNames: ["stream"] as const,
+        registers: [metrics],
+      }),
+      app.log,
+    ),
   };
   app.decorateRequest("principal", undefined);
   // Bodies are JSON unless a route says otherwise (platform.md §4): Fastify's default text/plain

@@ -60,6 +60,11 @@ export interface CatalogOptions {
   readonly logger: CatalogLogger;
   /** The rules of the running configuration (min-interval, tls-directory). */
   readonly rules: DefinitionRules;
+  /**
+   * Called with each periodic result once it is the latest (not for one-off runs): history,
+   * stream events (healthchecks.md §9). Must not throw nor await: it runs on the scheduler's path.
+   */
+  readonly onResult?: (registration: Registration, result: HealthcheckResult) => void;
 }
 
 /** How a configuration reload changed the configuration-file checks. */
@@ -351,5 +356,6 @@ export class Catalog {
     };
     this.#options.results.set(result);
     registration.series.observe(execution.success, execution.duration / 1000);
+    this.#options.onResult?.(registration, result);
   }
 }

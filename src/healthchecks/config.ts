@@ -4,8 +4,11 @@
  */
 import type { Duration } from "../platform/duration.js";
 import {
+  array,
+  boolean,
   duration,
   integer,
+  object,
   optional,
   type Shape,
   type ShapeOf,
@@ -30,6 +33,26 @@ export const DEFAULT_MIN_INTERVAL: Duration = { text: "1s", milliseconds: 1_000 
 
 /** `healthchecks.max-concurrency` when not set (healthchecks.md §4). */
 export const DEFAULT_MAX_CONCURRENCY = 512;
+
+/** `healthchecks.history.retention` when not set (healthchecks.md §9.2): 7 days. */
+export const DEFAULT_HISTORY_RETENTION: Duration = { text: "168h", milliseconds: 168 * 3_600_000 };
+
+/** A stream name of `healthchecks.streams` (the stream-name rule of streams.md §6). */
+const streamName: Validator<string> = string({
+  pattern: /^[A-Za-z0-9._-]{1,128}$/,
+  patternRule: "must be a stream name: 1 to 128 characters of A-Z a-z 0-9 . _ -",
+});
+
+/**
+ * A selector of `healthchecks.status-page.checks`: a check name, or `label=value` (`team=web`).
+ * Whether it selects anything is checked at start-up, against the registered checks.
+ */
+const statusSelector: Validator<string> = string({
+  min: 1,
+  max: 512,
+  pattern: /^[^=\s][^=]*(=.*)?$/,
+  patternRule: "must be a check name or a label selector such as team=web",
+});
 
 /** The key of each kind's list of checks: `http-checks`, `tcp-checks`, ... */
 export type ChecksKey = `${Kind}-checks`;
@@ -106,6 +129,19 @@ function buildShape() {
 
   return {
     "min-interval": minInterval,
+    streams: withDefault(array(streamName), [] as string[]),
+    history: object(
+      { retention: withDefault(duration(0), DEFAULT_HISTORY_RETENTION) },
+      { unknownKeys: "reject", optional: true },
+    ),
+    "status-page": object(
+      {
+        enabled: withDefault(boolean(), false),
+        title: withDefault(string({ min: 1, max: 200 }), "Status"),
+        checks: withDefault(array(statusSelector), [] as string[]),
+      },
+      { unknownKeys: "reject", optional: true },
+    ),
     "max-concurrency": withDefault(integer(1, 1_000_000), DEFAULT_MAX_CONCURRENCY),
     "allow-api-commands": withDefault(allowApiCommands, "auto" as AllowApiCommands),
     "tls-directory": tlsDirectory,

@@ -10,10 +10,13 @@ import { Catalog } from "./catalog.js";
 import { configuredChecks, healthchecksShape } from "./config.js";
 import type { DefinitionRules } from "./definition.js";
 import { Executor } from "./execute.js";
-import { HealthcheckMetrics } from "./metrics.js";
+import { ResultHistory } from "./history.js";
+import { HealthcheckMetrics, HistoryMetrics } from "./metrics.js";
+import { ResultPublisher } from "./result-events.js";
 import { ResultStore } from "./results.js";
 import { registerHealthcheckRoutes } from "./routes.js";
 import { Scheduler } from "./scheduler.js";
+import { checkStatusSelectors, registerStatusRoutes } from "./status-routes.js";
 import { HealthcheckStorage, healthcheckMigrations } from "./storage.js";
 import { checkTlsDirectory, TlsDirectoryError } from "./tls-files.js";
 
@@ -67,6 +70,13 @@ export const healthchecksModule = defineModule({
     metrics = new HealthcheckMetrics(context.metrics, context.exposition, () => scheduler.size);
     const executor = new Executor(tlsDirectory === undefined ? {} : { tlsDirectory });
     const results = new ResultStore();
+    const retentionMs = section.history.retention.milliseconds;
+    const history = new ResultHistory(context.database, {
+      retentionMs,
+      logger: context.logger,
+      metrics: new HistoryMetrics(context.metrics),
+    });
+    const publisher = new ResultPublisher(context.events, section.streams);
     const catalog = new Catalog({
       storage: new HealthcheckStorage(context.database),
       scheduler,
@@ -75,29 +85,54 @@ export const healthchecksModule = defineModule({
       executor,
       logger: context.logger,
       rules,
+      onResult: (registration, result) => {
+        history.record(registration.definition.name, result);
+        publisher.publish(registration.definition, result, registration.labels);
+      },
     });
     await catalog.start(configuredChecks(section));
+    const statusPage = section["status-page"];
+    if (statusPage.enabled) {
+      try {
+        checkStatusSelectors(statusPage, catalog);
+      } catch (error) {
+        catalog.stop();
+        if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
+        throw error;
+      }
+    }
+    history.start();
 
     let closed = false;
     app.addHook("onClose", async () => {
       closed = true;
       catalog.stop();
       await executor.close();
+      await history.close();
     });
     onReload(async (fresh) => {
       if (!closed) await catalog.reload(configuredChecks(fresh));
     });
 
-    if (context.apiGuard !== undefined) app.addHook("preHandler", context.apiGuard);
-    registerHealthcheckRoutes(app, {
-      catalog,
-      results,
-      rules,
-      allowCommands: apiCommandsAllowed(
-        section["allow-api-commands"],
-        context.config.http.host,
-        context.config.security["require-token"],
-      ),
+    // The API behind the guard of security.require-token; the status page is public (§9.3).
+    await app.register(async (api) => {
+      if (context.apiGuard !== undefined) api.addHook("preHandler", context.apiGuard);
+      registerHealthcheckRoutes(api, {
+        catalog,
+        results,
+        history,
+        rules,
+        allowCommands: apiCommandsAllowed(
+          section["allow-api-commands"],
+          context.config.http.host,
+          context.config.security["require-token"],
+        ),
+      });
     });
+    if (statusPage.enabled) {
+      await app.register(async (page) => {
+        await registerStatusRoutes(page, { catalog, results, history, settings: statusPage, retentionMs });
+      });
+    }
   },
 });

@@ -1,7 +1,8 @@
 /**
  * The module's metrics (healthchecks.md §8): `healthcheck_duration_seconds{name,status}` histogram,
  * `healthcheck_total{name,status}` counter (status `success` or `failure`), `healthcheck_scheduled`
- * gauge and `healthcheck_lateness_seconds` histogram.
+ * gauge and `healthcheck_lateness_seconds` histogram; and `healthcheck_history_dropped_total{reason}`
+ * counter of results the history left out (§9.2, {@link HistoryMetrics}).
  *
  * The per-check families also carry the check's own labels (healthchecks.md §1: labels are copied
  * into metrics). prom-client fixes the label names of a metric when it is created and checks have
@@ -17,7 +18,7 @@
  * and API calls due meanwhile wait for one chunk, not for the whole scrape (healthchecks.md §8:
  * p99 lateness < 100 ms, API p99 < 5 ms).
  */
-import { Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { Exposition } from "../platform/metrics.js";
 
 /** Upper bounds of `healthcheck_duration_seconds`, in seconds. */
@@ -136,6 +137,38 @@ export class CheckSeries {
     let slot = 0;
     while (slot < DURATION_BUCKETS.length && seconds > (DURATION_BUCKETS[slot] as number)) slot++;
     (series.buckets[slot] as number)++;
+  }
+}
+
+/**
+ * Why results were left out of the history (history.ts): its buffer was full, or the write of
+ * their second failed.
+ */
+export type HistoryDropReason = "buffer_full" | "write_failed";
+
+/**
+ * `healthcheck_history_dropped_total{reason}`: results left out of the history (history.ts), by
+ * {@link HistoryDropReason}. Apart from {@link HealthcheckMetrics} because only a server that keeps
+ * history registers it.
+ */
+export class HistoryMetrics {
+  readonly #dropped: Record<HistoryDropReason, Counter.Internal>;
+
+  constructor(registry: Registry) {
+    const dropped = new Counter({
+      name: "healthcheck_history_dropped_total",
+      help: "Healthcheck results left out of the history, by reason (buffer_full, write_failed).",
+      labelNames: ["reason"],
+      registers: [registry],
+    });
+    this.#dropped = { buffer_full: dropped.labels("buffer_full"), write_failed: dropped.labels("write_failed") };
+    // Both series exist from the start, at 0, so that a rate() over them is defined.
+    for (const series of Object.values(this.#dropped)) series.inc(0);
+  }
+
+  /** Counts `rows` results left out of the history. */
+  historyDropped(reason: HistoryDropReason, rows: number): void {
+    this.#dropped[reason].inc(rows);
   }
 }
 

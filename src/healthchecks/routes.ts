@@ -9,11 +9,12 @@
  */
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "../platform/errors.js";
-import { ValidationError } from "../platform/validation.js";
+import { isPlainObject, ValidationError } from "../platform/validation.js";
 import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } from "./admission.js";
 import { BulkError, hasCommandChecks, parseBulk } from "./bulk.js";
 import type { Catalog } from "./catalog.js";
 import { type Definition, type DefinitionRules, KINDS, type Kind } from "./definition.js";
+import { listLatest, type ResultHistory, uptimeOfLatest } from "./history.js";
 import type { ResultStore } from "./results.js";
 
 /** The 403 of a command check posted while `allow-api-commands` is off (healthchecks.md §5). */
@@ -46,10 +47,101 @@ function notFound(name: string): HttpError {
   return new HttpError(404, `healthcheck ${name} not found`);
 }
 
+/** Results `GET /result/<name>/history` answers by default and at most (healthchecks.md §9.2). */
+export const HISTORY_DEFAULT_LIMIT = 100;
+export const HISTORY_MAX_LIMIT = 10_000;
+
+/** The query of `GET /result/<name>/history`, times in milliseconds since the epoch. */
+export interface HistoryQuery {
+  readonly sinceMs?: number;
+  readonly untilMs?: number;
+  readonly limit: number;
+}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+ -])(\d{2}):(\d{2}))$/;
+
+/**
+ * Milliseconds since the epoch of an RFC 3339 date-time (RFC 3339 §5.6: `2026-11-22T10:15:02Z`,
+ * `2026-11-22T11:15:02.123+01:00`; `T` and `Z` in either case; fractions beyond the millisecond
+ * truncated; a leap second `:60` read as the next minute's start). A space stands for the `+` of
+ * an offset, since an unencoded `+` in a query string arrives as one.
+ *
+ * @returns undefined when `text` is not one, or names a day that does not exist
+ */
+export function parseRfc3339(text: string): number | undefined {
+  const match = RFC3339.exec(text);
+  if (match === null) return undefined;
+  const [, year, month, day, hour, minute, second, fraction, sign, offsetHour, offsetMinute] = match;
+  const numbers = [year, month, day, hour, minute, second].map(Number);
+  const [y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0] = numbers;
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 60) return undefined;
+  if (Number(offsetHour) > 23 || Number(offsetMinute) > 59) return undefined;
+  const offset = sign === undefined ? 0 : (sign === "-" ? -1 : 1) * (Number(offsetHour) * 60 + Number(offsetMinute));
+  // setUTCFullYear rather than Date.UTC, which reads years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d);
+  // February 30 rolls over into March: refused.
+  if (date.getUTCDate() !== d) return undefined;
+  date.setUTCHours(h, mi, s, Number((fraction ?? "").padEnd(3, "0").slice(0, 3)));
+  return date.getTime() - offset * 60_000;
+}
+
+/** `query parameter <name>: <rule>` (400), as the other query parameters of the API. */
+function queryError(name: string, rule: string): HttpError {
+  return new HttpError(400, `query parameter ${name}: ${rule}`);
+}
+
+/** The one value of a query parameter; undefined when absent. @throws HttpError 400 when repeated */
+function single(query: Record<string, unknown>, name: string): string | undefined {
+  const value = query[name];
+  if (value === undefined || typeof value === "string") return value;
+  throw queryError(name, "must be given once");
+}
+
+/**
+ * Reads `since`, `until` and `limit` of `GET /result/<name>/history`. Other parameters are
+ * ignored, as every route of the module ignores what it does not know (healthchecks.md §1).
+ *
+ * @throws HttpError 400 `query parameter since: must be an RFC 3339 date-time such as
+ *   2026-11-22T10:15:02Z`, `query parameter since: must not be after until`, `query parameter
+ *   limit: must be an integer between 1 and 10000`, `query parameter limit: must be given once`
+ */
+export function parseHistoryQuery(query: unknown): HistoryQuery {
+  const fields = isPlainObject(query) ? query : {};
+  const time = (name: "since" | "until"): number | undefined => {
+    const text = single(fields, name);
+    if (text === undefined) return undefined;
+    const milliseconds = text.length <= 64 ? parseRfc3339(text) : undefined;
+    if (milliseconds === undefined)
+      throw queryError(name, "must be an RFC 3339 date-time such as 2026-11-22T10:15:02Z");
+    return milliseconds;
+  };
+  const sinceMs = time("since");
+  const untilMs = time("until");
+  if (sinceMs !== undefined && untilMs !== undefined && sinceMs > untilMs) {
+    throw queryError("since", "must not be after until");
+  }
+  const limitText = single(fields, "limit");
+  let limit = HISTORY_DEFAULT_LIMIT;
+  if (limitText !== undefined) {
+    limit = /^\d{1,6}$/.test(limitText) ? Number(limitText) : 0;
+    if (limit < 1 || limit > HISTORY_MAX_LIMIT) {
+      throw queryError("limit", `must be an integer between 1 and ${HISTORY_MAX_LIMIT}`);
+    }
+  }
+  return {
+    ...(sinceMs === undefined ? {} : { sinceMs }),
+    ...(untilMs === undefined ? {} : { untilMs }),
+    limit,
+  };
+}
+
 /** What the routes work with. */
 export interface HealthcheckRoutesOptions {
   readonly catalog: Catalog;
   readonly results: ResultStore;
+  /** The stored results (history and uptime routes, healthchecks.md §9.2). */
+  readonly history: ResultHistory;
   /** The rules of the running configuration that definitions depend on. */
   readonly rules: DefinitionRules;
   /** Whether command checks may be created through the API (`allow-api-commands`, resolved). */
@@ -58,10 +150,11 @@ export interface HealthcheckRoutesOptions {
 
 /**
  * Registers POST `/healthcheck/<kind>` for each kind, POST `/healthcheck/bulk`, GET `/healthcheck`,
- * GET and DELETE `/healthcheck/:name`, GET `/result` and GET `/result/:name`.
+ * GET and DELETE `/healthcheck/:name`, GET `/result`, GET `/result/:name`, GET
+ * `/result/:name/history` and GET `/result/:name/uptime`.
  */
 export function registerHealthcheckRoutes(app: FastifyInstance, options: HealthcheckRoutesOptions): void {
-  const { catalog, results, rules, allowCommands } = options;
+  const { catalog, results, history, rules, allowCommands } = options;
   const existing: ExistingDefinition = (name) => catalog.get(name)?.definition;
 
   for (const kind of KINDS) {
@@ -116,5 +209,23 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     const result = results.get(request.params.name);
     if (result === undefined) throw new HttpError(404, `result not found for healthcheck ${request.params.name}`);
     return result;
+  });
+
+  // History and uptime (healthchecks.md §9.2): the query is checked first (400), then the check
+  // (404). A deleted check has no history here, even while its rows wait for the prune. Without
+  // history (retention 0) both answer from the latest result.
+  app.get<{ Params: { name: string } }>("/result/:name/history", async (request) => {
+    const query = parseHistoryQuery(request.query);
+    const { name } = request.params;
+    if (catalog.get(name) === undefined) throw notFound(name);
+    const views = history.enabled ? await history.list(name, query) : listLatest(results.get(name), query);
+    return { results: views };
+  });
+
+  app.get<{ Params: { name: string } }>("/result/:name/uptime", async (request) => {
+    const { name } = request.params;
+    if (catalog.get(name) === undefined) throw notFound(name);
+    const now = Date.now();
+    return history.enabled ? await history.uptime(name, now) : uptimeOfLatest(results.get(name), now);
   });
 }

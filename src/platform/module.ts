@@ -14,6 +14,7 @@ import type { Registry } from "prom-client";
 import type { Auth } from "./auth.js";
 import type { ModuleSection, PlatformConfig, VigieConfig } from "./config.js";
 import type { Database } from "./database.js";
+import type { EventRouter } from "./events.js";
 import type { Exposition } from "./metrics.js";
 import type { Shape } from "./validation.js";
 
@@ -33,6 +34,11 @@ export interface ModuleContext {
    */
   readonly apiGuard: preHandlerHookHandler | undefined;
   readonly logger: FastifyBaseLogger;
+  /**
+   * Events between modules (platform.md §9): producers push into it; the streams module connects
+   * its engine to it.
+   */
+  readonly events: EventRouter;
 }
 
 /** Re-applies the reloadable part of a module's section (SIGHUP, platform.md §2). */

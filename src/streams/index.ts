@@ -21,6 +21,7 @@ import {
   outputMetrics,
   riemannMetrics,
 } from "./metrics.js";
+import { DEFAULT_STREAM } from "./names.js";
 import { Outputs } from "./outputs/outputs.js";
 import { RiemannServer } from "./riemann/server.js";
 import { channelRoutes } from "./routes/channels.js";
@@ -89,6 +90,17 @@ export const streamsModule = defineModule({
       runsIo: true,
     };
     const engine: StreamEngine = new StreamEngine(hooks, limits, io);
+    // Events of other modules (healthcheck results, comments) enter here (platform.md §9).
+    context.events.connect((name, events) => {
+      if (name === DEFAULT_STREAM) {
+        engine.pushDefault(events);
+        return true;
+      }
+      const stream = engine.get(name);
+      if (stream === undefined) return false;
+      stream.push(events);
+      return true;
+    });
     applyFileStreams(engine, await loadStreamDirectories(section.directories, io.declarations));
     onReload(async (fresh) => {
       applyFileStreams(engine, await loadStreamDirectories(fresh.directories, io.declarations));

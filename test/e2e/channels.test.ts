@@ -11,23 +11,13 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM, launchChromium } from "../support/browser.js";
 import { freePort, runCli, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 import { until } from "../support/until.js";
 import { refusedUpgrade, subscribe, type TestSubscriber } from "../support/websocket.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 const STREAM =
   "{:actions {:action :sdo :children [{:action :publish :params [:alerts]} {:action :index :params [[:host :service]]}]}}";
@@ -175,7 +165,7 @@ describe("publish/subscribe against the real process", () => {
   it.skipIf(!existsSync(CHROMIUM))(
     "lets a page of an allowed origin subscribe with Chromium's WebSocket and ?token=, and refuses another origin",
     async () => {
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+      browser = await launchChromium();
       const query = encodeURIComponent(b64('[:= :service "http"]'));
       const wsUrl = `ws://127.0.0.1:${port}/api/v1/channel/alerts?query=${query}&token=${token}`;
       const context = await browser.newContext();

@@ -1,7 +1,7 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commandPath, type Daemon, startDaemon } from "../support/daemon.js";
+import { commandPath, type Daemon, startAlertmanager } from "../support/daemon.js";
 import {
   addStream,
   freePort,
@@ -36,25 +36,7 @@ describe.skipIf(ALERTMANAGER === "")("Vigie's alertmanager output into a real Al
 
   beforeAll(async () => {
     const directory = temporaryDirectory();
-    const port = await freePort();
-    alertmanagerUrl = `http://127.0.0.1:${port}`;
-    const config = join(directory, "alertmanager.yml");
-    // One receiver that notifies nobody: the test reads the alerts through the API.
-    writeFileSync(config, "route:\n  receiver: nobody\nreceivers:\n  - name: nobody\n");
-    const storage = join(directory, "alertmanager-data");
-    mkdirSync(storage);
-    alertmanager = await startDaemon({
-      command: ALERTMANAGER,
-      args: [
-        `--config.file=${config}`,
-        `--storage.path=${storage}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-        // Empty: no cluster, so nothing listens beyond the loopback port.
-        "--cluster.listen-address=",
-      ],
-      readyUrl: `${alertmanagerUrl}/-/ready`,
-      what: "Alertmanager",
-    });
+    ({ daemon: alertmanager, url: alertmanagerUrl } = await startAlertmanager(ALERTMANAGER, directory));
 
     const vigiePort = await freePort();
     const configFile = join(directory, "vigie.yaml");

@@ -60,7 +60,12 @@ beforeAll(async () => {
         websites: [{ name: "blog", "allowed-origins": ["http://evil.example"], articles: ["post"] }],
       },
       // No command checks from the fuzz: it must never run an executable.
-      healthchecks: { "allow-api-commands": false, "tls-directory": tlsDirectory },
+      // The status page shows every check (no selector), so that the fuzzed ones reach it too.
+      healthchecks: {
+        "allow-api-commands": false,
+        "tls-directory": tlsDirectory,
+        "status-page": { enabled: true },
+      },
       streams: { directories: [directory] },
     },
   });

@@ -249,6 +249,30 @@ const otlp: fc.Arbitrary<Payload> = fc.oneof(
   }),
 );
 
+/**
+ * Values of the history route's `since`, `until` and `limit`: RFC 3339 times (valid ones, some
+ * with offsets, and broken ones), integers around the bounds and huge, and fuzzed segments.
+ */
+const historyValue: fc.Arbitrary<string> = fc.oneof(
+  fc
+    .date({ min: new Date(-62_000_000_000_000), max: new Date(253_000_000_000_000), noInvalidDate: true })
+    .chain((date) =>
+      fc.constantFrom(
+        date.toISOString(),
+        date.toISOString().replace("Z", "+01:00"),
+        date.toISOString().replace("Z", "-23:59"),
+        date.toISOString().replace("Z", " 05:30"),
+        date.toISOString().slice(0, 10),
+        date.toISOString().replace(/\.\d+Z$/, ".123456789Z"),
+      ),
+    )
+    .map(encodeURIComponent),
+  fc.constantFrom("2026-02-30T00:00:00Z", "2026-01-01T24:00:00Z", "9999-12-31T23:59:60Z", "0000-01-01T00:00:00Z"),
+  fc.oneof(fc.integer({ min: -2, max: 10_002 }), fc.integer()).map(String),
+  fc.constantFrom("1e3", "0x10", "1.0", "", "99999999999999999999999"),
+  segment(),
+);
+
 /** Every route of every module (test/fuzz/routes.test.ts checks that none is missing). */
 export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
   const route = (
@@ -373,6 +397,17 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     route("DELETE", "/healthcheck/:name", { params: { name: ["fuzz-check"] } }),
     route("GET", "/result"),
     route("GET", "/result/:name", { params: { name: ["fuzz-check"] } }),
+    route("GET", "/result/:name/history", {
+      params: { name: ["fuzz-check"] },
+      query: queryString(["since", "until", "limit"], historyValue),
+    }),
+    route("GET", "/result/:name/uptime", { params: { name: ["fuzz-check"] } }),
+    // The public status page (healthchecks.md §9.3): its one parameter is ?refresh=<seconds>.
+    route("GET", "/status", {
+      query: queryString(["refresh"], fc.oneof(fc.integer({ min: -5, max: 5_000 }).map(String), segment())),
+    }),
+    route("GET", "/status/data"),
+    route("GET", "/status/status.js"),
 
     route("POST", "/api/v1/tsdb/remote-write/:name", { params: streamNames, payload: remoteWrite }),
     route("POST", "/api/v1/prometheus/remote-write/:name", { params: streamNames, payload: remoteWrite }),

@@ -31,12 +31,38 @@ describe("the healthchecks section", () => {
       "min-interval": { text: "1s", milliseconds: 1_000 },
       "max-concurrency": 512,
       "allow-api-commands": "auto",
+      streams: [],
+      history: { retention: { text: "168h", milliseconds: 604_800_000 } },
+      "status-page": { enabled: false, title: "Status", checks: [] },
       "http-checks": [],
       "tcp-checks": [],
       "dns-checks": [],
       "tls-checks": [],
       "command-checks": [],
     });
+  });
+
+  it("checks the streams, history and status-page settings", () => {
+    expect(parse({ streams: ["checks", "default"], history: { retention: "0" } }).modules.healthchecks).toMatchObject({
+      streams: ["checks", "default"],
+      history: { retention: { milliseconds: 0 } },
+    });
+    expect(refusal({ streams: ["no spaces"] })).toBe(
+      'invalid configuration: healthchecks.streams[0]: must be a stream name: 1 to 128 characters of A-Z a-z 0-9 . _ - (got "no spaces")',
+    );
+    expect(refusal({ history: { retention: "a week" } })).toMatch(
+      /^invalid configuration: healthchecks.history.retention: must be a duration/,
+    );
+    expect(refusal({ history: { keep: "1h" } })).toMatch(
+      /^invalid configuration: healthchecks.history.keep: unknown key/,
+    );
+    expect(
+      parse({ "status-page": { enabled: true, title: "Our services", checks: ["api", "team=web"] } }).modules
+        .healthchecks,
+    ).toMatchObject({ "status-page": { enabled: true, title: "Our services", checks: ["api", "team=web"] } });
+    expect(refusal({ "status-page": { checks: ["=web"] } })).toBe(
+      'invalid configuration: healthchecks.status-page.checks[0]: must be a check name or a label selector such as team=web (got "=web")',
+    );
   });
 
   it("checks the settings", () => {

@@ -3,6 +3,9 @@
  * finding the binary, starting it, waiting until it is ready, stopping it.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { freePort } from "./process.js";
 import { until } from "./until.js";
 
 /**
@@ -69,4 +72,31 @@ export async function startDaemon(options: {
     throw new Error(`${error}; ${options.what} said:\n${output.slice(-3000)}`);
   }
   return daemon;
+}
+
+/**
+ * Starts Debian's Alertmanager (`binary`) on a free loopback port with storage under `directory`,
+ * one receiver that notifies nobody (tests read alerts through its API), and no cluster.
+ * @returns the daemon and its base URL
+ */
+export async function startAlertmanager(binary: string, directory: string): Promise<{ daemon: Daemon; url: string }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const config = join(directory, "alertmanager.yml");
+  writeFileSync(config, "route:\n  receiver: nobody\nreceivers:\n  - name: nobody\n");
+  const storage = join(directory, "alertmanager-data");
+  mkdirSync(storage, { recursive: true });
+  const daemon = await startDaemon({
+    command: binary,
+    args: [
+      `--config.file=${config}`,
+      `--storage.path=${storage}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      // Empty: no cluster, so nothing listens beyond the loopback port.
+      "--cluster.listen-address=",
+    ],
+    readyUrl: `${url}/-/ready`,
+    what: "Alertmanager",
+  });
+  return { daemon, url };
 }

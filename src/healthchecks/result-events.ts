@@ -1,0 +1,74 @@
+/**
+ * Results as stream events (healthchecks.md §9.1): `healthchecks.streams` receives every periodic
+ * result as one event, through the platform's event sink (platform.md §9), so that the streams and
+ * their outputs do the alerting. One-off results are not pushed.
+ */
+import type { EventSink, SinkEvent } from "../platform/events.js";
+import type { Definition } from "./definition.js";
+import type { HealthcheckResult } from "./results.js";
+
+/** The host of a check's events: its target (http, tcp, tls), its domain (dns), `localhost` (command). */
+export function hostOf(definition: Definition): string {
+  switch (definition.kind) {
+    case "http":
+    case "tcp":
+    case "tls":
+      return definition.target;
+    case "dns":
+      return definition.domain;
+    case "command":
+      return "localhost";
+  }
+}
+
+/**
+ * The event of a periodic result: `service` the check's name, `host` ({@link hostOf}), `state`
+ * `ok` or `critical`, `metric` the execution time in seconds, `description` the (redacted) result
+ * message, `time` the end of the execution in Unix seconds, `ttl` twice the interval in seconds (a
+ * check that stops reporting expires), `tags` `["healthcheck", "<kind>"]`, and each label as a
+ * top-level field that never overrides the fields above.
+ * @param labels the check's labels as results show them (URL passwords redacted)
+ */
+export function resultEvent(
+  definition: Definition,
+  result: HealthcheckResult,
+  labels: Readonly<Record<string, string>> | undefined,
+): SinkEvent {
+  const intervalSeconds = (definition.interval?.milliseconds ?? 0) / 1000;
+  return {
+    ...labels,
+    service: definition.name,
+    host: hostOf(definition),
+    state: result.success ? "ok" : "critical",
+    metric: result.duration / 1000,
+    description: result.message,
+    time: Date.parse(result.timestamp) / 1000,
+    ttl: 2 * intervalSeconds,
+    tags: ["healthcheck", definition.kind],
+  };
+}
+
+/**
+ * Pushes each periodic result into the configured streams (`default` = every default stream).
+ * Never throws nor awaits: an unknown stream is counted and logged by the sink, and the check runs
+ * on.
+ */
+export class ResultPublisher {
+  constructor(
+    readonly sink: EventSink,
+    /** `healthchecks.streams`. */
+    readonly streams: readonly string[],
+  ) {}
+
+  /** Whether any stream is configured (nothing is built otherwise). */
+  get enabled(): boolean {
+    return this.streams.length > 0;
+  }
+
+  /** Pushes the event of `result` into every configured stream, in the order of the list. */
+  publish(definition: Definition, result: HealthcheckResult, labels?: Readonly<Record<string, string>>): void {
+    if (this.streams.length === 0) return;
+    const events = [resultEvent(definition, result, labels)];
+    for (const stream of this.streams) this.sink.push(stream, events);
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * The public status page (healthchecks.md §9.3): `GET /status` (HTML, complete without
+ * JavaScript), `GET /status/data` (the same data as JSON, which the page's script reads to refresh
+ * itself) and `GET /status/status.js` (that script). No token: index.ts registers them outside the
+ * API guard, and only when `healthchecks.status-page.enabled`.
+ *
+ * They show the selected checks' names, descriptions, states, uptime and response times, nothing
+ * else (status-data.ts reads nothing else), under a Content-Security-Policy that lets the page
+ * reach only its own origin.
+ */
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { HttpError } from "../platform/errors.js";
+import { ValidationError } from "../platform/validation.js";
+import type { Catalog } from "./catalog.js";
+import type { HealthchecksSection } from "./config.js";
+import type { ResultHistory } from "./history.js";
+import type { ResultStore } from "./results.js";
+import { assembleStatus, type CheckHistory, readHistories, type StatusSources } from "./status-data.js";
+import { STATUS_CSP, STATUS_SCRIPT_PATH, statusPageRenderer } from "./status-html.js";
+import { loadStatusScript } from "./status-script.js";
+import { parseSelector, selectChecks, unmatchedReason } from "./status-selectors.js";
+
+/** How often the page refreshes itself when its URL does not say: 30 s (healthchecks.md §9.3). */
+export const DEFAULT_REFRESH_MS = 30_000;
+
+/** How long one computation of the page's answers serves every request, in milliseconds. */
+export const DEFAULT_CACHE_MS = 1_000;
+
+/**
+ * How long one reading of the history serves the page, in milliseconds: the reading costs a few
+ * queries per check, the page is public, and uptime figures move slowly.
+ */
+export const DEFAULT_HISTORY_CACHE_MS = 10_000;
+
+/** Bounds of the `refresh` query parameter, in seconds. */
+const MIN_REFRESH_S = 1;
+const MAX_REFRESH_S = 3_600;
+const REFRESH_RULE = `must be an integer number of seconds between ${MIN_REFRESH_S} and ${MAX_REFRESH_S}`;
+
+/** What the status routes work with. */
+export interface StatusRoutesOptions {
+  readonly catalog: Catalog;
+  readonly results: ResultStore;
+  readonly history: ResultHistory;
+  readonly settings: HealthchecksSection["status-page"];
+  /** `healthchecks.history.retention`, in milliseconds (0: no history, no bar, no chart). */
+  readonly retentionMs: number;
+  /**
+   * How often the page refreshes itself, in milliseconds; default {@link DEFAULT_REFRESH_MS}. A
+   * view's `?refresh=<seconds>` (1 to 3600) overrides it, for a wall screen or a browser test.
+   */
+  readonly refreshMs?: number;
+  /**
+   * How long one computation of the answers serves every request, in milliseconds; default
+   * {@link DEFAULT_CACHE_MS}: states are at most this old. The page is public: however many
+   * requests come, it is rendered at most once per this delay.
+   */
+  readonly cacheMs?: number;
+  /**
+   * How long the history read for the page serves, in milliseconds; default
+   * {@link DEFAULT_HISTORY_CACHE_MS}. It is read again sooner when the selected checks change.
+   * Uptime, bars and charts are at most this old; states do not wait for it.
+   */
+  readonly historyCacheMs?: number;
+}
+
+/**
+ * Checks at start-up that each selector of `healthchecks.status-page.checks` selects at least one
+ * registered check (a configuration-file check or a stored API check). An empty list selects every
+ * check and passes. Later, checks come and go without error: the selectors are evaluated again at
+ * each render.
+ *
+ * @throws ValidationError `healthchecks.status-page.checks[1]: selects no healthcheck: no check has
+ *   the label team=web`, or `... no check is named website`
+ */
+export function checkStatusSelectors(settings: HealthchecksSection["status-page"], catalog: Catalog): void {
+  const checks = catalog.list();
+  settings.checks.forEach((text, index) => {
+    const reason = unmatchedReason(parseSelector(text), checks);
+    if (reason !== undefined) throw new ValidationError(`healthchecks.status-page.checks[${index}]`, reason, text);
+  });
+}
+
+/**
+ * A value computed at most once per `ttlMs`, or again when its key changes; concurrent callers
+ * share one computation, and a failed one is forgotten.
+ */
+class Expiring<T> {
+  #entry: { readonly atMs: number; readonly key: string; readonly value: Promise<T> } | undefined;
+
+  constructor(private readonly ttlMs: number) {}
+
+  get(key: string, nowMs: number, compute: () => Promise<T>): Promise<T> {
+    const entry = this.#entry;
+    if (entry !== undefined && entry.key === key && nowMs - entry.atMs < this.ttlMs) return entry.value;
+    const value = compute();
+    const fresh = { atMs: nowMs, key, value };
+    this.#entry = fresh;
+    value.catch(() => {
+      if (this.#entry === fresh) this.#entry = undefined;
+    });
+    return value;
+  }
+}
+
+/** The answers of one moment: the data as JSON, and the page for any refresh interval. */
+interface Snapshot {
+  readonly json: string;
+  readonly page: (refreshMs: number) => string;
+}
+
+/**
+ * The refresh interval a view asks for with `?refresh=<seconds>`, in milliseconds.
+ * @throws HttpError 400 `query parameter refresh: must be an integer number of seconds between 1 and 3600`
+ */
+function refreshOf(query: unknown, fallbackMs: number): number {
+  const value = typeof query === "object" && query !== null ? Reflect.get(query, "refresh") : undefined;
+  if (value === undefined) return fallbackMs;
+  const seconds = typeof value === "string" && /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(seconds >= MIN_REFRESH_S && seconds <= MAX_REFRESH_S)) {
+    throw new HttpError(400, `query parameter refresh: ${REFRESH_RULE}`);
+  }
+  return seconds * 1_000;
+}
+
+/** Headers of every status answer: revalidated at each use, never sniffed, no referrer sent on. */
+function publicHeaders(reply: FastifyReply): FastifyReply {
+  return reply.headers({
+    "cache-control": "no-cache",
+    "content-security-policy": STATUS_CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+  });
+}
+
+/**
+ * Registers `GET /status`, `GET /status/data` and `GET /status/status.js` on `app` (public: no
+ * guard). Reads the built script once; without it (the sources run without `npm run build`) the
+ * page is served without its script, which logs one warning here, and the script's route answers 404.
+ */
+export async function registerStatusRoutes(app: FastifyInstance, options: StatusRoutesOptions): Promise<void> {
+  const { catalog, results, history, settings, retentionMs } = options;
+  const defaultRefreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
+  const script = await loadStatusScript();
+  if (script === undefined) {
+    app.log.warn("the status page's script is not built (npm run build): the page will not refresh by itself");
+  }
+  const sources: StatusSources = {
+    title: settings.title,
+    selectors: settings.checks.map(parseSelector),
+    checks: () => catalog.list(),
+    results,
+    history,
+    retentionMs,
+  };
+  const snapshots = new Expiring<Snapshot>(options.cacheMs ?? DEFAULT_CACHE_MS);
+  const histories = new Expiring<Map<string, CheckHistory>>(options.historyCacheMs ?? DEFAULT_HISTORY_CACHE_MS);
+  const snapshot = () => {
+    const nowMs = Date.now();
+    return snapshots.get("", nowMs, async () => {
+      // The selectors are evaluated at each computation: checks come and go (API, SIGHUP).
+      const selected = selectChecks(sources.selectors, sources.checks());
+      const names = selected.map((check) => check.definition.name);
+      // Names hold no control character: joined by a newline, they make an unambiguous key.
+      const read = await histories.get(names.join("\n"), nowMs, () => readHistories(sources, names, nowMs));
+      const data = assembleStatus(sources, selected, read, nowMs);
+      return { json: JSON.stringify(data), page: statusPageRenderer(data, { script: script !== undefined }) };
+    });
+  };
+
+  app.get("/status", async (request, reply) => {
+    const refreshMs = refreshOf(request.query, defaultRefreshMs);
+    const { page } = await snapshot();
+    return publicHeaders(reply).type("text/html; charset=utf-8").send(page(refreshMs));
+  });
+
+  app.get("/status/data", async (_request, reply) => {
+    const { json } = await snapshot();
+    return publicHeaders(reply).type("application/json; charset=utf-8").send(json);
+  });
+
+  app.get(STATUS_SCRIPT_PATH, async (request, reply) => {
+    if (script === undefined) throw new HttpError(404, "the status page script is not built");
+    publicHeaders(reply).header("etag", script.etag);
+    if (request.headers["if-none-match"] === script.etag) return reply.code(304).send();
+    return reply.type("text/javascript; charset=utf-8").send(script.source);
+  });
+}
