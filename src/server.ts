@@ -30,9 +30,11 @@ import { streamsModule } from "./streams/index.js";
 /**
  * The modules of Vigie, in registration order. Each is one Fastify plugin enabled by
  * `<name>.enabled` in the configuration; its migrations run whether it is enabled or not, so
- * enabling it later needs no other step.
+ * enabling it later needs no other step. The streams module comes before the modules that produce
+ * events (platform.md §9), so that its streams receive their first events: healthchecks start
+ * running as their module registers.
  */
-export const modules: readonly AnyModule[] = [registryModule, commentsModule, healthchecksModule, streamsModule];
+export const modules: readonly AnyModule[] = [registryModule, streamsModule, commentsModule, healthchecksModule];
 
 /** Characters a path parameter may have before the router answers 414. */
 const MAX_PATH_SEGMENT = 1024;

@@ -3,7 +3,7 @@ import { Counter } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { defineModule } from "../src/platform/module.js";
 import { string, withDefault } from "../src/platform/validation.js";
-import type { VigieServer } from "../src/server.js";
+import { modules, type VigieServer } from "../src/server.js";
 import { streamsModule } from "../src/streams/index.js";
 import { startTestServer } from "./support/server.js";
 
@@ -97,5 +97,11 @@ describe("server", () => {
       expect(answer).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
       expect(Date.now() - started).toBeLessThan(2_000);
     }
+  });
+
+  it("registers the streams module before the modules that produce events (platform.md §9)", () => {
+    const names = modules.map((module) => module.name);
+    expect(names.indexOf("streams")).toBeLessThan(names.indexOf("healthchecks"));
+    expect(names.indexOf("streams")).toBeLessThan(names.indexOf("comments"));
   });
 });

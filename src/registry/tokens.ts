@@ -46,9 +46,10 @@ export const TOKEN_NAME_MAX = 100;
 
 /**
  * What a token name may not contain: control characters (C0, DEL, C1), line and paragraph
- * separators, and lone surrogates (not text at all).
+ * separators, lone surrogates (not text at all), and the bidirectional embeddings, overrides and
+ * isolates (U+202A–U+202E, U+2066–U+2069), which make a name display as another one.
  */
-const NOT_PRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]/u;
+const NOT_PRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}\u202A-\u202E\u2066-\u2069]/u;
 
 /** The rule of token names, worded for errors. */
 export const TOKEN_NAME_RULE = `must be 1 to ${TOKEN_NAME_MAX} characters of printable text (spaces allowed, no control characters)`;

@@ -90,7 +90,9 @@ export const streamsModule = defineModule({
       runsIo: true,
     };
     const engine: StreamEngine = new StreamEngine(hooks, limits, io);
-    // Events of other modules (healthcheck results, comments) enter here (platform.md §9).
+    applyFileStreams(engine, await loadStreamDirectories(section.directories, io.declarations));
+    // Events of other modules (healthcheck results, comments) enter here (platform.md §9), once
+    // the stream directories are loaded.
     context.events.connect((name, events) => {
       if (name === DEFAULT_STREAM) {
         engine.pushDefault(events);
@@ -101,7 +103,6 @@ export const streamsModule = defineModule({
       stream.push(events);
       return true;
     });
-    applyFileStreams(engine, await loadStreamDirectories(section.directories, io.declarations));
     onReload(async (fresh) => {
       applyFileStreams(engine, await loadStreamDirectories(fresh.directories, io.declarations));
     });

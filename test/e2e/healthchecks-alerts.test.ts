@@ -20,6 +20,8 @@ const ALERTMANAGER = commandPath(
 );
 const EXAMPLE = resolve(import.meta.dirname, "../../examples/streams/streams/healthchecks-alerts.edn");
 const CHECK = "vigie_e2e_db";
+/** The check's interval: its events' ttl (twice it) is what would end the alert without the ok. */
+const INTERVAL_S = 3;
 
 interface GettableAlert {
   labels: Record<string, string>;
@@ -59,7 +61,7 @@ describe.skipIf(ALERTMANAGER === "")("a failing healthcheck alerts through a rea
         "  min-interval: 100ms",
         "  streams: [healthchecks]",
         "  tcp-checks:",
-        `    - {name: ${CHECK}, description: the database, target: 127.0.0.1, port: ${targetPort}, interval: 500ms, timeout: 200ms}`,
+        `    - {name: ${CHECK}, description: the database, target: 127.0.0.1, port: ${targetPort}, interval: ${INTERVAL_S}s, timeout: 1s}`,
         "",
       ].join("\n"),
     );
@@ -97,8 +99,8 @@ describe.skipIf(ALERTMANAGER === "")("a failing healthcheck alerts through a rea
       labels: { alertname: CHECK, host: "127.0.0.1" },
       annotations: { state: "critical" },
     });
-    // Several more critical results (every 500 ms) refresh the same alert: still one.
-    await new Promise((wait) => setTimeout(wait, 2_000));
+    // More critical results refresh the same alert: still one.
+    await new Promise((wait) => setTimeout(wait, INTERVAL_S * 1000));
     expect(active(await alerts())).toHaveLength(1);
 
     target = createServer((socket) => socket.end());
@@ -108,6 +110,16 @@ describe.skipIf(ALERTMANAGER === "")("a failing healthcheck alerts through a rea
       "the alert to be resolved after the recovery",
       20_000,
     );
+    const resolvedAt = Date.now();
+    // Resolved by the ok result, not by the end the last critical result set (its time + ttl):
+    // the ok comes one interval after the last failure, the ttl is two.
+    const history = (await (await fetch(`${vigie?.baseUrl}/result/${CHECK}/history?limit=20`)).json()) as {
+      results: Array<{ timestamp: string; success: boolean }>;
+    };
+    const lastFailure = history.results.find((result) => !result.success);
+    expect(lastFailure).toBeDefined();
+    const naturalEnd = Date.parse(lastFailure?.timestamp ?? "") + 2 * INTERVAL_S * 1000;
+    expect(resolvedAt).toBeLessThan(naturalEnd - 500);
     const metrics = await (await fetch(`${vigie?.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/stream_output_events_total\{output="alerts",outcome="sent"\} [1-9]/);
   });

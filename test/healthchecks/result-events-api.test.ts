@@ -27,7 +27,8 @@ describe("results into streams", () => {
     writeFileSync(join(directory, "checks.edn"), "{:checks {:actions {:action :index :params [[:service]]}}}");
     const port = await closedPort();
     server = await startTestServer({
-      modules: [healthchecksModule, streamsModule],
+      // The order of src/server.ts: streams before the modules that produce events.
+      modules: [streamsModule, healthchecksModule],
       config: {
         streams: { directories: [directory] },
         healthchecks: {
@@ -69,6 +70,20 @@ describe("results into streams", () => {
     // The unknown stream first in the list stopped nothing: the check ran on, and the drops are counted.
     const metrics = (await app.inject({ method: "GET", url: "/metrics" })).body;
     expect(metrics).toMatch(/vigie_event_sink_dropped_total\{stream="missing"\} [1-9]/);
+    // No result of the existing stream was lost, not even at start-up.
+    expect(metrics).not.toContain('vigie_event_sink_dropped_total{stream="checks"}');
+    // A one-off result is answered, not pushed.
+    const once = await app.inject({
+      method: "POST",
+      url: "/healthcheck/tcp",
+      payload: { name: "once", target: "127.0.0.1", port, timeout: "150ms", "one-off": true },
+    });
+    expect(once.statusCode).toBe(500);
+    const search = await app.inject({
+      method: "GET",
+      url: `/api/v1/index/checks/search?query=${encodeURIComponent(b64('[:= :service "once"]'))}`,
+    });
+    expect(search.json().events).toEqual([]);
     const latest = await app.inject({ method: "GET", url: "/result/db" });
     expect(latest.json()).toMatchObject({ name: "db", success: false });
   });

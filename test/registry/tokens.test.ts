@@ -80,6 +80,8 @@ describe("token request body", () => {
       "c1\u0085",
       "line\u2028",
       "\ud800",
+      "evil\u202egnp.exe",
+      "iso\u2066late",
       3,
     ]) {
       expect(

@@ -22,18 +22,26 @@ import { countParam, expectCount, fieldParam, numberParam } from "./params.js";
 /** Reduces a list to a metric, or `undefined` when it cannot (no numeric metric, no time span). */
 export type Aggregate = (events: readonly Event[]) => number | undefined;
 
-/** The most recent event of a non-empty list: the largest time, the later one on ties. */
+/**
+ * The most recent event of a non-empty list (the "base" of streams.md §4): the largest time, the
+ * later one in the list on ties; the last of the list when none has a time. Events without time
+ * count as older than any event with one (as Mirabelle's `(last (sort-by :time events))`).
+ * @throws RangeError for an empty list (callers check first)
+ */
 export function mostRecent(events: readonly Event[]): Event {
-  let latest = events[events.length - 1] as Event;
-  let latestTime = timeOf(latest) ?? Number.NEGATIVE_INFINITY;
+  let latest: Event | undefined;
+  let latestTime = Number.NEGATIVE_INFINITY;
   for (const event of events) {
     const time = timeOf(event);
-    if (time !== undefined && time > latestTime) {
+    if (time !== undefined && time >= latestTime) {
       latest = event;
       latestTime = time;
     }
   }
-  return latest;
+  if (latest !== undefined) return latest;
+  const last = events[events.length - 1];
+  if (last === undefined) throw new RangeError("an empty list has no most recent event");
+  return last;
 }
 
 function metrics(events: readonly Event[], combine: (acc: number, metric: number) => number): number | undefined {

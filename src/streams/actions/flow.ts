@@ -126,27 +126,28 @@ export const by: ActionDefinition = {
     }
     const readers = items.map((item, index) => fieldReader(compileField(item, `${path}.params[0].fields[${index}]`)));
     const keyOf = forkKeyOf(readers);
-    const ttl = forkTtl ?? gcInterval;
+    /** Forks are collected when both are set: every `interval` seconds, those idle for `ttl`. */
+    const gc = gcInterval === undefined ? undefined : { interval: gcInterval, ttl: forkTtl ?? gcInterval };
     return (runtime) => {
       const forks = new Map<unknown, { next: Next; seen: number }>();
       const maxForks = runtime.limits.forks;
       const drop = runtime.dropped("by");
       /** When the next collection is due: the first event's time, then the last collection + gc-interval. */
       let nextCollection: number | undefined;
-      const collect = (now: number) => {
-        for (const [key, fork] of forks) if (now - fork.seen > (ttl as number)) forks.delete(key);
+      const collect = (now: number, ttl: number) => {
+        for (const [key, fork] of forks) if (now - fork.seen > ttl) forks.delete(key);
       };
       return (value) => {
         if (Array.isArray(value)) {
           drop();
           return;
         }
-        const time = gcInterval === undefined ? undefined : timeOf(value);
+        const time = gc === undefined ? undefined : timeOf(value);
         // Collection runs before the event is routed, judging each fork by its previous event: the
         // arriving event's own fork may be dropped and restart empty (Mirabelle v0.13).
-        if (time !== undefined && (nextCollection === undefined || time >= nextCollection)) {
-          collect(time);
-          nextCollection = time + (gcInterval as number);
+        if (gc !== undefined && time !== undefined && (nextCollection === undefined || time >= nextCollection)) {
+          collect(time, gc.ttl);
+          nextCollection = time + gc.interval;
         }
         const key = keyOf(value);
         let fork = forks.get(key);

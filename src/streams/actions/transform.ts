@@ -23,11 +23,15 @@ export const withAction: ActionDefinition = {
       compileField(field, `${path}.params[0][${index}]`),
       ednToJson(value),
     ]);
-    const simple = assignments.every(([field]) => field.length === 1);
+    // Top-level fields only: set on one copy, without walking paths.
+    const topLevel = assignments.flatMap(([[key, ...rest], value]) =>
+      key !== undefined && rest.length === 0 ? [[key, value] as const] : [],
+    );
+    const simple = topLevel.length === assignments.length;
     return transforming("with", children, (event) => {
       if (simple) {
         const copy = { ...event };
-        for (const [field, value] of assignments) copy[field[0] as string] = value;
+        for (const [key, value] of topLevel) copy[key] = value;
         return copy;
       }
       let result = event;
@@ -139,8 +143,8 @@ export const renameKeys: ActionDefinition = {
 export const keepKeys: ActionDefinition = {
   compile(params, children, path) {
     const paths = keysParam(params, path, "keep-keys");
-    if (paths.every((field) => field.length === 1)) {
-      const keys = paths.map((field) => field[0] as string);
+    const keys = paths.flatMap(([key, ...rest]) => (key !== undefined && rest.length === 0 ? [key] : []));
+    if (keys.length === paths.length) {
       return transforming("keep-keys", children, (event) => {
         const kept: Event = {};
         for (const key of keys) if (Object.hasOwn(event, key)) kept[key] = event[key];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { compileConfig } from "../../../src/streams/compiler.js";
 import { parseEdn } from "../../../src/streams/edn.js";
+import { StreamEngine } from "../../../src/streams/engine.js";
 import type { Event } from "../../../src/streams/event.js";
 import { run } from "../harness.js";
 
@@ -185,6 +186,37 @@ describe("exception-stream", () => {
     ]);
     expect(drops.get("s/increment")).toBeUndefined();
     expect(drops.get("s/scale")).toBe(1);
+  });
+
+  it("counts what its second child cannot apply: a failure there is not sent back", () => {
+    // The base event has no time, so the exception event has none, and ddt cannot apply to it.
+    const { tap, drops } = run(
+      `{:action :exception-stream
+        :children [{:action :increment}
+                   {:action :sdo :children [{:action :tap :params [:failed]} {:action :ddt}]}]}`,
+      [{ host: "x" }],
+    );
+    expect(tap("failed")).toHaveLength(1);
+    expect(drops.get("s/ddt")).toBe(1);
+  });
+
+  it("sends an action that throws to the second child, with the error's message", () => {
+    const failures: unknown[] = [];
+    const engine = new StreamEngine({
+      tap: (_stream, name, value) => {
+        if (name === "explode") throw new Error("boom");
+        failures.push(value);
+      },
+    });
+    engine
+      .add(
+        "s",
+        parseEdn(`{:actions {:action :exception-stream
+                             :children [{:action :tap :params [:explode]} {:action :tap :params [:failed]}]}}`),
+        { kind: "api" },
+      )
+      .push([{ host: "x", time: 5 }]);
+    expect(failures).toEqual([{ ...EXCEPTION, time: 5, description: "boom", "base-event": { host: "x", time: 5 } }]);
   });
 
   it("the innermost exception-stream catches", () => {

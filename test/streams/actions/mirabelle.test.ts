@@ -3,6 +3,7 @@
  * example streams.md gives): what a configuration migrated from Mirabelle must find unchanged.
  */
 import { describe, expect, it } from "vitest";
+import { mostRecent } from "../../../src/streams/actions/collections.js";
 import { compileConfig } from "../../../src/streams/compiler.js";
 import { parseEdn } from "../../../src/streams/edn.js";
 import type { Event } from "../../../src/streams/event.js";
@@ -156,5 +157,16 @@ describe("Mirabelle v0.13 behaviours", () => {
         asyncQueues: new Set(["q"]),
       }),
     ).not.toThrow();
+  });
+
+  it("takes as base the most recent event, the later one on ties, time-less events counting as oldest", () => {
+    expect(mostRecent([{ n: 1, time: 5 }, { n: 2, time: 5 }, { n: 3 }])).toEqual({ n: 2, time: 5 });
+    expect(mostRecent([{ n: 1 }, { n: 2 }])).toEqual({ n: 2 });
+    expect(
+      mostRecent([
+        { n: 1, time: 9 },
+        { n: 2, time: 5 },
+      ]),
+    ).toEqual({ n: 1, time: 9 });
   });
 });
