@@ -1,8 +1,9 @@
 /**
- * Builds the browser code with esbuild: src/healthchecks/browser/status.ts (the status page's
- * refresh script) into dist/healthchecks/browser/status.js, one minified file with no import, for
- * the browsers of the last few years (ES2022: Chrome 94, Firefox 93, Safari 16.4). Run by
- * `npm run build` after tsc.
+ * Builds the browser code with esbuild, one minified file per entry with no import, for the
+ * browsers of the last few years (ES2022: Chrome 94, Firefox 93, Safari 16.4), into dist/:
+ * src/healthchecks/browser/status.ts (the status page's refresh script),
+ * src/comments/browser/widget.ts (the comment widget a site embeds) and
+ * src/comments/browser/admin.ts (the moderation page). Run by `npm run build` after tsc.
  *
  * Usage: node scripts/build-browser.mjs [--outdir <directory>]   (default: dist)
  * Paths are resolved from the repository, whatever the working directory.
@@ -16,14 +17,18 @@ const { values } = parseArgs({ options: { outdir: { type: "string", default: res
 
 await build({
   absWorkingDir: root,
-  entryPoints: { "healthchecks/browser/status": "src/healthchecks/browser/status.ts" },
+  entryPoints: {
+    "healthchecks/browser/status": "src/healthchecks/browser/status.ts",
+    "comments/browser/widget": "src/comments/browser/widget.ts",
+    "comments/browser/admin": "src/comments/browser/admin.ts",
+  },
   outdir: resolve(values.outdir),
   bundle: true,
   minify: true,
   format: "iife",
   platform: "browser",
   target: "es2022",
-  tsconfig: "src/healthchecks/browser/tsconfig.json",
+  tsconfig: "tsconfig.browser.json",
   legalComments: "none",
   charset: "utf8",
   logLevel: "warning",

@@ -5,10 +5,12 @@
 import { constantTimeEqual } from "../platform/auth.js";
 import { defineModule } from "../platform/module.js";
 import { listQuestion, mathQuestion, type Question } from "./challenge.js";
+import { CommentPublisher } from "./comment-events.js";
 import { COMMENTS_ENVIRONMENT, commentsConfigShape } from "./config.js";
 import { LIST_CACHE_SHARED_TTL_MS, ListCache } from "./list-cache.js";
 import { CommentMetrics } from "./metrics.js";
 import { registerAdminRoutes } from "./routes/admin.js";
+import { registerAssetRoutes } from "./routes/assets.js";
 import { registerPublicRoutes } from "./routes/public.js";
 import { resolveSecrets } from "./secrets.js";
 import { CommentStore, commentsMigrations } from "./storage.js";
@@ -16,8 +18,8 @@ import { Websites } from "./websites.js";
 
 /**
  * The comments module, for the `modules` list of `src/server.ts`. Its plugin resolves the secrets
- * (comments.md §7), then registers the public routes (§4–5) and the admin routes (§6), which share
- * the cache of the public list (list-cache.ts).
+ * (comments.md §7), then registers the public routes (§4–5, §9), the admin routes (§6, §10), which
+ * share the cache of the public list (list-cache.ts), and the widget and moderation page (§9–10).
  */
 export const commentsModule = defineModule({
   name: "comments",
@@ -50,6 +52,7 @@ export const commentsModule = defineModule({
       metrics,
       challenge: { secret: challengeSecret, ttlMs: section.challenge.ttl.milliseconds },
       nextQuestion: section.challenge.type === "questions" ? () => listQuestion(questions) : () => mathQuestion(),
+      publisher: new CommentPublisher(context.events, section.streams),
     });
     registerAdminRoutes(app, {
       websites,
@@ -57,5 +60,7 @@ export const commentsModule = defineModule({
       lists,
       guard: context.auth.require("admin", { alsoAccept: (token) => constantTimeEqual(token, adminToken) }),
     });
+    // The widget and the moderation page (§9–10): public files, read once from the build.
+    await registerAssetRoutes(app);
   },
 });

@@ -6,7 +6,7 @@
  * comment and its `new-comment` event, so none of them exists without the others.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { type Kysely, type Migration, sql } from "kysely";
+import { type Kysely, type Migration, type SelectQueryBuilder, sql } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
 import { type Comment, type CommentEvent, NEW_COMMENT, newCommentMessage } from "./resources.js";
@@ -145,6 +145,24 @@ export const commentsMigrations: Readonly<Record<string, Migration>> = {
       await db.schema.createIndex("comments_rate_limit_hit_at").on("comments_rate_limit_hit").column("at").execute();
     },
   },
+  // The moderation page lists a website's comments across its articles, newest first (comments.md
+  // §10): without these, each page would read and sort every comment of the website.
+  "comments-0002-website-pages": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Pending (or approved) comments of a website: `approved=false` is what the page asks most.
+      await db.schema
+        .createIndex("comments_comment_website_approved")
+        .on("comments_comment")
+        .columns(["website", "approved", "created_at", "id"])
+        .execute();
+      // Every comment of a website, approved or not.
+      await db.schema
+        .createIndex("comments_comment_website")
+        .on("comments_comment")
+        .columns(["website", "created_at", "id"])
+        .execute();
+    },
+  },
 };
 
 /**
@@ -264,6 +282,44 @@ function byTimestampThenId(a: CommentEvent, b: CommentEvent): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
+/** Most comments a page may hold, and the default of the admin list's page (comments.md §9–10). */
+export const PAGE_LIMIT_MAX = 100;
+
+/**
+ * Most comments a page holds beyond its limit so as to end on a whole millisecond (see
+ * {@link CommentStore.articlePage}). Reaching it takes more than this many comments of one article
+ * (or website) created within the same millisecond, each with its own solved challenge.
+ */
+export const PAGE_TIE_MAX = 100;
+
+/** Which comments a page holds: the `limit` newest created strictly before `before`. */
+export interface PageRequest {
+  /** 1 to {@link PAGE_LIMIT_MAX}. */
+  readonly limit: number;
+  /** Milliseconds since the epoch, exclusive; `undefined`: up to the newest comment. */
+  readonly before: number | undefined;
+}
+
+/** A comment with the article it belongs to (the admin list of a website, comments.md §10). */
+export type ArticleComment = Comment & { readonly article: string };
+
+/**
+ * The timestamp of the `limit`-th newest comment of `scope` (a subquery; NULL when it holds fewer):
+ * a page holds every comment of its scope from that timestamp on, so it never ends inside a
+ * millisecond.
+ */
+function pageBoundary(
+  scope: SelectQueryBuilder<PlatformTables & CommentTables, "comments_comment", object>,
+  limit: number,
+) {
+  return scope
+    .select("created_at")
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .limit(1)
+    .offset(limit - 1);
+}
+
 /** Comments, events and the memory of challenges and rate limits, in the database. */
 export class CommentStore {
   readonly #db: CommentsDb;
@@ -363,6 +419,97 @@ export class CommentStore {
     if (approvedOnly) query = query.where("approved", "=", 1);
     const rows = await query.orderBy("created_at").orderBy("id").execute();
     return rows.map(toComment);
+  }
+
+  /**
+   * One page of the approved comments of an article, returned oldest first: the `limit` newest
+   * comments created strictly before `before`, plus those that share the timestamp of the oldest of
+   * them (at most {@link PAGE_TIE_MAX} more). A page thus never ends inside a millisecond, and the
+   * next older page, asked with `before` = the timestamp of this page's first comment, neither
+   * repeats nor skips a comment.
+   */
+  async articlePage(website: string, article: string, page: PageRequest): Promise<Comment[]> {
+    const scope = () => {
+      let query = this.#db
+        .selectFrom("comments_comment")
+        .where("website", "=", website)
+        .where("article", "=", article)
+        .where("approved", "=", 1);
+      if (page.before !== undefined) query = query.where("created_at", "<", page.before);
+      return query;
+    };
+    const rows = await scope()
+      .select(COMMENT_COLUMNS)
+      .where("created_at", ">=", (eb) => eb.fn.coalesce(pageBoundary(scope(), page.limit), eb.lit(0)))
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .limit(page.limit + PAGE_TIE_MAX)
+      .execute();
+    return rows.reverse().map(toComment);
+  }
+
+  /**
+   * One page of the comments of a website across its articles, newest first (timestamp, then id,
+   * both descending), each with its article: the `limit` newest created strictly before `before`,
+   * plus those that share the timestamp of the oldest of them (at most {@link PAGE_TIE_MAX} more),
+   * as {@link articlePage}. The next older page: `before` = the timestamp of this page's last comment.
+   *
+   * @param approved only approved (true) or only pending (false) comments; `undefined`: both
+   */
+  async websitePage(website: string, approved: boolean | undefined, page: PageRequest): Promise<ArticleComment[]> {
+    const scope = () => {
+      let query = this.#db.selectFrom("comments_comment").where("website", "=", website);
+      if (approved !== undefined) query = query.where("approved", "=", approved ? 1 : 0);
+      if (page.before !== undefined) query = query.where("created_at", "<", page.before);
+      return query;
+    };
+    const rows = await scope()
+      .select([...COMMENT_COLUMNS, "article"])
+      .where("created_at", ">=", (eb) => eb.fn.coalesce(pageBoundary(scope(), page.limit), eb.lit(0)))
+      .orderBy("created_at", "desc")
+      .orderBy("id", "desc")
+      .limit(page.limit + PAGE_TIE_MAX)
+      .execute();
+    return rows.map((row) => ({ ...toComment(row), article: row.article }));
+  }
+
+  /**
+   * The websites that hold at least one comment, sorted by code point, at most `limit` of them: what the
+   * moderation page lists in open mode, where any well-formed name is a website (comments.md §1).
+   * The website column leads the comments' index, so this is an index scan, not a table scan.
+   */
+  async websitesWithComments(limit: number): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom("comments_comment")
+      .select("website")
+      .distinct()
+      .orderBy("website")
+      .limit(limit)
+      .execute();
+    // Sorted again by code point: the database's collation may order punctuation otherwise.
+    return rows.map((row) => row.website).sort();
+  }
+
+  /**
+   * How many approved comments each article has, in one query. Articles without any are absent
+   * from the map (the caller answers 0 for them).
+   *
+   * @param articles article names, without duplicates; empty: no query
+   */
+  async countApproved(website: string, articles: readonly string[]): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    if (articles.length === 0) return counts;
+    const rows = await this.#db
+      .selectFrom("comments_comment")
+      .select((eb) => ["article", eb.fn.countAll().as("count")])
+      .where("website", "=", website)
+      .where("approved", "=", 1)
+      .where("article", "in", articles)
+      .groupBy("article")
+      .execute();
+    // count(*) is a bigint on PostgreSQL (read as a number by the platform) and an integer on SQLite.
+    for (const row of rows) counts.set(row.article, Number(row.count));
+    return counts;
   }
 
   /** One comment of an article, or `undefined` (also when it belongs to another article). */

@@ -79,6 +79,11 @@ export class Websites {
     return this.#configured === undefined;
   }
 
+  /** The configured website names in configuration order, or `undefined` in open mode. */
+  get names(): readonly string[] | undefined {
+    return this.#configured === undefined ? undefined : [...this.#configured.keys()];
+  }
+
   /**
    * The website called `name`, or `undefined` when the name breaks the rules of §2 or, with a
    * configured list, is not in it. Case-sensitive, like every path segment.

@@ -23,6 +23,7 @@ describe("comments configuration", () => {
       challenge: { ttl: { text: "10m", milliseconds: 600_000 }, type: "math", questions: [] },
       "rate-limit": { comments: 5, per: { text: "10m", milliseconds: 600_000 } },
       websites: [],
+      streams: [],
     });
   });
 
@@ -45,6 +46,7 @@ describe("comments configuration", () => {
           articles: ["post-1", "post~2"],
         },
       ],
+      streams: ["comments", "default"],
     });
     expect(section).toEqual({
       enabled: true,
@@ -64,6 +66,7 @@ describe("comments configuration", () => {
           articles: ["post-1", "post~2"],
         },
       ],
+      streams: ["comments", "default"],
     });
   });
 

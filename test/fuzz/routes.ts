@@ -370,7 +370,26 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
       query: queryString(["limit", "before"], fc.oneof(fc.integer().map(String), segment())),
     }),
     route("OPTIONS", "/api/v1/comment/:website/:article", { params: comment }),
+    route("GET", "/api/v1/count/:website", {
+      params: comment,
+      query: fc.oneof(
+        queryString(["article"], segment(["post", "hello-world", "__proto__"])),
+        // Around the bound of 100 articles per call.
+        fc
+          .integer({ min: 99, max: 102 })
+          .map((count) => `?${Array.from({ length: count }, (_, index) => `article=a${index}`).join("&")}`),
+      ),
+    }),
+    route("OPTIONS", "/api/v1/count/:website", { params: comment }),
     route("POST", "/api/v1/comment/:website/:article", { params: comment, payload: jsonPayload(commentBody) }),
+    route("GET", "/api/admin/website"),
+    route("GET", "/api/admin/comment/:website", {
+      params: comment,
+      query: queryString(
+        ["approved", "limit", "before"],
+        fc.oneof(fc.constantFrom("true", "false"), fc.integer().map(String), segment()),
+      ),
+    }),
     route("GET", "/api/admin/comment/:website/:article", { params: comment }),
     route("DELETE", "/api/admin/comment/:website/:article", { params: comment }),
     route("GET", "/api/admin/comment/:website/:article/:id", { params: comment }),
@@ -378,6 +397,11 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     route("DELETE", "/api/admin/comment/:website/:article/:id", { params: comment }),
     route("GET", "/api/admin/event/:website", { params: comment }),
     route("DELETE", "/api/admin/event/:website", { params: comment }),
+    // The widget and the moderation page (comments.md §9–10): files without parameters.
+    route("GET", "/comments/widget.js"),
+    route("GET", "/comments/admin"),
+    route("GET", "/comments/admin.js"),
+    route("GET", "/comments/admin.css"),
 
     ...["http", "tcp", "dns", "tls", "command"].map((kind) =>
       route(

@@ -3,7 +3,9 @@
  * event log of a website. Every route needs the comments admin token or a registry token of an
  * active admin user (platform.md §5); none sends CORS headers. The admin routes read the database
  * directly, never the cache of the public list (comments.md §10: every change is visible at once);
- * each write invalidates that cache for its article.
+ * each write invalidates that cache for its article. `GET /api/admin/comment/<website>` lists a
+ * website's comments across its articles by pages, newest first, for the moderation page (§10);
+ * `GET /api/admin/website` lists the websites it moderates.
  */
 import type { FastifyInstance, preHandlerHookHandler } from "fastify";
 import { HttpError } from "../../platform/errors.js";
@@ -11,7 +13,8 @@ import type { ListCache } from "../list-cache.js";
 import { commentIdOf } from "../resources.js";
 import type { CommentStore } from "../storage.js";
 import type { Websites } from "../websites.js";
-import type { ArticleParams } from "./cors.js";
+import type { ArticleParams, WebsiteParams } from "./cors.js";
+import { approvedOf, pageOf } from "./query.js";
 
 /** What the admin routes need. */
 export interface AdminRoutesOptions {
@@ -22,6 +25,9 @@ export interface AdminRoutesOptions {
   /** The guard of every admin route (auth before any other check, so nothing leaks to strangers). */
   readonly guard: preHandlerHookHandler;
 }
+
+/** Websites `GET /api/admin/website` lists at most in open mode. */
+const MAX_LISTED_WEBSITES = 1000;
 
 interface CommentParams extends ArticleParams {
   id: string;
@@ -55,6 +61,23 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOp
     if (id === undefined) throw commentNotFound(params.id);
     return { website, article: params.article, id };
   };
+
+  // The websites to moderate (the moderation page lists the pending comments of each): the
+  // configured ones, or in open mode those that hold comments. Also how the page checks a token.
+  app.get("/api/admin/website", route, async (_request, reply) => {
+    reply.header("Cache-Control", "no-store");
+    return { websites: websites.names ?? (await store.websitesWithComments(MAX_LISTED_WEBSITES)) };
+  });
+
+  // Query parameters (400) before the website (404), as on the public routes; the guard runs first.
+  app.get<{ Params: WebsiteParams }>("/api/admin/comment/:website", route, async (request, reply) => {
+    const approved = approvedOf(request.query);
+    const page = pageOf(request.query, true);
+    const comments = await store.websitePage(websites.get(request.params.website).name, approved, page);
+    // Pending comments are for the moderator's eyes: no copy kept by the browser (§10: read afresh).
+    reply.header("Cache-Control", "no-store");
+    return comments;
+  });
 
   app.get<{ Params: ArticleParams }>("/api/admin/comment/:website/:article", route, async (request) => {
     const { website, article } = request.params;

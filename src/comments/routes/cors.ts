@@ -19,10 +19,23 @@ export const CORS_HEADERS = "Content-Type";
  */
 export const PREFLIGHT_MAX_AGE_SECONDS = 3600;
 
-/** The path parameters of the public routes. */
+/** The path parameters of the public routes of an article. */
 export interface ArticleParams {
   website: string;
   article: string;
+}
+
+/** The path parameters of the public routes of a whole website (the count route, comments.md §9). */
+export interface WebsiteParams {
+  website: string;
+}
+
+/** A path parameter of a request (`website`, `article`), or `undefined` when its path has none. */
+function pathParam(request: FastifyRequest, name: string): string | undefined {
+  const params: unknown = request.params;
+  if (typeof params !== "object" || params === null) return undefined;
+  const value: unknown = Reflect.get(params, name);
+  return typeof value === "string" ? value : undefined;
 }
 
 /**
@@ -34,7 +47,8 @@ export interface ArticleParams {
 export function corsHeaders(websites: Websites): onRequestHookHandler {
   return (request, reply, done) => {
     reply.header("Vary", "Origin");
-    const website = websites.find((request.params as ArticleParams).website);
+    const name = pathParam(request, "website");
+    const website = name === undefined ? undefined : websites.find(name);
     const origin = website === undefined ? undefined : allowedOrigin(website, request.headers.origin);
     if (origin !== undefined) {
       reply.header("Access-Control-Allow-Origin", origin);
@@ -51,7 +65,8 @@ export function corsHeaders(websites: Websites): onRequestHookHandler {
  */
 export function declaredOrigins(websites: Websites): (request: FastifyRequest, origin: string) => boolean {
   return (request, origin) => {
-    const website = websites.find((request.params as ArticleParams).website);
+    const name = pathParam(request, "website");
+    const website = name === undefined ? undefined : websites.find(name);
     return website !== undefined && allowedOrigin(website, origin) !== undefined;
   };
 }
@@ -61,14 +76,17 @@ export function declaredOrigins(websites: Websites): (request: FastifyRequest, o
  * allowed methods and headers (the origin header comes from {@link corsHeaders}); from another
  * origin → 403 without CORS headers, so the browser blocks the request and the developer sees
  * why in the network panel. Without `Origin` (not a pre-flight) → 204 with `Allow`. An unknown
- * website or article → 404 like every other route.
+ * website or article → 404 like every other route; on a path without `:article` (the count route)
+ * only the website is checked.
  *
  * @param allow the `Allow` header: the methods of the path (`GET, HEAD, POST, OPTIONS`)
  */
 export function preflight(websites: Websites, allow: string) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const { website: name, article } = request.params as ArticleParams;
-    const website = websites.getWithArticle(name, article);
+    const name = pathParam(request, "website") ?? "";
+    const article = pathParam(request, "article");
+    // A path without `:article` (the count route) names a website only.
+    const website = article === undefined ? websites.get(name) : websites.getWithArticle(name, article);
     const origin = request.headers.origin;
     if (origin !== undefined && origin !== "") {
       if (allowedOrigin(website, origin) === undefined) {

@@ -1,7 +1,10 @@
 /**
- * The public API of comments (comments.md §4–5): issue a challenge, post a comment, list the
- * approved comments of an article. CORS for the website's allowed origins on all three. The list is
- * answered from a per-article cache (list-cache.ts) with an entity tag; posting invalidates it.
+ * The public API of comments (comments.md §4–5, §9): issue a challenge, post a comment, list the
+ * approved comments of an article (whole or by pages), count the approved comments of articles.
+ * CORS for the website's allowed origins on all of them. The whole list is answered from a
+ * per-article cache (list-cache.ts) with an entity tag; posting invalidates it. Pages and counts
+ * are read from the database at each request: one indexed query of at most a few hundred rows, and
+ * no second cache to keep in step with the writes.
  */
 import type { FastifyError, FastifyInstance, onErrorHookHandler } from "fastify";
 import { fieldError, HttpError } from "../../platform/errors.js";
@@ -16,12 +19,14 @@ import {
   type Question,
   verifyChallenge,
 } from "../challenge.js";
+import type { CommentPublisher } from "../comment-events.js";
 import { parseCommentFields } from "../comment-validation.js";
-import { ifNoneMatchHolds, type ListCache } from "../list-cache.js";
+import { type CachedList, ifNoneMatchHolds, type ListCache, listEntityTag } from "../list-cache.js";
 import type { CommentMetrics } from "../metrics.js";
 import type { AddOutcome, CommentStore } from "../storage.js";
 import type { Websites } from "../websites.js";
-import { type ArticleParams, corsHeaders, declaredOrigins, preflight } from "./cors.js";
+import { type ArticleParams, corsHeaders, declaredOrigins, preflight, type WebsiteParams } from "./cors.js";
+import { articlesOf, pageOf } from "./query.js";
 
 /** Body limit of the add-comment route, in bytes (comments.md §5). */
 export const COMMENT_BODY_LIMIT = 64 * 1024;
@@ -53,9 +58,14 @@ export interface PublicRoutesOptions {
   readonly nextQuestion: () => Question;
   /** The clock, milliseconds since the Unix epoch. */
   readonly now?: () => number;
+  /** Where new comments go as stream events (comments.md §11). */
+  readonly publisher?: CommentPublisher;
 }
 
-/** Registers `GET /api/v1/challenge/…`, `GET|POST /api/v1/comment/…` and their `OPTIONS`. */
+/**
+ * Registers `GET /api/v1/challenge/…`, `GET|POST /api/v1/comment/…`, `GET /api/v1/count/…` and
+ * their `OPTIONS`.
+ */
 export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutesOptions): void {
   const { websites, store, lists, metrics, challenge, nextQuestion } = options;
   const now = options.now ?? Date.now;
@@ -75,14 +85,24 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
   });
   app.options("/api/v1/challenge/:website/:article", cors, preflight(websites, "GET, HEAD, OPTIONS"));
 
-  // The JSON text comes from the cache as `JSON.stringify` wrote it: the same bytes as Fastify's
-  // serialisation of the array. Conditional GET and HEAD per RFC 9110 §13.1.2: a matching
-  // `If-None-Match` → 304 without body, with the headers a 200 would have (ETag, Cache-Control and
-  // the CORS headers set by the `onRequest` hook; RFC 9110 §15.4.5).
+  // Without `limit` and `before`, the whole list: the JSON text comes from the cache as
+  // `JSON.stringify` wrote it, the same bytes as Fastify's serialisation of the array. With either,
+  // one page (comments.md §9), read from the database; its tag is derived from its bytes as the
+  // cache's is. Conditional GET and HEAD per RFC 9110 §13.1.2: a matching `If-None-Match` → 304
+  // without body, with the headers a 200 would have (ETag, Cache-Control and the CORS headers set by
+  // the `onRequest` hook; RFC 9110 §15.4.5). Order of checks: query parameters (400), then website
+  // and article (404), as the post route checks its body first.
   app.get<{ Params: ArticleParams }>("/api/v1/comment/:website/:article", cors, async (request, reply) => {
     const { website: name, article } = request.params;
+    const page = pageOf(request.query, false);
     const website = websites.getWithArticle(name, article);
-    const list = await lists.load(website.name, article, () => store.list(website.name, article, true));
+    let list: CachedList;
+    if (page === undefined) {
+      list = await lists.load(website.name, article, () => store.list(website.name, article, true));
+    } else {
+      const body = JSON.stringify(await store.articlePage(website.name, article, page));
+      list = { body, etag: listEntityTag(body) };
+    }
     reply.header("ETag", list.etag);
     reply.header("Cache-Control", LIST_CACHE_CONTROL);
     if (ifNoneMatchHolds(request.headers["if-none-match"], list.etag)) return reply.code(304).send();
@@ -90,6 +110,21 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
     return list.body;
   });
   app.options("/api/v1/comment/:website/:article", cors, preflight(websites, "GET, HEAD, POST, OPTIONS"));
+
+  // The approved comments of each requested article, 0 for those without (comments.md §9), in one
+  // query. Order of checks: query parameters (400), website (404), then each article against the
+  // website's allow-list (404 `article <name> not found`, as on every route that names one, §2).
+  // `Object.fromEntries` defines own properties, so an article called `__proto__` is a key like
+  // any other.
+  app.get<{ Params: WebsiteParams }>("/api/v1/count/:website", cors, async (request, reply) => {
+    const articles = articlesOf(request.query);
+    const website = websites.get(request.params.website);
+    for (const article of articles) websites.getWithArticle(website.name, article);
+    const counts = await store.countApproved(website.name, articles);
+    reply.header("Cache-Control", LIST_CACHE_CONTROL);
+    return Object.fromEntries(articles.map((article) => [article, counts.get(article) ?? 0]));
+  });
+  app.options("/api/v1/count/:website", cors, preflight(websites, "GET, HEAD, OPTIONS"));
 
   // Bodies the parser refuses (not JSON, too large, wrong media type) are invalid comments too.
   const countRefusedBody: onErrorHookHandler = (request, _reply, error: FastifyError, done) => {
@@ -153,6 +188,14 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
         throw new HttpError(429, rateLimitMessage(seconds), { "Retry-After": String(seconds) });
       }
       metrics.added(website.name);
+      options.publisher?.publish({
+        id: result.comment.id,
+        website: website.name,
+        article,
+        author: fields.author,
+        approved: result.comment.approved,
+        timestamp: result.comment.timestamp,
+      });
       if (time - lastPurge >= PURGE_INTERVAL_MS) {
         lastPurge = time;
         // Housekeeping must not fail an accepted comment: log and go on.
