@@ -11,7 +11,23 @@ import { type Database, openDatabase } from "./platform/database.js";
 import { HttpError } from "./platform/errors.js";
 import { sectionOf } from "./platform/module.js";
 import { ValidationError } from "./platform/validation.js";
-import { hashPassword, UserStore, userDescription, userName, userPassword, userRole } from "./registry/index.js";
+import {
+  CargoStore,
+  type CheckReport,
+  CrateFiles,
+  checkCrateFiles,
+  crateStorage,
+  hasDisagreements,
+  hashPassword,
+  ORPHAN_GRACE_MS,
+  registryModule,
+  reportLines,
+  UserStore,
+  userDescription,
+  userName,
+  userPassword,
+  userRole,
+} from "./registry/index.js";
 import { allMigrations, buildServer, modules } from "./server.js";
 import {
   declarationsOf,
@@ -200,6 +216,36 @@ async function createUser(options: {
   process.stdout.write(`user ${name} created\n`);
 }
 
+/**
+ * `vigie registry check`: the disagreements between the database and the `.crate` files of the
+ * Cargo registry (cargo.md §3, §5). Orphan and temporary files older than ten minutes are removed
+ * (younger ones may belong to a publish in progress) unless `--dry-run`. Exit 0 when nothing is
+ * left to report, 1 otherwise.
+ */
+async function checkRegistry(options: { config?: string; dryRun?: boolean }): Promise<void> {
+  const config = await configFrom(options.config);
+  const section = sectionOf(config, registryModule);
+  if (section === undefined || !section.cargo.enabled) {
+    fail("the Cargo registry is not enabled (registry.cargo.enabled)", EXIT_USAGE);
+  }
+  let database: Database;
+  try {
+    database = await openDatabase(config.database.url, allMigrations());
+  } catch (error) {
+    fail(`cannot open the database: ${(error as Error).message}`, EXIT_FAILURE);
+  }
+  let report: CheckReport;
+  try {
+    const files = new CrateFiles(crateStorage(section.cargo, database.dataDirectory));
+    const grace = options.dryRun === true ? undefined : ORPHAN_GRACE_MS;
+    report = await checkCrateFiles(await new CargoStore(database).files(), files, Date.now(), grace);
+  } finally {
+    await database.close();
+  }
+  process.stdout.write(`${reportLines(report).join("\n")}\n`);
+  process.exit(hasDisagreements(report) ? EXIT_FAILURE : EXIT_OK);
+}
+
 async function testStreams(files: string[], options: { config?: string }): Promise<void> {
   const config = await configFrom(options.config);
   const section = sectionOf(config, streamsModule);
@@ -245,6 +291,15 @@ function program(): Command {
     .option("--password-file <file>", "read the password from this file instead of standard input")
     .option("-c, --config <file>", "YAML configuration file (default: $VIGIE_CONFIG, else built-in defaults)")
     .action(createUser);
+  const registry = root.command("registry").description("work with the Cargo registry's storage");
+  registry
+    .command("check")
+    .description(
+      "compare the database with the stored .crate files; remove orphan and temporary files older than 10 minutes; exit 0 when they agree, 1 otherwise",
+    )
+    .option("--dry-run", "report only, remove nothing")
+    .option("-c, --config <file>", "YAML configuration file (default: $VIGIE_CONFIG, else built-in defaults)")
+    .action(checkRegistry);
   const stream = root.command("stream").description("work with stream configurations");
   stream
     .command("test")

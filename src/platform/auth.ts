@@ -10,12 +10,31 @@ import { isPlainObject } from "./validation.js";
 /** The two roles of registry.md §1. `admin` may do everything `tech` may. */
 export type Role = "admin" | "tech";
 
-/** The authenticated caller, set on `request.principal` by a guard. */
+/**
+ * The authenticated caller, set on `request.principal` by a guard. `scopes` and `crates` are the
+ * limits of a Cargo token (cargo.md §4: scope names, crate name patterns), `undefined` meaning all;
+ * a principal with either one is "scoped" (see {@link isScoped}).
+ */
 export interface Principal {
   readonly id: string;
   readonly name: string;
   readonly role: Role;
+  /** What the token may do on the Cargo registry (`publish-new`, `yank` …); `undefined`: everything. */
+  readonly scopes?: readonly string[] | undefined;
+  /** Crate name patterns (`serde`, `acme-*`) the token is for; `undefined`: every crate. */
+  readonly crates?: readonly string[] | undefined;
 }
+
+/**
+ * Whether a principal comes from a token created with `scopes` or `crates` (cargo.md §4): such a
+ * token is for Cargo only, and every guard but those created with `{scoped: true}` refuses it.
+ */
+export function isScoped(principal: Principal): boolean {
+  return principal.scopes !== undefined || principal.crates !== undefined;
+}
+
+/** The 403 sentence for a scoped token on a route that is not Cargo's (cargo.md §4). */
+export const SCOPED_TOKEN_ERROR = "a token with scopes is for Cargo only";
 
 /** How one authentication ended; the values of `registry_auth_total{result}` (registry.md §5). */
 export type AuthOutcome = "ok" | "missing" | "invalid" | "expired" | "inactive" | "forbidden";
@@ -68,6 +87,8 @@ const FAILURES: Readonly<Record<Exclude<AuthOutcome, "ok">, readonly [number, st
   forbidden: [403, "forbidden"],
 };
 
+const SCOPED_FAILURE: readonly [number, string] = [403, SCOPED_TOKEN_ERROR];
+
 /** Options of {@link Auth.require}. */
 export interface GuardOptions {
   /**
@@ -80,7 +101,24 @@ export interface GuardOptions {
    * headers on a WebSocket upgrade. The URL then holds a secret, so it must never be logged.
    */
   readonly queryParameter?: string;
+  /**
+   * Lets scoped tokens through (cargo.md §4): only the Cargo routes pass it, and check the scopes
+   * of `request.principal` themselves (`missingScope` of src/registry/cargo/scopes.ts). Without it
+   * a scoped token gets 403 `a token with scopes is for Cargo only`.
+   */
+  readonly scoped?: boolean;
 }
+
+/** Options of {@link Auth.check}. */
+export interface CheckOptions {
+  /** Accept a scoped principal (see {@link GuardOptions.scoped}); default false. */
+  readonly scoped?: boolean;
+}
+
+const MISSING: AuthResult = { outcome: "missing" };
+const INVALID: AuthResult = { outcome: "invalid" };
+const FORBIDDEN_ROLE: AuthResult = { outcome: "forbidden", reason: "role" };
+const FORBIDDEN_SCOPED: AuthResult = { outcome: "forbidden", reason: "scoped" };
 
 /** The authentication hook point: one per server, shared by every module. */
 export class Auth {
@@ -99,21 +137,25 @@ export class Auth {
 
   /**
    * Verifies a token and the role it needs. Without a registered verifier (registry disabled) every
-   * token is invalid.
+   * token is invalid. A scoped principal is `forbidden` (reason `scoped`) unless `options.scoped`;
+   * that comes before the role, so a scoped token hears why whatever its user's role.
    */
-  check(token: string | undefined, role: Role): AuthResult | Promise<AuthResult> {
-    if (token === undefined) return this.#finish({ outcome: "missing" }, role);
-    if (this.#verifier === undefined) return this.#finish({ outcome: "invalid" }, role);
+  check(token: string | undefined, role: Role, options?: CheckOptions): AuthResult | Promise<AuthResult> {
+    const scoped = options?.scoped === true;
+    if (token === undefined) return this.#finish(MISSING, role, scoped);
+    if (this.#verifier === undefined) return this.#finish(INVALID, role, scoped);
     const verification = this.#verifier(token);
     return verification instanceof Promise
-      ? verification.then((result) => this.#finish(result, role))
-      : this.#finish(verification, role);
+      ? verification.then((result) => this.#finish(result, role, scoped))
+      : this.#finish(verification, role, scoped);
   }
 
-  #finish(verification: TokenVerification | { outcome: "missing" }, role: Role): AuthResult {
-    let result: AuthResult = verification;
-    if (verification.outcome === "ok" && role === "admin" && verification.principal.role !== "admin") {
-      result = { outcome: "forbidden" };
+  #finish(verification: AuthResult, role: Role, scoped: boolean): AuthResult {
+    let result = verification;
+    if (verification.outcome === "ok") {
+      const { principal } = verification;
+      if (!scoped && isScoped(principal)) result = FORBIDDEN_SCOPED;
+      else if (role === "admin" && principal.role !== "admin") result = FORBIDDEN_ROLE;
     }
     for (const listener of this.#listeners) listener(result.outcome);
     return result;
@@ -123,10 +165,12 @@ export class Auth {
    * A preHandler that lets a request through only with a registry token of an active user having
    * `role` (an admin has every role), or with a token `alsoAccept` recognises. The token comes from
    * `Authorization`, else from the `queryParameter` of the URL when one is named. Answers 401 `missing
-   * token` / `invalid token` / `token expired`, 403 `user is not active` / `forbidden`.
+   * token` / `invalid token` / `token expired`, 403 `user is not active` / `forbidden` / `a token
+   * with scopes is for Cargo only` (a scoped token, unless `scoped`).
    */
   require(role: Role, options: GuardOptions = {}): preHandlerHookHandler {
     const { alsoAccept, queryParameter } = options;
+    const checkOptions: CheckOptions = { scoped: options.scoped === true };
     return (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
       let token = readToken(request.headers.authorization);
       if (token === undefined && queryParameter !== undefined) {
@@ -135,7 +179,7 @@ export class Auth {
         if (typeof value === "string" && value !== "") token = value;
       }
       if (token !== undefined && alsoAccept?.(token)) return done();
-      const result = this.check(token, role);
+      const result = this.check(token, role, checkOptions);
       if (result instanceof Promise) {
         result.then((settled) => respond(request, reply, settled, done), done);
       } else {
@@ -145,8 +189,14 @@ export class Auth {
   }
 }
 
-/** The result of {@link Auth.check}. */
-export type AuthResult = TokenVerification | { readonly outcome: "missing" | "forbidden" };
+/**
+ * The result of {@link Auth.check}. `forbidden` says why: the user's `role` is not enough, or the
+ * token is `scoped` (cargo.md §4); both count as `forbidden` in `registry_auth_total`.
+ */
+export type AuthResult =
+  | TokenVerification
+  | { readonly outcome: "missing" }
+  | { readonly outcome: "forbidden"; readonly reason: "role" | "scoped" };
 
 function respond(request: FastifyRequest, reply: FastifyReply, result: AuthResult, done: () => void): void {
   if (result.outcome === "ok") {
@@ -154,6 +204,7 @@ function respond(request: FastifyRequest, reply: FastifyReply, result: AuthResul
     done();
     return;
   }
-  const [status, message] = FAILURES[result.outcome];
+  const [status, message] =
+    result.outcome === "forbidden" && result.reason === "scoped" ? SCOPED_FAILURE : FAILURES[result.outcome];
   reply.code(status).type("application/json; charset=utf-8").send({ error: message });
 }

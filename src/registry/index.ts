@@ -8,6 +8,7 @@
 import { defineModule, type VigieModule } from "../platform/module.js";
 import type { RateLimitPolicy } from "../platform/rate-limit.js";
 import { bootstrapAdminFrom, createBootstrapAdmin } from "./bootstrap.js";
+import { cargoMigrations, cargoSection, checkCargoPublicUrl, setUpCargo } from "./cargo/index.js";
 import { LastUsedRecorder } from "./last-used.js";
 import { countAuthOutcomes } from "./metrics.js";
 import { dummyPasswordHash } from "./passwords.js";
@@ -16,9 +17,22 @@ import { FailureLimiter, registryMigrations, TOKEN_FAILURE_POLICY, TokenStore, U
 import { TokenCache } from "./token-cache.js";
 import { RegistryVerifier } from "./verifier.js";
 
+export {
+  CargoStore,
+  type CheckReport,
+  CrateFiles,
+  checkCrateFiles,
+  crateStorage,
+  hasDisagreements,
+  ORPHAN_GRACE_MS,
+  reportLines,
+} from "./cargo/index.js";
 export { hashPassword } from "./passwords.js";
 export { registryMigrations, UserStore } from "./storage.js";
 export { userDescription, userName, userPassword, userRole } from "./users.js";
+
+/** The keys of the `registry` section besides `enabled`: the Cargo registry's (cargo.md). */
+const registryShape = { cargo: cargoSection };
 
 /** Options of {@link createRegistryModule}; the defaults are those of production. */
 export interface RegistryModuleOptions {
@@ -40,13 +54,14 @@ export interface RegistryModuleOptions {
  * @throws ConfigError at start-up (from the plugin) when `VIGIE_ADMIN_NAME`/`VIGIE_ADMIN_PASSWORD`
  *   are invalid or only one is set
  */
-export function createRegistryModule(options: RegistryModuleOptions = {}): VigieModule<Record<never, never>> {
+export function createRegistryModule(options: RegistryModuleOptions = {}): VigieModule<typeof registryShape> {
   const now = options.now ?? Date.now;
   return defineModule({
     name: "registry",
-    configShape: {},
-    migrations: registryMigrations,
-    plugin: async (app, { context }) => {
+    configShape: registryShape,
+    migrations: { ...registryMigrations, ...cargoMigrations },
+    check: (section, platform) => checkCargoPublicUrl(section.cargo, platform),
+    plugin: async (app, { context, section }) => {
       const bootstrapAdmin = bootstrapAdminFrom(options.environment ?? process.env);
       const { auth, database, logger } = context;
       const users = new UserStore(database);
@@ -81,6 +96,7 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
         requireUser: auth.require("tech"),
         now,
       });
+      if (section.cargo.enabled) await setUpCargo(app, context, section.cargo, users, now);
     },
   });
 }

@@ -1,8 +1,10 @@
 /**
  * The routes of the registry (registry.md §2–3): users (admin, or a user for its own description
  * and password) and tokens (created with the user's password, rate limited; listed and deleted by
- * their owner, or by an admin with `?user=<name>`). Errors are HttpErrors and ValidationErrors,
- * answered by the platform's error handler.
+ * their owner, or by an admin with `?user=<name>`). A token may be created with Cargo `scopes` and
+ * `crates` (cargo.md §4); such a token is refused by every guard here (the guards are created
+ * without `scoped`), so it cannot manage users or tokens. Errors are HttpErrors and
+ * ValidationErrors, answered by the platform's error handler.
  */
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
 import type { Principal } from "../platform/auth.js";
@@ -123,7 +125,10 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
       throw new HttpError(401, "invalid user or password");
     }
     if (!user.active) throw new HttpError(403, "user is not active");
-    const { token } = await tokens.create(user.id, body.name, body.validity, now());
+    const { token } = await tokens.create(user.id, body.name, body.validity, now(), {
+      scopes: body.scopes,
+      crates: body.crates,
+    });
     return reply.code(201).send({ token });
   });
 

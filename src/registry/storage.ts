@@ -4,7 +4,8 @@
  * epoch; booleans are INTEGER 0/1 so that both databases store and return the same values.
  *
  * - `registry_user`: users, with their Argon2id password hash (never leaves the server);
- * - `registry_token`: tokens, of which only the SHA-256 is stored, in a unique index;
+ * - `registry_token`: tokens, of which only the SHA-256 is stored, in a unique index, with their
+ *   Cargo limits (cargo.md §4) as JSON arrays of strings in text columns, null for all;
  * - `registry_token_failure`: failed token creations, the memory of the rate limit, in the
  *   database so that instances sharing PostgreSQL share it (platform.md §3).
  */
@@ -14,7 +15,15 @@ import type { Role } from "../platform/auth.js";
 import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
 import { HttpError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
-import { DAY_MS, generateToken, hashToken, type StoredToken, type TokenOwner, tokenNotFound } from "./tokens.js";
+import {
+  DAY_MS,
+  generateToken,
+  hashToken,
+  type StoredToken,
+  type TokenLimits,
+  type TokenOwner,
+  tokenNotFound,
+} from "./tokens.js";
 import {
   compareNames,
   LAST_ADMIN,
@@ -60,6 +69,10 @@ export interface TokenTable {
   expires_at: number;
   /** Milliseconds since the epoch, or null before the first use. Written at most once a minute. */
   last_used_at: number | null;
+  /** Cargo scopes (cargo.md §4), a JSON array of strings; null: every scope. */
+  scopes: string | null;
+  /** Crate name patterns (cargo.md §4), a JSON array of strings; null: every crate. */
+  crates: string | null;
 }
 
 /**
@@ -139,6 +152,14 @@ export const registryMigrations: Readonly<Record<string, Migration>> = {
           .alterColumn("name", (column) => column.setDataType("varchar(100)"))
           .execute();
       }
+    },
+  },
+  "registry-0003-token-scopes": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Token scopes (cargo.md §4). Nullable, so existing tokens keep every scope; text holding a
+      // JSON array on both databases (one column per statement: SQLite adds one at a time).
+      await db.schema.alterTable("registry_token").addColumn("scopes", "text").execute();
+      await db.schema.alterTable("registry_token").addColumn("crates", "text").execute();
     },
   },
 };
@@ -312,8 +333,28 @@ export class UserStore {
   }
 }
 
+/** The column form of a token limit: a JSON array, or null for all. */
+function encodeList(list: readonly string[] | undefined): string | null {
+  return list === undefined ? null : JSON.stringify(list);
+}
+
+/**
+ * A token limit read from its column: null gives `undefined` (all), a JSON array of strings a
+ * frozen array (shared by every request of the token through the cache).
+ *
+ * @throws Error when the column holds anything else (the database was edited by hand)
+ */
+function decodeList(text: string | null, column: string): readonly string[] | undefined {
+  if (text === null) return undefined;
+  const value: unknown = JSON.parse(text);
+  if (!Array.isArray(value) || !value.every((item) => typeof item === "string")) {
+    throw new Error(`registry_token.${column} is not a JSON array of strings: ${text}`);
+  }
+  return Object.freeze(value);
+}
+
 function toStoredToken(
-  row: Pick<TokenTable, "id" | "user_id" | "name" | "created_at" | "expires_at" | "last_used_at">,
+  row: Pick<TokenTable, "id" | "user_id" | "name" | "created_at" | "expires_at" | "last_used_at" | "scopes" | "crates">,
 ): StoredToken {
   return {
     id: row.id,
@@ -322,10 +363,12 @@ function toStoredToken(
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     lastUsedAt: row.last_used_at,
+    scopes: decodeList(row.scopes, "scopes"),
+    crates: decodeList(row.crates, "crates"),
   };
 }
 
-const COLUMNS = ["id", "user_id", "name", "created_at", "expires_at", "last_used_at"] as const;
+const COLUMNS = ["id", "user_id", "name", "created_at", "expires_at", "last_used_at", "scopes", "crates"] as const;
 
 /** Reads and writes `registry_token`. Works the same on SQLite and PostgreSQL. */
 export class TokenStore {
@@ -340,6 +383,7 @@ export class TokenStore {
    *
    * @param validityDays 1–3650
    * @param now milliseconds since the epoch
+   * @param limits Cargo scopes and crate patterns (cargo.md §4), already validated; none: all
    * @returns the token, to show once, and what is stored of it
    * @throws HttpError 409 `token <name> already exists` when the user has a token of that name
    */
@@ -348,6 +392,7 @@ export class TokenStore {
     name: string,
     validityDays: number,
     now: number,
+    limits: TokenLimits = {},
   ): Promise<{ token: string; stored: StoredToken }> {
     const token = generateToken();
     const row = {
@@ -358,6 +403,8 @@ export class TokenStore {
       created_at: now,
       expires_at: now + validityDays * DAY_MS,
       last_used_at: null,
+      scopes: encodeList(limits.scopes),
+      crates: encodeList(limits.crates),
     };
     const result = await this.#db
       .insertInto("registry_token")
@@ -391,7 +438,11 @@ export class TokenStore {
     return toStoredToken(row);
   }
 
-  /** The token whose SHA-256 is `hash`, with its user: one lookup in a unique index. */
+  /**
+   * The token whose SHA-256 is `hash`, with its limits and its user: one lookup in a unique index.
+   *
+   * @throws Error when a limit column holds something else than a JSON array of strings
+   */
   async findOwner(hash: string): Promise<TokenOwner | undefined> {
     const row = await this.#db
       .selectFrom("registry_token as t")
@@ -400,6 +451,8 @@ export class TokenStore {
         "t.id as tokenId",
         "t.expires_at as expiresAt",
         "t.last_used_at as lastUsedAt",
+        "t.scopes as scopes",
+        "t.crates as crates",
         "u.id as userId",
         "u.name as userName",
         "u.role as role",
@@ -407,7 +460,18 @@ export class TokenStore {
       ])
       .where("t.hash", "=", hash)
       .executeTakeFirst();
-    return row === undefined ? undefined : { ...row, active: row.active === 1 };
+    if (row === undefined) return undefined;
+    return {
+      tokenId: row.tokenId,
+      expiresAt: row.expiresAt,
+      lastUsedAt: row.lastUsedAt,
+      userId: row.userId,
+      userName: row.userName,
+      role: row.role,
+      active: row.active === 1,
+      scopes: decodeList(row.scopes, "scopes"),
+      crates: decodeList(row.crates, "crates"),
+    };
   }
 
   /**

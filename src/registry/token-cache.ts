@@ -12,6 +12,7 @@ import type { Principal } from "../platform/auth.js";
 /** What the cache keeps of a token and its user. */
 export interface CachedToken {
   readonly tokenId: string;
+  /** The user, with the token's Cargo limits (cargo.md §4), which never change once created. */
   readonly principal: Principal;
   readonly active: boolean;
   /** Milliseconds since the epoch. */

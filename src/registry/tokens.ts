@@ -9,12 +9,14 @@ import { HttpError } from "../platform/errors.js";
 import {
   integer,
   object,
+  optional,
   required,
   string,
   ValidationError,
   type Validator,
   withDefault,
 } from "../platform/validation.js";
+import { cratePatterns, tokenScopes } from "./cargo/scopes.js";
 import { userName } from "./users.js";
 
 /** What every token starts with, so a leaked one is recognisable (secret scanners). */
@@ -72,6 +74,10 @@ export const tokenName: Validator<string> = (value, path) => {
 /**
  * The body of POST /api/v1/registry/token. `password` is only checked for type and size here: a
  * password that breaks the rules of §2 is simply a wrong one (401), counted by the rate limit.
+ * `scopes` and `crates` (cargo.md §4) are optional non-empty arrays, duplicates removed; absent
+ * (or null) means all.
+ *
+ * @throws ValidationError naming the field: `name: is required`, `scopes[1]: must be one of ...`
  */
 export const newTokenBody = object(
   {
@@ -80,6 +86,10 @@ export const newTokenBody = object(
     password: required(string({ min: 1, max: 1024 })),
     /** Days, 1–3650, default 365. */
     validity: withDefault(integer(1, 3650), 365),
+    /** Cargo scopes (cargo.md §4); absent: all. */
+    scopes: optional(tokenScopes),
+    /** Crate name patterns (cargo.md §4); absent: every crate. */
+    crates: optional(cratePatterns),
   },
   { unknownKeys: "ignore" },
 );
@@ -87,17 +97,32 @@ export const newTokenBody = object(
 /** A valid body of POST /api/v1/registry/token. */
 export type NewTokenBody = ReturnType<typeof newTokenBody>;
 
-/** A token as the API lists it (dates are RFC 3339 UTC strings). */
+/**
+ * The limits of a Cargo token (cargo.md §4), set when it is created and never changed: scope names
+ * and crate name patterns, each `undefined` for all. A token with either one is "scoped", for
+ * Cargo only.
+ */
+export interface TokenLimits {
+  readonly scopes?: readonly string[] | undefined;
+  readonly crates?: readonly string[] | undefined;
+}
+
+/**
+ * A token as the API lists it (dates are RFC 3339 UTC strings); `scopes` and `crates` only when
+ * the token has them.
+ */
 export interface TokenView {
   readonly id: string;
   readonly name: string;
   readonly "created-at": string;
   readonly "expires-at": string;
   readonly "last-used-at": string | null;
+  readonly scopes?: readonly string[];
+  readonly crates?: readonly string[];
 }
 
 /** A stored token, without its hash. Times in milliseconds since the epoch. */
-export interface StoredToken {
+export interface StoredToken extends TokenLimits {
   readonly id: string;
   readonly userId: string;
   readonly name: string;
@@ -106,8 +131,11 @@ export interface StoredToken {
   readonly lastUsedAt: number | null;
 }
 
-/** What authenticating a token needs: the token and its user, read in one indexed lookup. */
-export interface TokenOwner {
+/**
+ * What authenticating a token needs: the token (with its limits) and its user, read in one indexed
+ * lookup.
+ */
+export interface TokenOwner extends TokenLimits {
   readonly tokenId: string;
   /** Milliseconds since the epoch. */
   readonly expiresAt: number;
@@ -124,7 +152,7 @@ export function rfc3339(milliseconds: number): string {
   return new Date(milliseconds).toISOString();
 }
 
-/** The API view of a stored token. */
+/** The API view of a stored token; `scopes` and `crates` appear only when set. */
 export function tokenView(token: StoredToken): TokenView {
   return {
     id: token.id,
@@ -132,6 +160,8 @@ export function tokenView(token: StoredToken): TokenView {
     "created-at": rfc3339(token.createdAt),
     "expires-at": rfc3339(token.expiresAt),
     "last-used-at": token.lastUsedAt === null ? null : rfc3339(token.lastUsedAt),
+    ...(token.scopes === undefined ? {} : { scopes: token.scopes }),
+    ...(token.crates === undefined ? {} : { crates: token.crates }),
   };
 }
 

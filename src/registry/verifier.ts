@@ -1,9 +1,11 @@
 /**
  * The verifier of registry tokens that the registry registers with the platform's auth hook
  * (platform.md §5): SHA-256 of the token, then the in-process cache, else one indexed lookup that
- * joins the user. A cache hit answers synchronously, so a guarded route awaits no promise.
+ * joins the user. A cache hit answers synchronously, so a guarded route awaits no promise. The
+ * token's Cargo limits (cargo.md §4) come in the same lookup and travel on the principal, built
+ * once per lookup: the guard reads them without any further query or allocation.
  */
-import type { TokenVerification } from "../platform/auth.js";
+import type { Principal, TokenVerification } from "../platform/auth.js";
 import type { LastUsedRecorder } from "./last-used.js";
 import type { CachedToken, TokenCache } from "./token-cache.js";
 import { hashToken, isTokenFormat, type TokenOwner } from "./tokens.js";
@@ -75,7 +77,14 @@ export class RegistryVerifier {
     const generation = this.#cache.generation;
     const owner = await this.#findOwner(hash);
     if (owner === undefined) return undefined;
-    const principal = { id: owner.userId, name: owner.userName, role: owner.role };
+    // Every principal has the same keys (a limit is undefined when absent): one shape for the guard.
+    const principal: Principal = {
+      id: owner.userId,
+      name: owner.userName,
+      role: owner.role,
+      scopes: owner.scopes,
+      crates: owner.crates,
+    };
     const verified: Verified = {
       tokenId: owner.tokenId,
       principal,

@@ -67,6 +67,7 @@ beforeAll(async () => {
         "status-page": { enabled: true },
       },
       streams: { directories: [directory] },
+      registry: { cargo: { enabled: true, storage: join(directory, "crates") } },
     },
   });
   const created = await server.app.inject({
@@ -131,6 +132,15 @@ function checkAnswer(route: FuzzRoute, status: number, text: string): void {
     (body as { message: string }).message.startsWith("Execution of one off healthcheck ");
   if (failedOneOff) return;
   if (status >= 500) throw new Error(`answer ${status}: ${text.slice(0, 300)}`);
+  // Cargo's routes answer in Cargo's format; what the platform refuses before any route runs (a
+  // URL the router cannot read, the Host/Origin check, a `..` that leaves the prefix) in its own.
+  const platformError = typeof (body as { error?: unknown }).error === "string";
+  if (route.cargoErrors === true && !platformError) {
+    const detail = (body as { errors?: { detail?: unknown }[] }).errors?.[0]?.detail;
+    if (typeof detail !== "string" || detail === "")
+      throw new Error(`answer ${status} without Cargo's errors: ${text}`);
+    return;
+  }
   const error = (body as { error?: unknown }).error;
   if (typeof error !== "string" || error === "") throw new Error(`answer ${status} without an error sentence: ${text}`);
 }

@@ -50,6 +50,8 @@ export interface FuzzRoute {
   readonly requests: fc.Arbitrary<FuzzRequest>;
   /** The one 5xx a route may answer: the 500 of a failed one-off healthcheck (healthchecks.md §5). */
   readonly allowsFailedOneOff?: boolean;
+  /** Errors in Cargo's format, `{"errors": [{"detail": "<sentence>"}]}` (cargo.md §2). */
+  readonly cargoErrors?: boolean;
   /** A share of the default number of runs, for routes whose every request is slow (Argon2). */
   readonly runs?: number;
 }
@@ -122,6 +124,57 @@ function requests(
       });
       return { path: `${path}${query}`, payload, headers: { ...authorization, ...origin }, upgrade };
     });
+}
+
+/**
+ * The Cargo registry's routes (cargo.md): the sparse index, browsing, and Cargo's web API with its
+ * own error format. Publish bodies are frames of fuzzed lengths, metadata and bytes.
+ */
+function cargoRoutes(
+  context: FuzzContext,
+  route: (method: FuzzRoute["method"], url: string, options?: Parameters<typeof requests>[2]) => FuzzRoute,
+): FuzzRoute[] {
+  const crate = { name: ["fuzz-crate", "Fuzz_Crate", "nope", "a"], version: ["0.1.0", "1.0.0+b", "01.0.0", "x"] };
+  const metadata = mutated({ name: "fuzz-crate", vers: "0.1.0", deps: [], features: {}, description: "fuzz" });
+  const u32 = (value: number) => {
+    const bytes = Buffer.alloc(4);
+    bytes.writeUInt32LE(value >>> 0);
+    return bytes;
+  };
+  const frame: fc.Arbitrary<Payload> = fc
+    .tuple(metadata, fc.uint8Array({ maxLength: 300 }), fc.integer({ min: -8, max: 8 }), fc.boolean())
+    .map(([json, crateBytes, skew, headerType]) => {
+      const text = Buffer.from(JSON.stringify(json) ?? "null");
+      const body = Buffer.concat([u32(text.length + skew), text, u32(crateBytes.length - skew), crateBytes]);
+      const headers: Record<string, string> = headerType ? { "content-type": "application/octet-stream" } : {};
+      return { body, headers };
+    });
+  const owners = jsonPayload(mutated({ users: ["root", "fuzz-user"] }));
+  const cargo = (method: FuzzRoute["method"], url: string, options: Parameters<typeof requests>[2] = {}) => ({
+    ...route(method, url, options),
+    cargoErrors: true,
+  });
+  return [
+    route("GET", "/api/v1/cargo/index/config.json"),
+    {
+      method: "GET",
+      url: "/api/v1/cargo/index/*",
+      requests: requests(context, "/api/v1/cargo/index/:first/:second/:name", {
+        params: { first: ["1", "2", "3", "fu"], second: ["a", "zz", "cr"], name: crate.name },
+      }),
+    },
+    route("GET", "/api/v1/registry/crates", { query: queryString(["page", "per_page"], segment(["1", "0", "101"])) }),
+    route("GET", "/api/v1/registry/crates/:name", { params: crate }),
+    route("GET", "/me"),
+    cargo("PUT", "/api/v1/crates/new", { payload: fc.oneof(frame, anyPayload) }),
+    cargo("DELETE", "/api/v1/crates/:name/:version/yank", { params: crate }),
+    cargo("PUT", "/api/v1/crates/:name/:version/unyank", { params: crate }),
+    cargo("GET", "/api/v1/crates/:name/owners", { params: crate }),
+    cargo("PUT", "/api/v1/crates/:name/owners", { params: crate, payload: owners }),
+    cargo("DELETE", "/api/v1/crates/:name/owners", { params: crate, payload: owners }),
+    cargo("GET", "/api/v1/crates", { query: queryString(["q", "per_page"], segment(["fuzz", "10", "0"])) }),
+    cargo("GET", "/api/v1/crates/:name/:version/download", { params: crate }),
+  ];
 }
 
 /** Healthcheck fields that reach the network or decide how long a run waits: kept harmless. */
@@ -352,12 +405,20 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
       "/api/v1/registry/token",
       {
         payload: jsonPayload(
-          mutated({ name: "fuzz token", user: "fuzz-user", password: "wrong-password", validity: 1 }),
+          mutated({
+            name: "fuzz token",
+            user: "fuzz-user",
+            password: "wrong-password",
+            validity: 1,
+            scopes: ["publish-new", "yank"],
+            crates: ["fuzz-*", "serde"],
+          }),
         ),
       },
       { runs: 0.25 },
     ),
     route("GET", "/api/v1/registry/token", { query: queryString(["user"], segment(["root", "fuzz-user"])) }),
+    ...cargoRoutes(context, route),
     route("DELETE", "/api/v1/registry/token/:name", {
       params: { name: ["fuzz token", "laptop"] },
       query: queryString(["user"], segment(["root", "fuzz-user"])),

@@ -3,7 +3,9 @@ import {
   Auth,
   type AuthOutcome,
   constantTimeEqual,
+  isScoped,
   readToken,
+  SCOPED_TOKEN_ERROR,
   type TokenVerification,
 } from "../../src/platform/auth.js";
 import { defineModule } from "../../src/platform/module.js";
@@ -42,6 +44,14 @@ const TOKENS: Record<string, TokenVerification | Promise<TokenVerification>> = {
   slowtech: Promise.resolve({ outcome: "ok", principal: { id: "2", name: "ops", role: "tech" } }),
   old: { outcome: "expired" },
   asleep: { outcome: "inactive" },
+  // Scoped tokens (cargo.md §4): for Cargo only.
+  cargo: { outcome: "ok", principal: { id: "2", name: "ops", role: "tech", scopes: ["yank"] } },
+  cargoadmin: { outcome: "ok", principal: { id: "1", name: "root", role: "admin", crates: ["acme-*"] } },
+  slowcargo: Promise.resolve({ outcome: "ok", principal: { id: "2", name: "ops", role: "tech", scopes: ["yank"] } }),
+  unscoped: {
+    outcome: "ok",
+    principal: { id: "2", name: "ops", role: "tech", scopes: undefined, crates: undefined },
+  },
 };
 
 const guarded = defineModule({
@@ -61,6 +71,14 @@ const guarded = defineModule({
       { preHandler: context.auth.require("admin", { alsoAccept: (token) => constantTimeEqual(token, "own-secret") }) },
       async (request) => ({ user: request.principal?.name ?? null }),
     );
+    app.get("/cargo", { preHandler: context.auth.require("tech", { scoped: true }) }, async (request) => ({
+      user: request.principal?.name ?? null,
+      scopes: request.principal?.scopes ?? null,
+      crates: request.principal?.crates ?? null,
+    }));
+    app.get("/cargo-admin", { preHandler: context.auth.require("admin", { scoped: true }) }, async (request) => ({
+      user: request.principal?.name ?? null,
+    }));
   },
 });
 
@@ -104,6 +122,43 @@ describe("Auth.require", () => {
     expect(await get("/admin-or-own", "tech")).toEqual({ status: 403, body: { error: "forbidden" } });
   });
 
+  it("refuses scoped tokens with 403 but where the guard is created with scoped (cargo.md §4)", async () => {
+    const refused = { status: 403, body: { error: "a token with scopes is for Cargo only" } };
+    for (const token of ["cargo", "cargoadmin", "slowcargo"]) {
+      for (const url of ["/tech", "/admin", "/admin-or-own"])
+        expect(await get(url, token), `${token} ${url}`).toEqual(refused);
+    }
+    expect(await get("/cargo", "cargo")).toEqual({
+      status: 200,
+      body: { user: "ops", scopes: ["yank"], crates: null },
+    });
+    expect(await get("/cargo", "slowcargo")).toMatchObject({ status: 200, body: { user: "ops" } });
+    expect(await get("/cargo", "cargoadmin")).toEqual({
+      status: 200,
+      body: { user: "root", scopes: null, crates: ["acme-*"] },
+    });
+    // The role still counts on a Cargo route; the module's own secret still opens its route.
+    expect(await get("/cargo-admin", "cargoadmin")).toEqual({ status: 200, body: { user: "root" } });
+    expect(await get("/cargo-admin", "cargo")).toEqual({ status: 403, body: { error: "forbidden" } });
+    expect(await get("/admin-or-own", "own-secret")).toEqual({ status: 200, body: { user: null } });
+  });
+
+  it("lets unscoped tokens through every guard, Cargo's included", async () => {
+    expect(await get("/tech", "unscoped")).toEqual({ status: 200, body: { user: "ops" } });
+    expect(await get("/cargo", "unscoped")).toEqual({ status: 200, body: { user: "ops", scopes: null, crates: null } });
+    expect(await get("/cargo", "tech")).toEqual({ status: 200, body: { user: "ops", scopes: null, crates: null } });
+    expect(await get("/cargo-admin", "admin")).toEqual({ status: 200, body: { user: "root" } });
+    expect(await get("/cargo")).toEqual({ status: 401, body: { error: "missing token" } });
+    expect(await get("/cargo", "old")).toEqual({ status: 401, body: { error: "token expired" } });
+  });
+
+  it("counts a refused scoped token as forbidden", async () => {
+    outcomes.length = 0;
+    await get("/tech", "cargo");
+    await get("/cargo", "cargo");
+    expect(outcomes).toEqual(["forbidden", "ok"]);
+  });
+
   it("reports every outcome to listeners", async () => {
     outcomes.length = 0;
     await get("/tech", "tech");
@@ -113,6 +168,27 @@ describe("Auth.require", () => {
     await get("/tech", "asleep");
     await get("/admin", "tech");
     expect(outcomes).toEqual(["ok", "missing", "invalid", "expired", "inactive", "forbidden"]);
+  });
+});
+
+describe("scoped principals", () => {
+  it("are those with scopes or crates", () => {
+    const base = { id: "1", name: "a", role: "tech" } as const;
+    expect(isScoped(base)).toBe(false);
+    expect(isScoped({ ...base, scopes: undefined, crates: undefined })).toBe(false);
+    expect(isScoped({ ...base, scopes: ["yank"] })).toBe(true);
+    expect(isScoped({ ...base, crates: ["a*"] })).toBe(true);
+    expect(SCOPED_TOKEN_ERROR).toBe("a token with scopes is for Cargo only");
+  });
+
+  it("are refused by check unless asked for, before the role", async () => {
+    const auth = new Auth();
+    const principal = { id: "1", name: "a", role: "tech" as const, scopes: ["yank"] };
+    auth.setVerifier(() => ({ outcome: "ok", principal }));
+    expect(auth.check("t", "tech")).toEqual({ outcome: "forbidden", reason: "scoped" });
+    expect(auth.check("t", "admin")).toEqual({ outcome: "forbidden", reason: "scoped" });
+    expect(auth.check("t", "tech", { scoped: true })).toEqual({ outcome: "ok", principal });
+    expect(auth.check("t", "admin", { scoped: true })).toEqual({ outcome: "forbidden", reason: "role" });
   });
 });
 

@@ -165,3 +165,54 @@ describe("registry tokens on the routes of the real modules", () => {
     expect((await client.call("GET", comments, { token: second })).status).toBe(200);
   });
 });
+
+describe("scoped tokens on the routes of the real modules", () => {
+  let server: VigieServer;
+  let client: RegistryClient;
+
+  beforeAll(async () => {
+    const registry = createRegistryModule({
+      environment: { VIGIE_ADMIN_NAME: "root", VIGIE_ADMIN_PASSWORD: "root-password" },
+    });
+    server = await startTestServer({
+      modules: [registry, commentsModule, healthchecksModule, streamsModule],
+      config: {
+        security: { "require-token": true },
+        comments: { "admin-token": "comments-admin-token", challenge: { secret: "s" }, websites: [{ name: "blog" }] },
+      },
+    });
+    client = new RegistryClient(server.app);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it("refuses tokens created with scopes or crates on every guarded route: they are for Cargo only", async () => {
+    const password = "scoped-password";
+    const admin = await client.token("root", "root-password");
+    await client.user(admin, { name: "sam", password, role: "admin" });
+    const scoped: string[] = [];
+    for (const [name, extra] of [
+      ["scopes", { scopes: ["publish-new"] }],
+      ["crates", { crates: ["acme-*"] }],
+    ] as const) {
+      const created = await client.call("POST", "/api/v1/registry/token", {
+        body: { name, user: "sam", password, ...extra },
+      });
+      expect(created.status).toBe(201);
+      client.remember({ token: created.body.token });
+      scoped.push(created.body.token);
+    }
+    const plain = await client.token("sam", password);
+    const urls = ["/api/admin/comment/blog/post", "/healthcheck", "/api/v1/stream", "/api/v1/registry/user"];
+    for (const url of urls) {
+      for (const token of scoped) {
+        expect(await client.call("GET", url, { token }), url).toMatchObject({
+          status: 403,
+          body: { error: "a token with scopes is for Cargo only" },
+        });
+      }
+      expect((await client.call("GET", url, { token: plain })).status, url).toBe(200);
+    }
+  });
+});

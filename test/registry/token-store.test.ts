@@ -7,9 +7,9 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
 import { registryDb, registryMigrations, TokenStore, UserStore } from "../../src/registry/storage.js";
-import { DAY_MS, hashToken } from "../../src/registry/tokens.js";
+import { DAY_MS, hashToken, tokenView } from "../../src/registry/tokens.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
-import { dropWhenClosed } from "./sessions.js";
+import { dropWhenClosed, sessionsEnded } from "./sessions.js";
 
 describe.each(DATABASE_KINDS)("token storage on $kind", ({ kind, skip }) => {
   describe.skipIf(skip)("", () => {
@@ -130,6 +130,61 @@ describe.each(DATABASE_KINDS)("token storage on $kind", ({ kind, skip }) => {
       expect(left).toEqual([]);
     });
 
+    it("stores scopes and crates as JSON arrays, null when absent, and reads them in the same lookup", async () => {
+      const gil = await user("gil");
+      const { token, stored } = await tokens.create(gil.id, "cargo", 1, 1, {
+        scopes: ["publish-new", "yank"],
+        crates: ["acme-*", "Serde"],
+      });
+      expect(stored).toMatchObject({ scopes: ["publish-new", "yank"], crates: ["acme-*", "Serde"] });
+      const onlyCrates = await tokens.create(gil.id, "crates", 1, 1, { crates: ["x"] });
+      const plain = await tokens.create(gil.id, "plain", 1, 1);
+      const rows = await registryDb(database)
+        .selectFrom("registry_token")
+        .select(["name", "scopes", "crates"])
+        .where("user_id", "=", gil.id)
+        .orderBy("name")
+        .execute();
+      expect(rows).toEqual([
+        { name: "cargo", scopes: '["publish-new","yank"]', crates: '["acme-*","Serde"]' },
+        { name: "crates", scopes: null, crates: '["x"]' },
+        { name: "plain", scopes: null, crates: null },
+      ]);
+      const owner = await tokens.findOwner(hashToken(token));
+      expect(owner).toMatchObject({ userName: "gil", scopes: ["publish-new", "yank"], crates: ["acme-*", "Serde"] });
+      expect(Object.isFrozen(owner?.scopes)).toBe(true);
+      expect(await tokens.findOwner(hashToken(onlyCrates.token))).toMatchObject({ scopes: undefined, crates: ["x"] });
+      const unscoped = await tokens.findOwner(hashToken(plain.token));
+      expect(unscoped?.scopes).toBeUndefined();
+      expect(unscoped?.crates).toBeUndefined();
+      const listed = await tokens.list(gil.id);
+      expect(listed.map((item) => [item.name, item.scopes, item.crates])).toEqual([
+        ["cargo", ["publish-new", "yank"], ["acme-*", "Serde"]],
+        ["crates", undefined, ["x"]],
+        ["plain", undefined, undefined],
+      ]);
+      expect((await tokens.delete(gil.id, "cargo")).scopes).toEqual(["publish-new", "yank"]);
+    });
+
+    it("refuses to read a limit column that is not a JSON array of strings", async () => {
+      const hal = await user("hal");
+      const { token, stored } = await tokens.create(hal.id, "ci", 1, 1);
+      await registryDb(database)
+        .updateTable("registry_token")
+        .set({ scopes: '{"yank": true}' })
+        .where("id", "=", stored.id)
+        .execute();
+      await expect(tokens.findOwner(hashToken(token))).rejects.toThrow(
+        'registry_token.scopes is not a JSON array of strings: {"yank": true}',
+      );
+      await registryDb(database)
+        .updateTable("registry_token")
+        .set({ scopes: null, crates: "[1]" })
+        .where("id", "=", stored.id)
+        .execute();
+      await expect(tokens.list(hal.id)).rejects.toThrow("registry_token.crates is not a JSON array of strings: [1]");
+    });
+
     it("moves last_used_at at most once a minute, never backwards", async () => {
       const fay = await user("fay");
       const { token, stored } = await tokens.create(fay.id, "ci", 1, 1);
@@ -144,6 +199,62 @@ describe.each(DATABASE_KINDS)("token storage on $kind", ({ kind, skip }) => {
       expect(await lastUsed()).toBe(100_000);
       await tokens.touch(stored.id, 160_000);
       expect(await lastUsed()).toBe(160_000);
+    });
+  });
+});
+
+describe.each(DATABASE_KINDS)("migration registry-0003-token-scopes on $kind", ({ kind, skip }) => {
+  describe.skipIf(skip)("", () => {
+    let testDatabase: TestDatabase;
+    beforeAll(async () => {
+      testDatabase = await createTestDatabase(kind);
+    });
+    afterAll(async () => {
+      await dropWhenClosed(testDatabase);
+    });
+
+    it("keeps the tokens of an existing database, unscoped, and stores scopes afterwards", async () => {
+      const before = Object.fromEntries(
+        Object.entries(registryMigrations).filter(([name]) => name < "registry-0003-token-scopes"),
+      );
+      const old = await openDatabase(testDatabase.url, { ...platformMigrations, ...before });
+      const ann = await new UserStore(old).create(
+        { name: "ann", description: "", role: "tech", active: true, passwordHash: "$argon2id$not-a-real-hash" },
+        1,
+      );
+      // The schema of registry-0002: no scopes or crates columns yet.
+      const token = "vigie_old-token-of-the-previous-schema-000000000000";
+      await sql`insert into registry_token (id, user_id, name, hash, created_at, expires_at, last_used_at)
+        values ('00000000-0000-4000-8000-000000000001', ${ann.id}, 'laptop', ${hashToken(token)}, 1, ${DAY_MS}, 5)`.execute(
+        old.kysely,
+      );
+      await old.close();
+      await sessionsEnded(testDatabase.url);
+
+      const database = await openDatabase(testDatabase.url, { ...platformMigrations, ...registryMigrations });
+      try {
+        const tokens = new TokenStore(database);
+        const owner = await tokens.findOwner(hashToken(token));
+        expect(owner).toMatchObject({
+          tokenId: "00000000-0000-4000-8000-000000000001",
+          userName: "ann",
+          lastUsedAt: 5,
+        });
+        expect(owner?.scopes).toBeUndefined();
+        expect(owner?.crates).toBeUndefined();
+        const [listed] = await tokens.list(ann.id);
+        expect(listed && tokenView(listed)).toEqual({
+          id: "00000000-0000-4000-8000-000000000001",
+          name: "laptop",
+          "created-at": "1970-01-01T00:00:00.001Z",
+          "expires-at": "1970-01-02T00:00:00.000Z",
+          "last-used-at": "1970-01-01T00:00:00.005Z",
+        });
+        const scoped = await tokens.create(ann.id, "cargo", 1, 1, { scopes: ["yank"] });
+        expect(await tokens.findOwner(hashToken(scoped.token))).toMatchObject({ scopes: ["yank"], crates: undefined });
+      } finally {
+        await database.close();
+      }
     });
   });
 });

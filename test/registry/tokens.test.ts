@@ -59,6 +59,33 @@ describe("token request body", () => {
     });
   });
 
+  it("takes optional scopes and crates, duplicates removed; absent or null means all (cargo.md §4)", () => {
+    const base = { name: "a", user: "b", password: "c" };
+    expect(newTokenBody(base, "")).not.toHaveProperty("scopes");
+    expect(newTokenBody(base, "")).not.toHaveProperty("crates");
+    expect(newTokenBody({ ...base, scopes: null, crates: null }, "")).toEqual({ ...base, validity: 365 });
+    expect(
+      newTokenBody({ ...base, scopes: ["yank", "publish-new", "yank"], crates: ["acme-*", "Serde", "serde"] }, ""),
+    ).toEqual({ ...base, validity: 365, scopes: ["yank", "publish-new"], crates: ["acme-*", "Serde"] });
+  });
+
+  it("names the scope or crate pattern that breaks the rules", () => {
+    const base = { name: "a", user: "b", password: "c" };
+    expect(rule(() => newTokenBody({ ...base, scopes: [] }, ""))).toBe(
+      "scopes: must not be empty (leave the field out to allow all)",
+    );
+    expect(rule(() => newTokenBody({ ...base, scopes: ["yank", "read"] }, ""))).toBe(
+      "scopes[1]: must be one of publish-new, publish-update, yank, change-owners",
+    );
+    expect(rule(() => newTokenBody({ ...base, scopes: "yank" }, ""))).toBe("scopes: must be an array");
+    expect(rule(() => newTokenBody({ ...base, crates: [] }, ""))).toBe(
+      "crates: must not be empty (leave the field out to allow all)",
+    );
+    expect(rule(() => newTokenBody({ ...base, crates: ["ok", "*"] }, ""))).toBe(
+      "crates[1]: must be a crate name (1 to 64 ASCII letters, digits, - or _, starting with a letter), optionally followed by *",
+    );
+  });
+
   it("accepts validity 1 to 3650 days", () => {
     expect(newTokenBody({ name: "a", user: "b", password: "c", validity: 1 }, "").validity).toBe(1);
     expect(newTokenBody({ name: "a", user: "b", password: "c", validity: 3650 }, "").validity).toBe(3650);
@@ -135,5 +162,20 @@ describe("token view", () => {
       "last-used-at": null,
     });
     expect(rfc3339(0)).toBe("1970-01-01T00:00:00.000Z");
+  });
+
+  it("shows scopes and crates only when the token has them (cargo.md §4)", () => {
+    const token = { id: "id", userId: "user", name: "ci", createdAt: 0, expiresAt: DAY_MS, lastUsedAt: null };
+    const keys = (view: object) => Object.keys(view).sort();
+    const plain = ["created-at", "expires-at", "id", "last-used-at", "name"];
+    expect(keys(tokenView(token))).toEqual(plain);
+    expect(keys(tokenView({ ...token, scopes: undefined, crates: undefined }))).toEqual(plain);
+    expect(tokenView({ ...token, scopes: ["yank"] })).toMatchObject({ scopes: ["yank"] });
+    expect(keys(tokenView({ ...token, scopes: ["yank"] }))).toEqual([...plain, "scopes"].sort());
+    expect(keys(tokenView({ ...token, crates: ["a*"] }))).toEqual([...plain, "crates"].sort());
+    expect(tokenView({ ...token, scopes: ["yank", "publish-new"], crates: ["a*", "b"] })).toMatchObject({
+      scopes: ["yank", "publish-new"],
+      crates: ["a*", "b"],
+    });
   });
 });

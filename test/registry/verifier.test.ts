@@ -93,6 +93,37 @@ describe("registry verifier", () => {
     expect(verifier.verify(soon)).toEqual({ outcome: "expired" });
   });
 
+  it("carries the token's scopes and crates on the principal, from the same lookup and then the cache", async () => {
+    const scoped = generateToken();
+    const plain = generateToken();
+    const { verifier, lookups } = setUp(
+      new Map([
+        [hashToken(scoped), owner({ tokenId: "t5", scopes: ["yank"], crates: ["acme-*"] })],
+        [hashToken(plain), owner({ tokenId: "t6" })],
+      ]),
+    );
+    const first = await verifier.verify(scoped);
+    expect(first).toEqual({
+      outcome: "ok",
+      principal: { id: "u1", name: "ann", role: "tech", scopes: ["yank"], crates: ["acme-*"] },
+    });
+    // The cached answer is the very same object: nothing is built per request.
+    const second = verifier.verify(scoped);
+    expect(second).toBe(first);
+    const unscoped = await verifier.verify(plain);
+    expect(unscoped.outcome === "ok" && unscoped.principal.scopes).toBeUndefined();
+    expect(unscoped.outcome === "ok" && unscoped.principal.crates).toBeUndefined();
+    // One shape for every principal: both keys exist, undefined when absent.
+    expect(unscoped.outcome === "ok" && Object.keys(unscoped.principal)).toEqual([
+      "id",
+      "name",
+      "role",
+      "scopes",
+      "crates",
+    ]);
+    expect(lookups).toHaveLength(2);
+  });
+
   it("asks again after an invalidation", async () => {
     const token = generateToken();
     const owners = new Map([[hashToken(token), owner()]]);

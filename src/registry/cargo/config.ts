@@ -1,0 +1,55 @@
+/**
+ * The `registry.cargo` section of the configuration (cargo.md): the private Cargo registry, off by
+ * default. Unknown keys are refused (platform.md §2).
+ */
+import type { PlatformConfig } from "../../platform/config.js";
+import {
+  boolean,
+  type Infer,
+  object,
+  optional,
+  size,
+  string,
+  ValidationError,
+  withDefault,
+} from "../../platform/validation.js";
+
+/** The default largest `.crate` accepted (cargo.md: `max-crate-size`), in bytes: 10 MiB, crates.io's. */
+export const DEFAULT_MAX_CRATE_SIZE = 10 * 1024 * 1024;
+
+/** `registry.cargo`: `enabled`, `auth-required`, `max-crate-size` (bytes) and `storage` (a directory). */
+export const cargoSection = object(
+  {
+    enabled: withDefault(boolean(), false),
+    /** True: the index and downloads need a token too (a private registry). */
+    "auth-required": withDefault(boolean(), false),
+    "max-crate-size": withDefault(size(), DEFAULT_MAX_CRATE_SIZE),
+    /** Where the `.crate` files live; default `<data directory>/crates`. */
+    storage: optional(string({ min: 1 })),
+  },
+  { unknownKeys: "reject", optional: true },
+);
+
+/** The validated `registry.cargo` section. */
+export type CargoSettings = Infer<typeof cargoSection>;
+
+/** Hosts that mean "every address" to a listening socket and no address to a client. */
+const WILDCARD_HOSTS = new Set(["0.0.0.0", "[::]"]);
+
+/**
+ * Refuses a Cargo registry whose public URL names a wildcard address (cargo.md): Cargo would be
+ * told to download from `0.0.0.0`. Run by `vigie config check` and at start-up.
+ *
+ * @throws ValidationError naming `http.public-url`
+ */
+export function checkCargoPublicUrl(settings: CargoSettings, platform: PlatformConfig): void {
+  if (!settings.enabled) return;
+  const url = new URL(platform.http["public-url"]);
+  if (WILDCARD_HOSTS.has(url.hostname)) {
+    throw new ValidationError(
+      "http.public-url",
+      `must name an address clients can reach when registry.cargo is enabled (not ${url.hostname}): set http.public-url`,
+      platform.http["public-url"],
+    );
+  }
+}

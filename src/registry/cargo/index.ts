@@ -1,0 +1,82 @@
+/**
+ * The Cargo registry (cargo.md), part of the registry module: `setUpCargo` builds its storage,
+ * files and metrics, checks the files against the database at start-up (removing what a crash
+ * left behind), and registers its routes. Enabled by `registry.cargo.enabled`.
+ */
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import type { ModuleContext } from "../../platform/module.js";
+import type { UserStore } from "../storage.js";
+import { checkCrateFiles, hasDisagreements, ORPHAN_GRACE_MS, reportLines } from "./check.js";
+import type { CargoSettings } from "./config.js";
+import { CrateFiles } from "./files.js";
+import { registerCargoMetrics } from "./metrics.js";
+import { registerCargoRoutes } from "./routes.js";
+import { CargoStore } from "./storage.js";
+
+export { type CheckReport, checkCrateFiles, hasDisagreements, ORPHAN_GRACE_MS, reportLines } from "./check.js";
+export { type CargoSettings, cargoSection, checkCargoPublicUrl } from "./config.js";
+export { CrateFiles } from "./files.js";
+export { CargoStore, cargoMigrations } from "./storage.js";
+
+/** How often download counts are added to the database, in milliseconds. */
+const DOWNLOAD_FLUSH_MS = 1_000;
+
+/** The directory of the `.crate` files: `registry.cargo.storage`, else `<data directory>/crates`. */
+export function crateStorage(settings: CargoSettings, dataDirectory: string): string {
+  return settings.storage ?? join(dataDirectory, "crates");
+}
+
+/**
+ * Sets the Cargo registry up on `app` (cargo.md §1–5).
+ * @param now milliseconds since the epoch
+ */
+export async function setUpCargo(
+  app: FastifyInstance,
+  context: ModuleContext,
+  settings: CargoSettings,
+  users: UserStore,
+  now: () => number,
+): Promise<void> {
+  const { database, logger } = context;
+  const store = new CargoStore(database);
+  const files = new CrateFiles(crateStorage(settings, database.dataDirectory));
+  // One instance uses an SQLite database alone: any orphan is a crash's. Instances sharing
+  // PostgreSQL may be publishing right now: only old ones are.
+  const grace = database.dialect === "sqlite" ? 0 : ORPHAN_GRACE_MS;
+  const report = await checkCrateFiles(await store.files(), files, now(), grace);
+  if (hasDisagreements(report) || report.removed.length > 0) {
+    for (const line of reportLines(report)) logger.warn({ storage: files.directory }, `cargo registry: ${line}`);
+  }
+
+  // Downloads are counted in memory and added once a second: one write per second, not per download.
+  let downloads = new Map<number, number>();
+  const flush = async () => {
+    if (downloads.size === 0) return;
+    const counts = downloads;
+    downloads = new Map();
+    try {
+      await store.addDownloads(counts);
+    } catch (error) {
+      logger.error({ err: error }, "cannot record the download counts of crates");
+    }
+  };
+  const timer = setInterval(() => void flush(), DOWNLOAD_FLUSH_MS);
+  timer.unref();
+  app.addHook("onClose", async () => {
+    clearInterval(timer);
+    await flush();
+  });
+
+  registerCargoRoutes(app, {
+    settings,
+    publicUrl: context.config.http["public-url"].replace(/\/$/, ""),
+    store,
+    files,
+    users,
+    auth: context.auth,
+    metrics: registerCargoMetrics(context.metrics, () => store.counts()),
+    countDownload: (versionId) => downloads.set(versionId, (downloads.get(versionId) ?? 0) + 1),
+    now,
+  });
+}

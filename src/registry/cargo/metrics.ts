@@ -1,0 +1,83 @@
+/**
+ * The Cargo registry's metrics (cargo.md §5): `registry_crates` and `registry_crate_versions`
+ * (gauges read from the database at scrape time, so every instance sharing it reports the same),
+ * `registry_downloads_total` and `registry_publish_total{outcome}`.
+ */
+import { Counter, Gauge, type Registry } from "prom-client";
+
+/** How a publish ended, the label of `registry_publish_total`. */
+export type PublishOutcome = "ok" | "invalid" | "unauthorized" | "forbidden" | "conflict" | "too-large" | "error";
+
+const OUTCOMES: readonly PublishOutcome[] = [
+  "ok",
+  "invalid",
+  "unauthorized",
+  "forbidden",
+  "conflict",
+  "too-large",
+  "error",
+];
+
+/** The outcome of a publish answered with `status`. */
+export function publishOutcome(status: number): PublishOutcome {
+  if (status < 300) return "ok";
+  if (status === 401) return "unauthorized";
+  if (status === 403) return "forbidden";
+  if (status === 409) return "conflict";
+  if (status === 413) return "too-large";
+  return status < 500 ? "invalid" : "error";
+}
+
+/** The counters the routes feed. */
+export interface CargoMetrics {
+  readonly downloads: Counter;
+  readonly publish: (outcome: PublishOutcome) => void;
+}
+
+/**
+ * Registers the Cargo metrics in `registry`.
+ * @param counts reads the numbers of crates and versions, at each scrape
+ */
+export function registerCargoMetrics(
+  registry: Registry,
+  counts: () => Promise<{ crates: number; versions: number }>,
+): CargoMetrics {
+  // One read serves both gauges of a scrape.
+  let pending: Promise<{ crates: number; versions: number }> | undefined;
+  const read = () => {
+    pending ??= counts().finally(() => {
+      pending = undefined;
+    });
+    return pending;
+  };
+  new Gauge({
+    name: "registry_crates",
+    help: "Crates in the Cargo registry.",
+    registers: [registry],
+    async collect() {
+      this.set((await read()).crates);
+    },
+  });
+  new Gauge({
+    name: "registry_crate_versions",
+    help: "Published versions in the Cargo registry, yanked ones included.",
+    registers: [registry],
+    async collect() {
+      this.set((await read()).versions);
+    },
+  });
+  const downloads = new Counter({
+    name: "registry_downloads_total",
+    help: "Downloads of .crate files served by this instance.",
+    registers: [registry],
+  });
+  const publish = new Counter({
+    name: "registry_publish_total",
+    help: "Publishes by outcome (ok, invalid, unauthorized, forbidden, conflict, too-large, error).",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  });
+  const children = new Map(OUTCOMES.map((outcome) => [outcome, publish.labels(outcome)] as const));
+  for (const child of children.values()) child.inc(0);
+  return { downloads, publish: (outcome) => children.get(outcome)?.inc() };
+}

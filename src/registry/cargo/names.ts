@@ -1,0 +1,95 @@
+/**
+ * Crate names (cargo.md §3) and where a crate sits in Cargo's sparse index (cargo.md §1,
+ * https://doc.rust-lang.org/cargo/reference/registry-index.html#index-files).
+ */
+import { HttpError } from "../../platform/errors.js";
+
+/** The most characters a crate name may have (cargo.md §3, as crates.io). */
+export const CRATE_NAME_MAX = 64;
+
+/** What a crate name may hold once its first character is a letter. */
+const NAME_CHARACTERS = /^[A-Za-z0-9_-]*$/;
+
+/** A whole valid name, for paths that only need a yes or no. */
+const VALID_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+/** The longest part of a rejected value quoted back in an error sentence. */
+const SHOWN_MAX = 80;
+
+/**
+ * A value quoted for an error sentence: JSON string syntax (so control characters and quotes show
+ * escaped), cut after {@link SHOWN_MAX} characters so that a huge value does not make a huge error.
+ */
+export function quoted(value: string): string {
+  return value.length > SHOWN_MAX ? `${JSON.stringify(value.slice(0, SHOWN_MAX))}…` : JSON.stringify(value);
+}
+
+/**
+ * Checks a crate name (cargo.md §3): 1–64 characters, ASCII letters, digits, `-` and `_`, starting
+ * with an ASCII letter. Returns it unchanged (case and `-`/`_` as given).
+ *
+ * @param what how the sentence names the value: `crate name` (default), `dependency name` …
+ * @throws HttpError 400 naming the broken rule, e.g. `invalid crate name "9abc": must start with an
+ *   ASCII letter`
+ */
+export function crateName(value: unknown, what = "crate name"): string {
+  if (typeof value !== "string") throw new HttpError(400, `invalid ${what}: must be a string`);
+  if (value.length === 0) throw new HttpError(400, `invalid ${what} "": must not be empty`);
+  const shown = quoted(value);
+  if (value.length > CRATE_NAME_MAX) {
+    throw new HttpError(400, `invalid ${what} ${shown}: must be at most ${CRATE_NAME_MAX} characters`);
+  }
+  if (!/^[A-Za-z]/.test(value)) throw new HttpError(400, `invalid ${what} ${shown}: must start with an ASCII letter`);
+  if (!NAME_CHARACTERS.test(value)) {
+    const bad = [...value].find((character) => !NAME_CHARACTERS.test(character)) ?? "";
+    throw new HttpError(
+      400,
+      `invalid ${what} ${shown}: character ${quoted(bad)} is not allowed (only ASCII letters, digits, "-" and "_")`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The form under which two names are the same crate (cargo.md §3): lower-cased, `_` replaced by
+ * `-` (`Foo_bar` and `foo-bar` → `foo-bar`). Expects a valid name (ASCII only).
+ */
+export function canonicalCrateName(name: string): string {
+  return name.toLowerCase().replaceAll("_", "-");
+}
+
+/**
+ * The path of a crate's file in the sparse index, relative to the index root: the lower-cased name
+ * under `1/`, `2/`, `3/<first character>/` or `<characters 1–2>/<characters 3–4>/` by its length
+ * (`a` → `1/a`, `abc` → `3/a/abc`, `Serde` → `se/rd/serde`). Cargo's layout, cargo.md §1 and
+ * https://doc.rust-lang.org/cargo/reference/registry-index.html#index-files. Expects a valid name.
+ */
+export function indexPath(name: string): string {
+  const lower = name.toLowerCase();
+  switch (lower.length) {
+    case 1:
+      return `1/${lower}`;
+    case 2:
+      return `2/${lower}`;
+    case 3:
+      return `3/${lower.slice(0, 1)}/${lower}`;
+    default:
+      return `${lower.slice(0, 2)}/${lower.slice(2, 4)}/${lower}`;
+  }
+}
+
+/**
+ * The crate an index request asks for: `path` is what follows `/api/v1/cargo/index/` (`se/rd/serde`).
+ * Matched case-insensitively (cargo.md §1), ASCII only, so that `SE/rd/Serde` finds `serde`.
+ *
+ * @returns the lower-cased crate name, or undefined when `path` is not exactly {@link indexPath} of
+ *   a valid name (`config.json`, `se/rd/serde/`, `xx/rd/serde`): the route answers 404
+ */
+export function nameFromIndexPath(path: string): string | undefined {
+  // Checked before lower-casing: toLowerCase maps some non-ASCII characters to ASCII (K, U+212A → k).
+  if (path.length > 2 * CRATE_NAME_MAX || !/^[A-Za-z0-9_/-]+$/.test(path)) return undefined;
+  const lower = path.toLowerCase();
+  const name = lower.slice(lower.lastIndexOf("/") + 1);
+  if (!VALID_NAME.test(name)) return undefined;
+  return indexPath(name) === lower ? name : undefined;
+}
