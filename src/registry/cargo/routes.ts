@@ -312,6 +312,8 @@ credential-provider = "cargo:token"</pre>
         }
         if (error instanceof ValidationError) return reply.code(400).send(cargoError(error.message));
         if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+          // Refused before the handler: counted here.
+          if (request.routeOptions.url === "/api/v1/crates/new") metrics.publish("too-large");
           return reply
             .code(413)
             .send(cargoError(`the request is larger than max-crate-size (${settings["max-crate-size"]} bytes)`));

@@ -508,7 +508,16 @@ export class CargoStore {
       const pattern = `%${word.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       const like = (column: "c.name" | "c.description" | "c.keywords") =>
         sql<boolean>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`;
-      query = query.where((eb) => eb.or([like("c.name"), like("c.description"), like("c.keywords")]));
+      // Keywords are stored as a JSON array: a word with JSON's punctuation would match its syntax,
+      // and no keyword holds such a character.
+      const inKeywords = !/["[\],\\]/.test(word);
+      query = query.where((eb) =>
+        eb.or(
+          inKeywords
+            ? [like("c.name"), like("c.description"), like("c.keywords")]
+            : [like("c.name"), like("c.description")],
+        ),
+      );
     }
     const total = await query.select((eb) => eb.fn.countAll().as("count")).executeTakeFirstOrThrow();
     const rows = await query

@@ -152,7 +152,8 @@ describe.each(DATABASE_KINDS)("Cargo registry API on $kind", ({ kind, skip }) =>
 
     const config = (authRequired: boolean, maxCrateSize: number | string = MAX_CRATE_SIZE) => ({
       database: { url: testDatabase.url },
-      http: { "public-url": PUBLIC_URL },
+      // Far below max-crate-size: a publish's limit is max-crate-size plus 1 MiB of metadata, not this.
+      http: { "public-url": PUBLIC_URL, "body-limit": "16KiB" },
       registry: {
         enabled: true,
         cargo: { enabled: true, "auth-required": authRequired, "max-crate-size": maxCrateSize, storage },
@@ -643,6 +644,57 @@ describe.each(DATABASE_KINDS)("Cargo registry API on $kind", ({ kind, skip }) =>
         expect([fine.status, fine.body]).toEqual([200, WARNINGS]);
       });
 
+      it("lets exactly one of two concurrent publishes of a version through", async () => {
+        for (const [index, versions] of [
+          ["0.1.0", "0.1.0"],
+          ["0.2.0+a", "0.2.0+b"],
+        ].entries()) {
+          const made = await Promise.all(
+            versions.map((vers, side) => publication("concurrent", vers, {}, { "side.txt": `${side}` })),
+          );
+          const answers = await Promise.all(made.map((one) => publish(alice, one)));
+          expect(answers.map((answer) => answer.status).sort(), answers.map((a) => a.text).join(" | ")).toEqual([
+            200, 409,
+          ]);
+          const winner = answers[0]?.status === 200 ? 0 : 1;
+          const loser = answers[1 - winner] as Reply;
+          expectCargoError(loser, 409, /concurrent/);
+          const lines = await indexLines("concurrent");
+          expect(lines).toHaveLength(index + 1);
+          expect(lines.at(-1)).toMatchObject({ vers: versions[winner], cksum: made[winner]?.cksum });
+          const file = await readFile(join(storage, "concurrent", `concurrent-${versions[winner]}.crate`));
+          expect(file).toEqual(made[winner]?.crate);
+        }
+        expect(await filesUnder(join(storage, "concurrent"))).toHaveLength(2);
+      });
+
+      it("refuses the token of an inactive user", async () => {
+        const dave = await user("dave", "Dave");
+        const off = await call(app, "POST", "/api/v1/registry/user/dave", {
+          headers: { authorization: `Bearer ${root}` },
+          body: { active: false },
+        });
+        expect(off.status, off.text).toBe(200);
+        expectCargoError(await publish(dave, await publication("inactive-crate", "0.1.0")), 403, /not active/);
+        expect((await get(`/api/v1/cargo/index/${indexPath("inactive-crate")}`)).status).toBe(404);
+      });
+
+      it("answers unknown routes under /api/v1/crates in Cargo's format", async () => {
+        expectCargoError(await get("/api/v1/crates/a/b/c/d"), 404, /not found/);
+      });
+
+      it("takes bodies up to max-crate-size plus 1 MiB of metadata, whatever http.body-limit", async () => {
+        const crate = await validCrate("roomy", "0.1.0", { "blob.bin": randomBytes(MAX_CRATE_SIZE - 4096) });
+        expect(crate.length).toBeGreaterThan(32 * 1024);
+        expect(crate.length).toBeLessThanOrEqual(MAX_CRATE_SIZE);
+        const answer = await publish(alice, publishBody(metadataOf("roomy", "0.1.0"), crate));
+        expect([answer.status, answer.body]).toEqual([200, WARNINGS]);
+        const readme = `# Roomy\n${"x".repeat(512 * 1024)}\n`;
+        const long = await publish(alice, await publication("roomy", "0.2.0", { readme }));
+        expect([long.status, long.body]).toEqual([200, WARNINGS]);
+        expect((await browse("roomy")).body.versions[1].readme).toBe(readme);
+      });
+
       it("refuses a new crate with bad input without creating it", async () => {
         const filesBefore = await filesUnder(storage);
         const noManifest = publishBody(
@@ -796,6 +848,20 @@ describe.each(DATABASE_KINDS)("Cargo registry API on $kind", ({ kind, skip }) =>
         const caseless = await get("/api/v1/crates?q=WIDGETS");
         expect(caseless.body.crates.map((crate: { name: string }) => crate.name)).toEqual(["srch-alpha"]);
         expect((await get("/api/v1/crates?q=zzznothingzzz")).body).toEqual({ crates: [], meta: { total: 0 } });
+        // "_" is taken literally, not as LIKE's any-character.
+        const underscore = await get("/api/v1/crates?q=_&per_page=100");
+        for (const crate of underscore.body.crates as { name: string; description: string }[]) {
+          expect(`${crate.name} ${crate.description}`).toContain("_");
+        }
+        // Words are matched in the keywords themselves, not in the text they are stored as: no crate
+        // here has "[]", a quote, "%" or "," in its description or a keyword, nor in its name.
+        const strays: Record<string, string[]> = {};
+        for (const word of ["[]", '"parsing"', "%", ","]) {
+          const answer = await get(`/api/v1/crates?q=${encodeURIComponent(word)}&per_page=100`);
+          expect(answer.status).toBe(200);
+          strays[word] = answer.body.crates.map((crate: { name: string }) => crate.name);
+        }
+        expect(strays).toEqual({ "[]": [], '"parsing"': [], "%": [], ",": [] });
       });
 
       it("pages with per_page 1–100 (default 10), meta.total counting all matches", async () => {
@@ -1047,6 +1113,9 @@ describe.each(DATABASE_KINDS)("Cargo registry API on $kind", ({ kind, skip }) =>
         expectCargoError(await publish(alice, big), 413, /max-crate-size/);
         const huge = publishBody(metadataOf("metered", "0.4.0"), Buffer.alloc(MAX_CRATE_SIZE + 1, 1));
         expectCargoError(await publish(alice, huge), 413, /max-crate-size/);
+        // Past max-crate-size plus the metadata's 1 MiB, refused before the body is read: still a publish.
+        const past = publishBody(metadataOf("metered", "0.4.0"), Buffer.alloc(MAX_CRATE_SIZE + 2 * 1024 * 1024, 1));
+        expectCargoError(await publish(alice, past), 413, /max-crate-size/);
 
         const after = await read();
         expect(after.crates).toBe(before.crates + 1);
@@ -1057,7 +1126,7 @@ describe.each(DATABASE_KINDS)("Cargo registry API on $kind", ({ kind, skip }) =>
         expect(after.unauthorized).toBe(before.unauthorized + 1);
         expect(after.forbidden).toBe(before.forbidden + 1);
         expect(after.conflict).toBe(before.conflict + 1);
-        expect(after.tooLarge).toBe(before.tooLarge + 2);
+        expect(after.tooLarge).toBe(before.tooLarge + 3);
       });
     });
 
@@ -1090,7 +1159,7 @@ describe.each(DATABASE_KINDS)("Cargo registry API on $kind", ({ kind, skip }) =>
 
         const indexUrl = `/api/v1/cargo/index/${indexPath("private-crate")}`;
         const index = await privateGet(indexUrl);
-        expect(index.status).toBe(401);
+        expectVigieError(index, 401, /token/);
         expect(index.headers["www-authenticate"]).toBe(CHALLENGE);
         const invalid = await privateGet(indexUrl, { token: `vigie_${"B".repeat(43)}` });
         expect(invalid.status).toBe(401);
