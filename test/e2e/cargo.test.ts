@@ -11,10 +11,11 @@ import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { metadataOf, publishBody, validCrate } from "../registry/cargo/frames.js";
 import { freePort, startVigie, stopVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 import { until } from "../support/until.js";
 import { CARGO, CargoHome, type CargoResult, lockedVersion, outputOf, writeCrate } from "./cargo/cargo.js";
-import { crateFile, publishFrame, publishMetadata, putCrate } from "./cargo/frame.js";
+import { putCrate } from "./cargo/frame.js";
 
 if (CARGO === "") console.warn("skipping the Cargo registry e2e test: no cargo binary on the PATH (https://rustup.rs)");
 
@@ -442,8 +443,8 @@ describe.skipIf(CARGO === "")("the Cargo registry with the stock cargo", () => {
       expect(again.stderr).toMatch(/a@0\.1\.0 already exists/);
 
       // Past Cargo's own check (build metadata does not make another version), the server's 409.
-      const crate = await crateFile("a", "0.1.0+again");
-      const answer = await putCrate(vigie.baseUrl, root, publishFrame(publishMetadata("a", "0.1.0+again"), crate));
+      const crate = await validCrate("a", "0.1.0+again");
+      const answer = await putCrate(vigie.baseUrl, root, publishBody(metadataOf("a", "0.1.0+again"), crate));
       expect(answer).toEqual({ status: 409, body: { errors: [{ detail: SAYS.exists("a", "0.1.0") }] } });
       const short = await putCrate(vigie.baseUrl, root, Buffer.from([1, 0]));
       expect(short.status).toBe(400);

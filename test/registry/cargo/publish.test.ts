@@ -15,6 +15,7 @@ import {
   versionKey,
   withYanked,
 } from "../../../src/registry/cargo/publish.js";
+import { metadataOf } from "./frames.js";
 
 /** The sentence of the 400 that `run` throws. */
 function refusal(run: () => unknown): string {
@@ -57,26 +58,11 @@ function cargoDependency(): Record<string, unknown> {
 
 /** Metadata as cargo 1.95 sends it for `a` 0.1.0 with one dependency. */
 function cargoMetadata(): Record<string, unknown> {
-  return {
-    name: "a",
-    vers: "0.1.0",
+  return metadataOf("a", "0.1.0", {
     deps: [cargoDependency()],
-    features: {},
     authors: ["Alice <a@example.com>"],
     description: "A test crate",
-    documentation: null,
-    homepage: null,
-    readme: null,
-    readme_file: null,
-    keywords: [],
-    categories: [],
-    license: "MIT",
-    license_file: null,
-    repository: null,
-    badges: {},
-    links: null,
-    rust_version: null,
-  };
+  });
 }
 
 /** `cargoMetadata()` with some fields replaced. */
