@@ -15,6 +15,7 @@ import { Counter, type Registry } from "prom-client";
 import { commentsModule } from "./comments/index.js";
 import { healthchecksModule } from "./healthchecks/index.js";
 import { Auth } from "./platform/auth.js";
+import { Cluster } from "./platform/cluster/index.js";
 import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
 import { HttpError, installErrorHandling } from "./platform/errors.js";
@@ -134,21 +135,42 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
       for (const method of methods) if (method !== "HEAD") routes.push({ method, url: route.url });
     });
     const lifecycle = new Lifecycle();
-    const context = await setUp(app, config, database, moduleList, lifecycle);
-    await app.ready();
-    return {
-      app,
-      context,
-      routes,
-      reload: (fresh) => lifecycle.reload(fresh),
-      close: async () => {
-        try {
-          await app.close();
-        } finally {
-          await database.close();
-        }
-      },
-    };
+    const metricsRegistry: Registry = createMetricsRegistry();
+    const cluster = config.cluster.enabled
+      ? new Cluster(
+          config.cluster,
+          database,
+          config.cluster["advertise-url"] || config.http["public-url"],
+          app.log,
+          metricsRegistry,
+        )
+      : undefined;
+    try {
+      await cluster?.connect();
+      const context = await setUp(app, config, database, moduleList, lifecycle, metricsRegistry, cluster);
+      await app.ready();
+      // Leases are balanced once every module listens to them.
+      await cluster?.start();
+      return {
+        app,
+        context,
+        routes,
+        reload: (fresh) => lifecycle.reload(fresh),
+        close: async () => {
+          try {
+            // Leases first: another instance takes this one's work at once, not after the lease.
+            await cluster?.stop();
+            await app.close();
+          } finally {
+            await database.close();
+          }
+        },
+      };
+    } catch (error) {
+      await cluster?.stop();
+      await app.close().catch(() => {});
+      throw error;
+    }
   } catch (error) {
     await database.close();
     throw error;
@@ -161,8 +183,9 @@ async function setUp(
   database: Database,
   moduleList: readonly AnyModule[],
   lifecycle: Lifecycle,
+  metrics: Registry,
+  cluster: Cluster | undefined,
 ): Promise<ModuleContext> {
-  const metrics: Registry = createMetricsRegistry();
   const exposition = new Exposition();
   const auth = new Auth();
   const context: ModuleContext = {
@@ -173,6 +196,7 @@ async function setUp(
     auth,
     apiGuard: config.security["require-token"] ? auth.require("tech") : undefined,
     logger: app.log,
+    cluster,
     events: new EventRouter(
       new Counter({
         name: "vigie_event_sink_dropped_total",
@@ -212,6 +236,8 @@ async function setUp(
   };
   app.get("/healthz", health);
   app.get("/health", health);
+  // The cluster view is behind the guard of the healthcheck API (scale-out.md §1).
+  cluster?.routes(app, context.apiGuard);
 
   for (const module of moduleList) {
     const section = sectionOf(config, module);

@@ -41,6 +41,18 @@ export interface Registration {
   /** The labels shown in results and metrics: the definition's, URL passwords redacted. */
   readonly labels?: Readonly<Record<string, string>>;
   readonly series: CheckSeries;
+  /** The check's shard in cluster mode (scale-out.md §3); 0 on a single instance. */
+  readonly shard: number;
+}
+
+/**
+ * Which instance runs a check, in cluster mode (scale-out.md §3): the owner of its shard's lease.
+ */
+export interface ShardOwnership {
+  /** The shard of a check name. */
+  shardOf(name: string): number;
+  /** Whether this instance holds the lease of `shard` now (confirmed before each run). */
+  owns(shard: number): boolean;
 }
 
 /** What the catalog logs (a pino logger fits). */
@@ -65,6 +77,13 @@ export interface CatalogOptions {
    * stream events (healthchecks.md §9). Must not throw nor await: it runs on the scheduler's path.
    */
   readonly onResult?: (registration: Registration, result: HealthcheckResult) => void;
+  /** Cluster mode: only the checks of the shards this instance owns are scheduled. */
+  readonly ownership?: ShardOwnership;
+  /**
+   * Called after API checks were stored or deleted here (`undefined`: any of them may have), so
+   * that the other instances re-read them (scale-out.md §3).
+   */
+  readonly onStored?: (names: readonly string[] | undefined) => void;
 }
 
 /** How a configuration reload changed the configuration-file checks. */
@@ -113,6 +132,12 @@ export class Catalog {
     return this.#checks.get(name);
   }
 
+  /** Whether `name` is registered and runs on this instance (always, outside cluster mode). */
+  runsHere(name: string): boolean {
+    const registration = this.#checks.get(name);
+    return registration !== undefined && this.#owns(registration);
+  }
+
   /** Number of registered checks. */
   get size(): number {
     return this.#checks.size;
@@ -128,25 +153,7 @@ export class Catalog {
    */
   start(configured: readonly ConfiguredCheck[]): Promise<void> {
     return this.#serialize(async () => {
-      const api: Definition[] = [];
-      for (const stored of await this.#options.storage.list()) {
-        try {
-          if (!(KINDS as readonly string[]).includes(stored.kind)) throw new Error(`unknown kind ${stored.kind}`);
-          const definition = validateDefinition(stored.kind as Kind, stored.definition, this.#options.rules, {
-            unknownKeys: "ignore",
-            tlsFiles: "names",
-          });
-          await checkApiDefinitionFiles(definition, this.#options.rules);
-          api.push(definition);
-        } catch (error) {
-          // The reason names the field and the rule; not the error itself, whose quoted value a
-          // logger would print (platform.md §8: no secrets in logs).
-          this.#options.logger.error(
-            { healthcheck: stored.name },
-            `stored healthcheck ${stored.name} is invalid and was not restored: ${(error as Error).message}`,
-          );
-        }
-      }
+      const api = await this.#restore();
       const apiNames = new Set(api.map((definition) => definition.name));
       this.#configured = new Map(configured.map(({ definition }) => [definition.name, definition]));
       for (const { definition } of configured) {
@@ -168,6 +175,71 @@ export class Catalog {
   }
 
   /**
+   * Re-reads stored API checks that another instance changed (scale-out.md §3): each stored one
+   * applied, each one no longer stored dropped (the configuration-file check it replaced, if any,
+   * scheduled again).
+   * @param names the changed checks; `undefined` for all of them
+   */
+  sync(names: readonly string[] | undefined): Promise<void> {
+    return this.#serialize(async () => {
+      const stored = await this.#restore(names);
+      const present = new Set(stored.map((definition) => definition.name));
+      const candidates = names ?? [...this.#checks.keys()];
+      for (const name of candidates) {
+        const registration = this.#checks.get(name);
+        if (registration?.source !== "api" || present.has(name)) continue;
+        this.#drop(registration);
+        const configured = this.#configured.get(name);
+        if (configured !== undefined) this.#apply(configured, "configuration");
+      }
+      for (const definition of stored) this.#apply(definition, "api");
+    });
+  }
+
+  /**
+   * Schedules the checks this instance owns and unschedules the others, after its shard leases
+   * changed (scale-out.md §3). A check that moves here first runs at its next slot.
+   */
+  rebalance(): void {
+    const scheduler = this.#options.scheduler;
+    for (const registration of this.#checks.values()) {
+      const name = registration.definition.name;
+      const owned = this.#owns(registration);
+      if (owned && !scheduler.has(name)) this.#schedule(registration);
+      else if (!owned && scheduler.has(name)) scheduler.remove(name);
+    }
+  }
+
+  /**
+   * The stored API checks (those of `names`, or all) that the current rules accept. A stored check
+   * that they refuse (min-interval raised since; a TLS file name while tls-directory is no longer
+   * configured, or that no longer leads to a regular file of at most 1 MiB in it, platform.md §8)
+   * is logged and left in the database, unscheduled.
+   */
+  async #restore(names?: readonly string[]): Promise<Definition[]> {
+    const api: Definition[] = [];
+    for (const stored of await this.#options.storage.list(names)) {
+      try {
+        if (!(KINDS as readonly string[]).includes(stored.kind)) throw new Error(`unknown kind ${stored.kind}`);
+        const definition = validateDefinition(stored.kind as Kind, stored.definition, this.#options.rules, {
+          unknownKeys: "ignore",
+          tlsFiles: "names",
+        });
+        await checkApiDefinitionFiles(definition, this.#options.rules);
+        api.push(definition);
+      } catch (error) {
+        // The reason names the field and the rule; not the error itself, whose quoted value a
+        // logger would print (platform.md §8: no secrets in logs).
+        this.#options.logger.error(
+          { healthcheck: stored.name },
+          `stored healthcheck ${stored.name} is invalid and was not restored: ${(error as Error).message}`,
+        );
+      }
+    }
+    return api;
+  }
+
+  /**
    * Adds or replaces a check through the API (whatever the kind or source of the check it
    * replaces): stored first, then scheduled. An identical definition changes nothing in the
    * schedule.
@@ -178,6 +250,7 @@ export class Catalog {
     return this.#serialize(async () => {
       await this.#options.storage.save(definition);
       this.#apply(definition, "api");
+      this.#options.onStored?.([definition.name]);
     });
   }
 
@@ -193,6 +266,7 @@ export class Catalog {
       if (registration === undefined) return false;
       if (registration.source === "api") await this.#options.storage.delete(name);
       this.#drop(registration);
+      this.#options.onStored?.([name]);
       return true;
     });
   }
@@ -218,6 +292,7 @@ export class Catalog {
         }
       }
       for (const definition of definitions) this.#apply(definition, "api");
+      this.#options.onStored?.(undefined);
     });
   }
 
@@ -318,12 +393,22 @@ export class Catalog {
       view: viewOf(definition, source),
       ...(labels === undefined ? {} : { labels }),
       series: this.#options.metrics.series(definition.name, labels),
+      shard: this.#options.ownership?.shardOf(definition.name) ?? 0,
     };
     this.#checks.set(definition.name, registration);
-    const interval = definition.interval?.milliseconds;
-    if (interval === undefined) throw new Error(`healthcheck ${definition.name} has no interval`);
-    this.#options.scheduler.add(definition.name, interval, () => this.#run(registration));
+    if (this.#owns(registration)) this.#schedule(registration);
+    else this.#options.scheduler.remove(definition.name);
     return existing === undefined ? "added" : "changed";
+  }
+
+  #owns(registration: Registration): boolean {
+    return this.#options.ownership?.owns(registration.shard) ?? true;
+  }
+
+  #schedule(registration: Registration): void {
+    const interval = registration.definition.interval?.milliseconds;
+    if (interval === undefined) throw new Error(`healthcheck ${registration.definition.name} has no interval`);
+    this.#options.scheduler.add(registration.definition.name, interval, () => this.#run(registration));
   }
 
   #drop(registration: Registration): void {
@@ -335,6 +420,9 @@ export class Catalog {
   }
 
   async #run(registration: Registration): Promise<void> {
+    // Cluster mode: the lease is confirmed before each run, so a check whose shard moved (or whose
+    // lease could not be renewed) does not run here while its new owner runs it.
+    if (!this.#owns(registration)) return;
     // The source is read at each run: an identical definition may have changed source since.
     const execution = await this.#options.executor.execute(registration.definition, {
       source: registration.source,

@@ -2,12 +2,14 @@
  * The healthchecks module (healthchecks.md): periodic and one-off checks of kinds http, tcp, dns,
  * tls and command, with their latest results, behind `/healthcheck` and `/result`.
  */
+import { type Cluster, shardOf } from "../platform/cluster/index.js";
 import { ConfigError, configErrorMessage } from "../platform/config.js";
 import { defineModule } from "../platform/module.js";
 import { ValidationError } from "../platform/validation.js";
 import { apiCommandsAllowed } from "./api-commands.js";
 import { Catalog } from "./catalog.js";
-import { configuredChecks, healthchecksShape } from "./config.js";
+import { differingChecks, fingerprintOf, SharedResults } from "./cluster.js";
+import { configuredChecks, type HealthchecksSection, healthchecksShape } from "./config.js";
 import type { DefinitionRules } from "./definition.js";
 import { Executor } from "./execute.js";
 import { ResultHistory } from "./history.js";
@@ -15,7 +17,7 @@ import { HealthcheckMetrics, HistoryMetrics } from "./metrics.js";
 import { ResultPublisher } from "./result-events.js";
 import { ResultStore } from "./results.js";
 import { registerHealthcheckRoutes } from "./routes.js";
-import { Scheduler } from "./scheduler.js";
+import { Scheduler, wallClockPhaseDelay } from "./scheduler.js";
 import { checkStatusSelectors, registerStatusRoutes } from "./status-routes.js";
 import { HealthcheckStorage, healthcheckMigrations } from "./storage.js";
 import { checkTlsDirectory, TlsDirectoryError } from "./tls-files.js";
@@ -44,6 +46,44 @@ async function tlsDirectoryOf(configured: string | undefined): Promise<string | 
   }
 }
 
+/** The change topic of API definitions between instances (scale-out.md §3). */
+const CHANGE_TOPIC = "healthchecks.definitions";
+
+/** The names a change notification carries, or undefined for "every check may have changed". */
+function namesOf(data: unknown): string[] | undefined {
+  const names = (data as { names?: unknown } | undefined)?.names;
+  return Array.isArray(names) && names.every((name) => typeof name === "string") ? names : undefined;
+}
+
+/**
+ * Cluster mode: stores what this instance loaded from its configuration file and logs an error
+ * naming the checks that differ from another live member's (scale-out.md §3: the files must be
+ * identical, which is the deployment's job). Failures are logged; they never stop the module.
+ */
+async function compareFileChecks(
+  cluster: Cluster | undefined,
+  section: HealthchecksSection,
+  logger: { error(details: object, message: string): void },
+): Promise<void> {
+  if (cluster === undefined) return;
+  try {
+    const mine = fingerprintOf(configuredChecks(section));
+    await cluster.storage.setFingerprint(cluster.instanceId, mine);
+    for (const other of await cluster.storage.fingerprints(cluster.instanceId, cluster.leaseMs)) {
+      const differing = differingChecks(mine, other.fingerprint);
+      if (differing.length === 0) continue;
+      const shown =
+        differing.slice(0, 20).join(", ") + (differing.length > 20 ? ` and ${differing.length - 20} more` : "");
+      logger.error(
+        { member: other.id, healthchecks: differing.slice(0, 100) },
+        `the configuration-file healthchecks of this instance differ from those of ${other.id}: ${shown}`,
+      );
+    }
+  } catch (error) {
+    logger.error({ err: error }, "could not compare the configuration-file healthchecks with the other instances");
+  }
+}
+
 /**
  * The module, for the `modules` list of src/server.ts. Its plugin builds the scheduler and the
  * catalog, restores the stored checks and schedules the configured ones, re-reads the configured
@@ -62,8 +102,13 @@ export const healthchecksModule = defineModule({
       ...(tlsDirectory === undefined ? {} : { tlsDirectory }),
     };
     let metrics: HealthcheckMetrics | undefined;
+    const cluster = context.cluster;
     const scheduler = new Scheduler({
       maxConcurrency: section["max-concurrency"],
+      // Cluster mode: a check keeps its rhythm when it moves to another instance (scale-out.md §3).
+      ...(cluster === undefined
+        ? {}
+        : { firstRunDelay: (key: string, intervalMs: number) => wallClockPhaseDelay(key, intervalMs) }),
       onLateness: (milliseconds) => metrics?.observeLateness(milliseconds / 1000),
       onError: (name, error) => context.logger.error({ err: error, healthcheck: name }, "healthcheck run failed"),
     });
@@ -77,8 +122,10 @@ export const healthchecksModule = defineModule({
       metrics: new HistoryMetrics(context.metrics),
     });
     const publisher = new ResultPublisher(context.events, section.streams);
-    const catalog = new Catalog({
-      storage: new HealthcheckStorage(context.database),
+    const storage = new HealthcheckStorage(context.database);
+    let shared: SharedResults | undefined;
+    const catalog: Catalog = new Catalog({
+      storage,
       scheduler,
       results,
       metrics,
@@ -88,9 +135,25 @@ export const healthchecksModule = defineModule({
       onResult: (registration, result) => {
         history.record(registration.definition.name, result);
         publisher.publish(registration.definition, result, registration.labels);
+        shared?.record(result);
       },
+      ...(cluster === undefined
+        ? {}
+        : {
+            ownership: { shardOf, owns: (shard: number) => cluster.shards.owns(shard) },
+            onStored: (names: readonly string[] | undefined) =>
+              void cluster.changes.publish(CHANGE_TOPIC, names === undefined ? undefined : { names }),
+          }),
     });
+    if (cluster !== undefined) {
+      shared = new SharedResults(storage, catalog, results, context.logger);
+      shared.start();
+      cluster.changes.on(CHANGE_TOPIC, (data) => catalog.sync(namesOf(data)));
+      cluster.changes.onResync(() => catalog.sync(undefined));
+      cluster.shards.listen({ gained: () => catalog.rebalance(), lost: () => catalog.rebalance() });
+    }
     await catalog.start(configuredChecks(section));
+    await compareFileChecks(cluster, section, context.logger);
     const statusPage = section["status-page"];
     if (statusPage.enabled) {
       try {
@@ -109,9 +172,12 @@ export const healthchecksModule = defineModule({
       catalog.stop();
       await executor.close();
       await history.close();
+      await shared?.close();
     });
     onReload(async (fresh) => {
-      if (!closed) await catalog.reload(configuredChecks(fresh));
+      if (closed) return;
+      await catalog.reload(configuredChecks(fresh));
+      await compareFileChecks(cluster, fresh, context.logger);
     });
 
     // The API behind the guard of security.require-token; the status page is public (§9.3).
@@ -120,6 +186,7 @@ export const healthchecksModule = defineModule({
       registerHealthcheckRoutes(api, {
         catalog,
         results,
+        ...(shared === undefined ? {} : { freshen: () => (shared as SharedResults).refresh() }),
         history,
         rules,
         allowCommands: apiCommandsAllowed(
@@ -131,7 +198,14 @@ export const healthchecksModule = defineModule({
     });
     if (statusPage.enabled) {
       await app.register(async (page) => {
-        await registerStatusRoutes(page, { catalog, results, history, settings: statusPage, retentionMs });
+        await registerStatusRoutes(page, {
+          catalog,
+          results,
+          ...(shared === undefined ? {} : { freshen: () => (shared as SharedResults).refresh() }),
+          history,
+          settings: statusPage,
+          retentionMs,
+        });
       });
     }
   },

@@ -140,6 +140,8 @@ export function parseHistoryQuery(query: unknown): HistoryQuery {
 export interface HealthcheckRoutesOptions {
   readonly catalog: Catalog;
   readonly results: ResultStore;
+  /** Cluster mode: brings the results of checks other instances run up to date (at most 1 s old). */
+  readonly freshen?: () => Promise<void>;
   /** The stored results (history and uptime routes, healthchecks.md §9.2). */
   readonly history: ResultHistory;
   /** The rules of the running configuration that definitions depend on. */
@@ -155,6 +157,7 @@ export interface HealthcheckRoutesOptions {
  */
 export function registerHealthcheckRoutes(app: FastifyInstance, options: HealthcheckRoutesOptions): void {
   const { catalog, results, history, rules, allowCommands } = options;
+  const freshen = options.freshen ?? (async () => {});
   const existing: ExistingDefinition = (name) => catalog.get(name)?.definition;
 
   for (const kind of KINDS) {
@@ -203,9 +206,13 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     return { message: `Successfully deleted healthcheck ${name}` };
   });
 
-  app.get("/result", async () => results.list());
+  app.get("/result", async () => {
+    await freshen();
+    return results.list();
+  });
 
   app.get<{ Params: { name: string } }>("/result/:name", async (request) => {
+    await freshen();
     const result = results.get(request.params.name);
     if (result === undefined) throw new HttpError(404, `result not found for healthcheck ${request.params.name}`);
     return result;
@@ -218,6 +225,7 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     const query = parseHistoryQuery(request.query);
     const { name } = request.params;
     if (catalog.get(name) === undefined) throw notFound(name);
+    if (!history.enabled) await freshen();
     const views = history.enabled ? await history.list(name, query) : listLatest(results.get(name), query);
     return { results: views };
   });
@@ -225,6 +233,7 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
   app.get<{ Params: { name: string } }>("/result/:name/uptime", async (request) => {
     const { name } = request.params;
     if (catalog.get(name) === undefined) throw notFound(name);
+    if (!history.enabled) await freshen();
     const now = Date.now();
     return history.enabled ? await history.uptime(name, now) : uptimeOfLatest(results.get(name), now);
   });

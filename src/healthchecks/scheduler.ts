@@ -53,6 +53,26 @@ export interface SchedulerOptions {
   readonly now?: () => number;
   /** Where a key first runs within its first window, in [0, 1); default {@link spreadOf}. */
   readonly spread?: (key: string) => number;
+  /**
+   * Milliseconds before a key's first run, replacing the spread of the first window: cluster mode
+   * passes {@link wallClockPhaseDelay}.
+   */
+  readonly firstRunDelay?: (key: string, intervalMs: number) => number;
+}
+
+/**
+ * Cluster mode (scale-out.md §3): the delay until the next time `t` with `t ≡ phase (mod
+ * interval)` on the wall clock, the phase being {@link spreadOf} the key times the interval. Every
+ * instance computes the same times for a check, so when a check moves to another instance it
+ * keeps its rhythm: it neither runs twice within an interval nor skips one (clocks agreeing within
+ * a fraction of the interval, as NTP keeps them). The spread over the interval stays even.
+ *
+ * @param nowMs the wall clock, milliseconds since the epoch
+ */
+export function wallClockPhaseDelay(key: string, intervalMs: number, nowMs: number = Date.now()): number {
+  const phase = spreadOf(key) * intervalMs;
+  const delay = (phase - (nowMs % intervalMs)) % intervalMs;
+  return delay < 0 ? delay + intervalMs : delay;
 }
 
 interface Entry extends HeapItem {
@@ -81,6 +101,7 @@ export class Scheduler {
   readonly #maxConcurrency: number;
   readonly #now: () => number;
   readonly #spread: (key: string) => number;
+  readonly #firstRunDelay: ((key: string, intervalMs: number) => number) | undefined;
   readonly #onLateness: (milliseconds: number) => void;
   readonly #onError: (key: string, error: unknown) => void;
 
@@ -91,6 +112,7 @@ export class Scheduler {
     this.#maxConcurrency = options.maxConcurrency;
     this.#now = options.now ?? (() => performance.now());
     this.#spread = options.spread ?? spreadOf;
+    this.#firstRunDelay = options.firstRunDelay;
     this.#onLateness = options.onLateness ?? (() => {});
     this.#onError = options.onError ?? (() => {});
   }
@@ -135,7 +157,9 @@ export class Scheduler {
     if (this.#stopped) throw new Error("the scheduler is stopped");
     if (!(intervalMs > 0)) throw new RangeError("intervalMs must be positive");
     this.remove(key);
-    const first = this.#now() + this.#spread(key) * Math.min(intervalMs, FIRST_RUN_WINDOW_MS);
+    const delay =
+      this.#firstRunDelay?.(key, intervalMs) ?? this.#spread(key) * Math.min(intervalMs, FIRST_RUN_WINDOW_MS);
+    const first = this.#now() + delay;
     const entry: Entry = {
       key,
       intervalMs,

@@ -41,6 +41,8 @@ const REFRESH_RULE = `must be an integer number of seconds between ${MIN_REFRESH
 export interface StatusRoutesOptions {
   readonly catalog: Catalog;
   readonly results: ResultStore;
+  /** Cluster mode: brings the results of checks other instances run up to date (at most 1 s old). */
+  readonly freshen?: () => Promise<void>;
   readonly history: ResultHistory;
   readonly settings: HealthchecksSection["status-page"];
   /** `healthchecks.history.retention`, in milliseconds (0: no history, no bar, no chart). */
@@ -158,6 +160,7 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
   const snapshot = () => {
     const nowMs = Date.now();
     return snapshots.get("", nowMs, async () => {
+      await options.freshen?.();
       // The selectors are evaluated at each computation: checks come and go (API, SIGHUP).
       const selected = selectChecks(sources.selectors, sources.checks());
       const names = selected.map((check) => check.definition.name);

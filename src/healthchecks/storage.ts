@@ -43,6 +43,17 @@ export type HealthcheckTables = {
     /** The (redacted) failure message; NULL for a success. */
     message: string | null;
   };
+  /**
+   * Cluster mode (scale-out.md §3): the latest result of each check, written by the instance that
+   * runs it, read by the others for `GET /result`. Empty on a single instance.
+   */
+  healthcheck_latest_result: {
+    name: string;
+    /** The result as `GET /result/<name>` returns it, JSON text. */
+    result: string;
+    /** Milliseconds since the epoch. */
+    updated_at: number;
+  };
 };
 
 /** Migrations by name, `healthchecks-<number>-<what>`. */
@@ -89,6 +100,16 @@ export const healthcheckMigrations: Readonly<Record<string, Migration>> = {
       // with no rowid and no second index: about 22 bytes a row, and a check's rows are adjacent.
       if (sqlite) table = table.modifyEnd(sql`without rowid`);
       await table.execute();
+    },
+  },
+  "healthchecks-0003-latest-results": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable("healthcheck_latest_result")
+        .addColumn("name", "varchar(255)", (column) => column.primaryKey())
+        .addColumn("result", "text", (column) => column.notNull())
+        .addColumn("updated_at", "bigint", (column) => column.notNull())
+        .execute();
     },
   },
 };
@@ -148,13 +169,17 @@ export class HealthcheckStorage {
     this.#db = database.kysely.withTables<HealthcheckTables>();
   }
 
-  /** Every stored check, sorted by name. A row whose JSON does not parse is skipped. */
-  async list(): Promise<StoredDefinition[]> {
-    const rows = await this.#db
-      .selectFrom("healthcheck_definition")
-      .select(["name", "kind", "definition"])
-      .orderBy("name")
-      .execute();
+  /**
+   * Every stored check, or those of `names`, sorted by name. A row whose JSON does not parse comes
+   * with an undefined definition.
+   */
+  async list(names?: readonly string[]): Promise<StoredDefinition[]> {
+    let query = this.#db.selectFrom("healthcheck_definition").select(["name", "kind", "definition"]).orderBy("name");
+    if (names !== undefined) {
+      if (names.length === 0) return [];
+      query = query.where("name", "in", names);
+    }
+    const rows = await query.execute();
     const stored: StoredDefinition[] = [];
     for (const { name, kind, definition } of rows) {
       try {
@@ -171,10 +196,36 @@ export class HealthcheckStorage {
     await upsert(this.#db, [definition]);
   }
 
-  /** Deletes one check; false when it was not stored. */
+  /** Deletes one check (and its shared latest result); false when it was not stored. */
   async delete(name: string): Promise<boolean> {
     const result = await this.#db.deleteFrom("healthcheck_definition").where("name", "=", name).executeTakeFirst();
+    await this.#db.deleteFrom("healthcheck_latest_result").where("name", "=", name).execute();
     return Number(result.numDeletedRows) > 0;
+  }
+
+  /**
+   * Cluster mode: writes the latest results of the checks this instance runs (one statement per
+   * 500), each replacing the stored one of its check.
+   * @param results `[name, result as JSON text]`
+   */
+  async saveLatest(results: ReadonlyArray<readonly [string, string]>, now: number): Promise<void> {
+    for (const part of chunks(results)) {
+      await this.#db
+        .insertInto("healthcheck_latest_result")
+        .values(part.map(([name, result]) => ({ name, result, updated_at: now })))
+        .onConflict((conflict) =>
+          conflict.column("name").doUpdateSet((update) => ({
+            result: update.ref("excluded.result"),
+            updated_at: update.ref("excluded.updated_at"),
+          })),
+        )
+        .execute();
+    }
+  }
+
+  /** Cluster mode: every stored latest result, as JSON text by name. */
+  async listLatest(): Promise<Array<{ name: string; result: string }>> {
+    return this.#db.selectFrom("healthcheck_latest_result").select(["name", "result"]).execute();
   }
 
   /**
@@ -189,6 +240,7 @@ export class HealthcheckStorage {
       const absent = stored.map(({ name }) => name).filter((name) => !wanted.has(name));
       for (const part of chunks(absent)) {
         await transaction.deleteFrom("healthcheck_definition").where("name", "in", part).execute();
+        await transaction.deleteFrom("healthcheck_latest_result").where("name", "in", part).execute();
       }
     });
   }

@@ -4,6 +4,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
+import { CLUSTER_ENVIRONMENT, checkCluster, clusterSection } from "./cluster/config.js";
 import {
   ALLOWED_HOST_RULE,
   ALLOWED_ORIGIN_RULE,
@@ -91,6 +92,7 @@ const platformShape = {
     { unknownKeys: "reject", optional: true },
   ),
   security: object({ "require-token": withDefault(boolean(), false) }, { unknownKeys: "reject", optional: true }),
+  cluster: clusterSection,
 } satisfies Shape;
 
 /** The platform part of the configuration, defaults filled in. Sizes in bytes. */
@@ -110,6 +112,7 @@ export interface VigieConfig extends PlatformConfig {
 /** Environment variables that override platform keys. Modules declare their own. */
 const PLATFORM_ENVIRONMENT: Readonly<Record<string, string>> = {
   VIGIE_DATABASE_URL: "database.url",
+  ...CLUSTER_ENVIRONMENT,
 };
 
 /** Sets `path` (dotted) in a raw YAML tree, creating objects on the way. */
@@ -181,7 +184,9 @@ export function parseConfig(
       "log-level": parsed["log-level"] as PlatformConfig["log-level"],
       database: parsed.database as PlatformConfig["database"],
       security: parsed.security as PlatformConfig["security"],
+      cluster: parsed.cluster as PlatformConfig["cluster"],
     };
+    checkCluster(platform.cluster, platform.database.url);
     for (const module of modules) module.check?.(sections[module.name] as ModuleSection, platform);
     return { ...platform, modules: sections, ...(file === undefined ? {} : { file }) };
   } catch (error) {

@@ -8,6 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, type Migration, Migrator, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from "kysely";
 import pg from "pg";
+import { clusterMigrations } from "./cluster/storage.js";
 
 /** The tables of the platform itself; each module adds its own with `kysely.withTables<T>()`. */
 export interface PlatformTables {
@@ -22,6 +23,8 @@ export type DatabaseDialect = "sqlite" | "postgres";
 export interface Database {
   readonly kysely: Kysely<PlatformTables>;
   readonly dialect: DatabaseDialect;
+  /** The PostgreSQL URL (cluster mode opens a listening connection of its own); undefined on SQLite. */
+  readonly url?: string;
   /**
    * Where Vigie keeps files beside the database (comments-admin-token): the directory of the
    * SQLite file, `./data` for PostgreSQL, a new temporary directory for in-memory SQLite.
@@ -155,6 +158,7 @@ export async function openDatabase(
   return {
     kysely,
     dialect,
+    ...(dialect === "postgres" ? { url } : {}),
     dataDirectory,
     ping: async () => {
       await sql`select 1`.execute(kysely);
@@ -163,8 +167,9 @@ export async function openDatabase(
   };
 }
 
-/** The platform's own migrations. */
+/** The platform's own migrations (the cluster's tables included, empty on SQLite). */
 export const platformMigrations: Readonly<Record<string, Migration>> = {
+  ...clusterMigrations,
   "platform-0001-settings": {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema

@@ -12,6 +12,7 @@ import type { FastifyBaseLogger, FastifyPluginAsync, preHandlerHookHandler } fro
 import type { Migration } from "kysely";
 import type { Registry } from "prom-client";
 import type { Auth } from "./auth.js";
+import type { Cluster } from "./cluster/index.js";
 import type { ModuleSection, PlatformConfig, VigieConfig } from "./config.js";
 import type { Database } from "./database.js";
 import type { EventRouter } from "./events.js";
@@ -39,6 +40,11 @@ export interface ModuleContext {
    * its engine to it.
    */
   readonly events: EventRouter;
+  /**
+   * This instance's place among several (scale-out.md), with `cluster.enabled`; `undefined` for a
+   * single instance. Modules take their leases and change topics from it.
+   */
+  readonly cluster: Cluster | undefined;
 }
 
 /** Re-applies the reloadable part of a module's section (SIGHUP, platform.md §2). */

@@ -15,7 +15,7 @@ import { dummyPasswordHash } from "./passwords.js";
 import { registerRegistryRoutes } from "./routes.js";
 import { FailureLimiter, registryMigrations, TOKEN_FAILURE_POLICY, TokenStore, UserStore } from "./storage.js";
 import { TokenCache } from "./token-cache.js";
-import { RegistryVerifier } from "./verifier.js";
+import { isInvalidation, RegistryVerifier } from "./verifier.js";
 
 export {
   CargoStore,
@@ -33,6 +33,9 @@ export { userDescription, userName, userPassword, userRole } from "./users.js";
 
 /** The keys of the `registry` section besides `enabled`: the Cargo registry's (cargo.md). */
 const registryShape = { cargo: cargoSection };
+
+/** The change topic of token and user invalidations between instances. */
+const REGISTRY_TOPIC = "registry.tokens";
 
 /** Options of {@link createRegistryModule}; the defaults are those of production. */
 export interface RegistryModuleOptions {
@@ -77,6 +80,14 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
         now,
       });
       auth.setVerifier(verifier.verify);
+      const cluster = context.cluster;
+      if (cluster !== undefined) {
+        // A token revoked or a user deactivated here is refused everywhere within a second
+        // (scale-out.md §2), not after the cache's TTL.
+        verifier.onInvalidate = (change) => void cluster.changes.publish(REGISTRY_TOPIC, change);
+        cluster.changes.on(REGISTRY_TOPIC, (change) => verifier.forget(isInvalidation(change) ? change : "all"));
+        cluster.changes.onResync(() => verifier.forget("all"));
+      }
       countAuthOutcomes(context.metrics, auth);
       // Computed now, so that the first attempt with an unknown user is not slower than the others.
       await dummyPasswordHash();

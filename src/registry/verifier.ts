@@ -22,6 +22,16 @@ interface Verified extends CachedToken {
   readonly ok: TokenVerification;
 }
 
+/** What a change of the registry makes every instance forget: a user's tokens, or one token. */
+export type Invalidation = { readonly user: string } | { readonly token: string };
+
+/** Whether a value received from another instance is an {@link Invalidation}. */
+export function isInvalidation(value: unknown): value is Invalidation {
+  if (typeof value !== "object" || value === null) return false;
+  const change = value as Record<string, unknown>;
+  return typeof change.user === "string" || typeof change.token === "string";
+}
+
 /** Maps tokens to users: outcomes ok, invalid (unknown or malformed), expired, inactive. */
 export class RegistryVerifier {
   readonly #findOwner: FindOwner;
@@ -59,18 +69,37 @@ export class RegistryVerifier {
     return lookup.then((verified) => (verified === undefined ? INVALID : this.#outcome(verified)));
   };
 
+  /**
+   * Called after this instance changed a user or deleted a token, with what to forget: cluster
+   * mode tells the other instances (scale-out.md §2), which apply it with {@link forget}.
+   */
+  onInvalidate: (change: Invalidation) => void = () => {};
+
   /** Forgets what is cached of a user's tokens, after the user changed or was deleted. */
   invalidateUser(userId: string): void {
-    this.#cache.invalidateUser(userId);
-    // A lookup that started before the change may have read the old row: later requests ask again.
-    this.#inFlight.clear();
+    this.forget({ user: userId });
+    this.onInvalidate({ user: userId });
   }
 
   /** Forgets a deleted token. */
   invalidateToken(tokenId: string): void {
-    this.#cache.invalidateToken(tokenId);
+    this.forget({ token: tokenId });
+    this.onInvalidate({ token: tokenId });
+  }
+
+  /**
+   * Forgets a user's or token's cached lookups (a change made here or on another instance), or
+   * every lookup (`"all"`: after missing changes, when the change listener reconnected).
+   */
+  forget(change: Invalidation | "all"): void {
+    if (change === "all") this.#cache.clear();
+    else if ("user" in change) this.#cache.invalidateUser(change.user);
+    else {
+      this.#cache.invalidateToken(change.token);
+      this.#lastUsed.forget(change.token);
+    }
+    // A lookup that started before the change may have read the old row: later requests ask again.
     this.#inFlight.clear();
-    this.#lastUsed.forget(tokenId);
   }
 
   async #lookUp(hash: string): Promise<Verified | undefined> {

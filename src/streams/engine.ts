@@ -12,7 +12,7 @@ import {
   type StreamLimits,
 } from "./action.js";
 import { type CompiledConfig, compileConfig } from "./compiler.js";
-import { type EdnValue, toEdn } from "./edn.js";
+import { type EdnValue, parseEdn, toEdn } from "./edn.js";
 import type { Event } from "./event.js";
 import { detachedIo, type StreamIo } from "./io.js";
 import type { FileStream } from "./storage.js";
@@ -39,6 +39,22 @@ export interface EngineHooks {
 }
 
 const nothing = () => {};
+
+/**
+ * Cluster mode (scale-out.md §4): each stream has one owner instance; events for a stream this
+ * instance does not own go to its owner through JetStream.
+ */
+export interface Forwarder {
+  /** Whether this instance owns the stream now. */
+  owns(name: string): boolean;
+  /**
+   * Hands events to the owner of `name`: resolves once JetStream acknowledged them, rejects with
+   * an HttpError 503 when it cannot. The events are serialised before it returns.
+   */
+  forward(name: string, events: readonly Event[]): Promise<void>;
+  /** The same without waiting (event sink, reinjection): bounded, what cannot go is counted. */
+  send(name: string, events: readonly Event[]): void;
+}
 
 /** One running stream. */
 export class Stream {
@@ -112,6 +128,8 @@ export class StreamEngine {
   readonly #streams = new Map<string, Stream>();
   #defaults: readonly Stream[] = [];
   #depth = 0;
+  /** Cluster mode: where events for streams owned elsewhere go (set by the streams module). */
+  forwarder: Forwarder | undefined;
 
   constructor(
     readonly hooks: EngineHooks = {},
@@ -175,7 +193,33 @@ export class StreamEngine {
 
   /** Pushes events to every default stream (none is fine). */
   pushDefault(events: readonly Event[]): void {
-    for (const stream of this.#defaults) stream.push(events);
+    this.deliver(this.#defaults, events, false);
+  }
+
+  /**
+   * Delivers events to streams: those this instance runs get them now; in cluster mode those
+   * owned by another instance get them through their owner (forwarded first, so that they are
+   * serialised before an action of a local stream can touch them).
+   * @param wait whether the caller awaits the owners' acknowledgement (a client's request does)
+   * @returns a promise when events went to another instance and `wait` is true; it rejects with
+   *   an HttpError 503 when one of them could not be handed over (the local pushes happened)
+   */
+  deliver(streams: readonly Stream[], events: readonly Event[], wait = true): Promise<void> | undefined {
+    const forwarder = this.forwarder;
+    if (forwarder === undefined) {
+      for (const stream of streams) stream.push(events);
+      return undefined;
+    }
+    let pending: Promise<void>[] | undefined;
+    for (const stream of streams) {
+      if (forwarder.owns(stream.name)) continue;
+      if (!wait) forwarder.send(stream.name, events);
+      else if (pending === undefined) pending = [forwarder.forward(stream.name, events)];
+      else pending.push(forwarder.forward(stream.name, events));
+    }
+    for (const stream of streams) if (forwarder.owns(stream.name)) stream.push(events);
+    if (pending === undefined) return undefined;
+    return pending.length === 1 ? pending[0] : Promise.all(pending).then(() => undefined);
   }
 
   /**
@@ -191,15 +235,21 @@ export class StreamEngine {
     this.#depth += 1;
     try {
       if (destination.kind === "self") from.pushOne(event);
-      else if (destination.kind === "default") for (const stream of this.#defaults) stream.pushOne(event);
+      else if (destination.kind === "default") for (const stream of this.#defaults) this.#reinjectInto(stream, event);
       else {
         const target = this.#streams.get(destination.name);
         if (target === undefined) this.#dropReinjected(from);
-        else target.pushOne(event);
+        else this.#reinjectInto(target, event);
       }
     } finally {
       this.#depth -= 1;
     }
+  }
+
+  #reinjectInto(target: Stream, event: Event): void {
+    const forwarder = this.forwarder;
+    if (forwarder === undefined || forwarder.owns(target.name)) target.pushOne(event);
+    else forwarder.send(target.name, [event]);
   }
 
   #dropReinjected(from: Stream): void {
@@ -225,5 +275,41 @@ export function applyFileStreams(engine: StreamEngine, loaded: ReadonlyMap<strin
     const running = engine.get(name);
     if (running?.origin.kind === "file" && toEdn(running.config) === entry.text) continue;
     engine.add(name, entry.config, { kind: "file", file: entry.file });
+  }
+}
+
+/** What applying shared streams logs (a pino logger fits). */
+export interface SharedStreamsLogger {
+  error(details: object, message: string): void;
+}
+
+/**
+ * Cluster mode (scale-out.md §4): applies the streams stored by the API of any instance. Each
+ * stored stream whose configuration differs from the running one is compiled and (re)started; each
+ * API stream among `names` (or among all, when `names` is undefined) that is no longer stored is
+ * removed. A stored configuration that no longer compiles (outputs renamed since) is logged and
+ * left out.
+ * @param names the streams that changed, or undefined for all of them
+ */
+export function applySharedStreams(
+  engine: StreamEngine,
+  stored: ReadonlyArray<{ readonly name: string; readonly config: string }>,
+  names: readonly string[] | undefined,
+  logger: SharedStreamsLogger,
+): void {
+  const present = new Set(stored.map((stream) => stream.name));
+  const candidates = names ?? [...engine.all()].map((stream) => stream.name);
+  for (const name of candidates) {
+    if (!present.has(name) && engine.get(name)?.origin.kind === "api") engine.remove(name);
+  }
+  for (const { name, config: text } of stored) {
+    const running = engine.get(name);
+    if (running?.origin.kind === "api" && toEdn(running.config) === text) continue;
+    try {
+      const config = parseEdn(text);
+      engine.add(name, config, { kind: "api" });
+    } catch (error) {
+      logger.error({ stream: name }, `stored stream ${name} was not started: ${(error as Error).message}`);
+    }
   }
 }

@@ -4,18 +4,22 @@
  * remote write and OpenTelemetry traces ingestion, the Riemann protocol input, outputs, async
  * queues and WebSocket publish/subscribe.
  */
+import type { Cluster } from "../platform/cluster/index.js";
 import { ConfigError, configErrorMessage } from "../platform/config.js";
 import { defineModule } from "../platform/module.js";
 import { ValidationError } from "../platform/validation.js";
 import type { StreamLimits } from "./action.js";
 import { AsyncQueues } from "./async-queues.js";
 import { ChannelHub } from "./channels.js";
+import { StreamCluster } from "./cluster.js";
 import { checkOutputFiles, streamsShape } from "./config.js";
-import { applyFileStreams, StreamEngine } from "./engine.js";
+import { toEdn } from "./edn.js";
+import { applyFileStreams, applySharedStreams, StreamEngine } from "./engine.js";
 import { declarationsOf, type StreamIo } from "./io.js";
 import {
   asyncQueueMetrics,
   channelMetrics,
+  clusterMetrics,
   ingestionCounters,
   metricHooks,
   outputMetrics,
@@ -26,13 +30,42 @@ import { Outputs } from "./outputs/outputs.js";
 import { RiemannServer } from "./riemann/server.js";
 import { channelRoutes } from "./routes/channels.js";
 import { ingestionRoutes } from "./routes/ingestion.js";
-import { streamRoutes } from "./routes/streams.js";
-import { loadStreamDirectories, streamsMigrations } from "./storage.js";
+import { answerQuery, type StreamRoutesCluster, streamRoutes } from "./routes/streams.js";
+import { loadStreamDirectories, SharedStreamStore, streamsMigrations } from "./storage.js";
 
 export { streamsShape } from "./config.js";
 export { declarationsOf, NO_DECLARATIONS } from "./io.js";
 export { loadStreamDirectories } from "./storage.js";
 export { formatStreamTestResults, runStreamTests } from "./stream-test.js";
+
+/** The change topic of API streams between instances (scale-out.md §4). */
+const STREAMS_TOPIC = "streams.definitions";
+
+/** The names a change notification carries, or undefined for "every stream may have changed". */
+function namesOf(data: unknown): string[] | undefined {
+  const names = (data as { names?: unknown } | undefined)?.names;
+  return Array.isArray(names) && names.every((name) => typeof name === "string") ? names : undefined;
+}
+
+/** What the stream routes do in cluster mode: store, apply, tell the others; ask owners. */
+function routesCluster(cluster: Cluster, shared: SharedStreamStore, streams: StreamCluster): StreamRoutesCluster {
+  return {
+    async save(name, config, apply) {
+      await shared.save(name, toEdn(config));
+      apply();
+      cluster.kick();
+      await cluster.changes.publish(STREAMS_TOPIC, { names: [name] });
+    },
+    async remove(name, apply) {
+      await shared.remove(name);
+      apply();
+      cluster.kick();
+      await cluster.changes.publish(STREAMS_TOPIC, { names: [name] });
+    },
+    owns: (name) => streams.owns(name),
+    ask: (name, query) => streams.ask(name, query),
+  };
+}
 
 /**
  * The module, for the `modules` list of src/server.ts. Its plugin loads the stream directories,
@@ -82,15 +115,43 @@ export const streamsModule = defineModule({
       dropped: (queue) => queueMetrics.dropped(queue),
       failed: (stream) => hooks.dropped?.(stream, "async-queue") ?? (() => {}),
     });
+    let streamCluster: StreamCluster | undefined;
     const io: StreamIo = {
       declarations: declarationsOf(section),
       output: (name) => outputs.sink(name),
-      publish: (channel) => hub.publisher(channel),
+      // Cluster mode: a publication also reaches the subscribers of the other instances.
+      publish: (channel) =>
+        streamCluster === undefined ? hub.publisher(channel) : streamCluster.publisher(channel, hub.publisher(channel)),
       asyncQueue: (name, stream) => queues.enqueuer(name, stream),
       runsIo: true,
     };
     const engine: StreamEngine = new StreamEngine(hooks, limits, io);
+    const cluster = context.cluster;
+    const shared = cluster === undefined ? undefined : new SharedStreamStore(context.database);
+    if (cluster !== undefined) {
+      streamCluster = new StreamCluster(
+        engine,
+        cluster.nats,
+        cluster.streams,
+        cluster.instanceId,
+        cluster.leaseMs,
+        answerQuery,
+        clusterMetrics(context.metrics),
+        context.logger,
+      );
+      streamCluster.subscribeChannels((channel, value) => hub.publisher(channel)(value));
+    }
     applyFileStreams(engine, await loadStreamDirectories(section.directories, io.declarations));
+    const syncShared = async (names: readonly string[] | undefined) => {
+      if (shared === undefined) return;
+      applySharedStreams(engine, await shared.list(names), names, context.logger);
+      cluster?.kick();
+    };
+    if (cluster !== undefined) {
+      await syncShared(undefined);
+      cluster.changes.on(STREAMS_TOPIC, (data) => syncShared(namesOf(data)));
+      cluster.changes.onResync(() => syncShared(undefined));
+    }
     // Events of other modules (healthcheck results, comments) enter here (platform.md §9), once
     // the stream directories are loaded.
     context.events.connect((name, events) => {
@@ -100,7 +161,7 @@ export const streamsModule = defineModule({
       }
       const stream = engine.get(name);
       if (stream === undefined) return false;
-      stream.push(events);
+      engine.deliver([stream], events, false);
       return true;
     });
     onReload(async (fresh) => {
@@ -113,6 +174,7 @@ export const streamsModule = defineModule({
     await riemann?.listen();
     app.addHook("onClose", async () => {
       await riemann?.close();
+      await streamCluster?.close();
       queues.close();
       await outputs.drain(section["drain-timeout"].milliseconds);
       hub.close();
@@ -130,6 +192,9 @@ export const streamsModule = defineModule({
       persistDirectory: section.directories[0],
       ingestionBodyLimit: section["ingestion-body-limit"],
       guard,
+      ...(cluster === undefined || shared === undefined || streamCluster === undefined
+        ? {}
+        : { cluster: routesCluster(cluster, shared, streamCluster) }),
     });
     await channelRoutes(app, {
       hub,

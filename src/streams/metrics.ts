@@ -7,6 +7,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { StreamClusterMetrics } from "./cluster.js";
 import type { EngineHooks, StreamEngine } from "./engine.js";
 
 /**
@@ -298,5 +299,33 @@ export function riemannMetrics(registry: Registry): RiemannMetrics {
     connections: (delta) => connections.inc(delta),
     message: (outcome) => (outcome === "ok" ? ok : error).inc(),
     events: (count) => events.inc(count),
+  };
+}
+
+/**
+ * Cluster mode (scale-out.md §4): `stream_forwarded_events_total{stream}` (handed to JetStream for
+ * the stream's owner), `stream_forward_failed_events_total{stream}` (not handed over: NATS
+ * unreachable, or the bound of unacknowledged sends reached) and
+ * `stream_consumed_events_total{stream}` (received through JetStream and run here).
+ */
+export function clusterMetrics(registry: Registry): StreamClusterMetrics {
+  const counter = (name: string, help: string) =>
+    counterByLabel(new Counter({ name, help, labelNames: ["stream"] as const, registers: [registry] }));
+  const forwarded = counter(
+    "stream_forwarded_events_total",
+    "Events handed to JetStream for the instance that owns their stream, by stream.",
+  );
+  const failed = counter(
+    "stream_forward_failed_events_total",
+    "Events for a stream owned by another instance that could not be handed to JetStream, by stream.",
+  );
+  const consumed = counter(
+    "stream_consumed_events_total",
+    "Events received through JetStream from other instances and run here, by stream.",
+  );
+  return {
+    forwarded: (stream, count) => forwarded(stream).inc(count),
+    dropped: (stream, count) => failed(stream).inc(count),
+    consumed: (stream, count) => consumed(stream).inc(count),
   };
 }

@@ -7,14 +7,81 @@
 import { randomBytes } from "node:crypto";
 import { type FileHandle, mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { Migration } from "kysely";
+import type { Kysely, Migration } from "kysely";
+import type { Database, PlatformTables } from "../platform/database.js";
 import { compileConfig } from "./compiler.js";
 import { type EdnValue, isMap, nameOf, parseEdn, toEdn } from "./edn.js";
 import { type Declarations, NO_DECLARATIONS } from "./io.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "./names.js";
 
-/** The module's migrations: none, streams keep nothing in the database. */
-export const streamsMigrations: Readonly<Record<string, Migration>> = {};
+/**
+ * The module's migrations. Streams keep their state in memory; the one table holds the streams
+ * created through the API in cluster mode (scale-out.md §4), so that every instance runs the same
+ * ones. It stays empty on a single instance.
+ */
+export const streamsMigrations: Readonly<Record<string, Migration>> = {
+  "streams-0001-api-streams": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable("stream_definition")
+        .addColumn("name", "varchar(128)", (column) => column.primaryKey())
+        // The configuration as EDN text.
+        .addColumn("config", "text", (column) => column.notNull())
+        .addColumn("updated_at", "bigint", (column) => column.notNull())
+        .execute();
+    },
+  },
+};
+
+type StreamTables = {
+  stream_definition: { name: string; config: string; updated_at: number };
+};
+
+/** A stream created through the API, as stored in cluster mode. */
+export interface StoredStream {
+  readonly name: string;
+  /** EDN text. */
+  readonly config: string;
+}
+
+/** Cluster mode: the streams created through the API, shared by every instance (§4). */
+export class SharedStreamStore {
+  readonly #db: Kysely<PlatformTables & StreamTables>;
+
+  constructor(database: Database) {
+    this.#db = database.kysely.withTables<StreamTables>();
+  }
+
+  /** Every stored stream, or those of `names`. */
+  async list(names?: readonly string[]): Promise<StoredStream[]> {
+    let query = this.#db.selectFrom("stream_definition").select(["name", "config"]).orderBy("name");
+    if (names !== undefined) {
+      if (names.length === 0) return [];
+      query = query.where("name", "in", names);
+    }
+    return query.execute();
+  }
+
+  /** Adds or replaces a stream. */
+  async save(name: string, config: string): Promise<void> {
+    await this.#db
+      .insertInto("stream_definition")
+      .values({ name, config, updated_at: Date.now() })
+      .onConflict((conflict) =>
+        conflict.column("name").doUpdateSet((update) => ({
+          config: update.ref("excluded.config"),
+          updated_at: update.ref("excluded.updated_at"),
+        })),
+      )
+      .execute();
+  }
+
+  /** Removes a stream; false when none was stored. */
+  async remove(name: string): Promise<boolean> {
+    const result = await this.#db.deleteFrom("stream_definition").where("name", "=", name).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+}
 
 /** A stream read from a streams file. */
 export interface FileStream {

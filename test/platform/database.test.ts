@@ -65,7 +65,11 @@ describe.each(DATABASE_KINDS)("database on $kind", ({ kind, skip }) => {
       .select("name")
       .orderBy("name")
       .execute();
-    expect(recorded.map((row) => row.name)).toEqual(["platform-0001-settings", "test-0001-widgets"]);
+    expect(recorded.map((row) => row.name)).toEqual([
+      "platform-0001-settings",
+      "platform-0002-cluster",
+      "test-0001-widgets",
+    ]);
     expect(await readSetting(second, "k")).toBe("v");
   });
 

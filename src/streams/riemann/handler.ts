@@ -67,6 +67,9 @@ export function reasonOf(error: unknown): string {
 /** Events of a message that were not pushed because their stream was removed meanwhile, by stream. */
 type Lost = Map<string, number>;
 
+/** Acknowledgements of events forwarded to the owners of their streams (cluster mode). */
+type Forwarded = Array<Promise<void>>;
+
 /** Handles the messages of every connection of one Riemann input. */
 export class RiemannHandler {
   readonly #queries = new Map<string, Predicate>();
@@ -107,12 +110,27 @@ export class RiemannHandler {
     }
     if (!complete) return this.#handleLarge(body, reader, events);
     const lost: Lost = new Map();
+    const forwarded: Forwarded = [];
     if (events.length > 0) {
       const unknown = this.#unknownStream(events);
       if (unknown !== undefined) return this.#unknown(unknown);
-      this.#push(events, Date.now() / 1000, lost);
+      this.#push(events, Date.now() / 1000, lost, forwarded);
     }
+    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(reader.query, lost));
     return this.#answer(reader.query, lost);
+  }
+
+  /**
+   * Cluster mode: the reply once the owners of the message's streams have its events (JetStream
+   * acknowledged them, scale-out.md §4), or an error reply when one could not be reached.
+   */
+  async #afterForwarded(forwarded: Forwarded, answer: () => Buffer): Promise<Buffer> {
+    try {
+      await Promise.all(forwarded);
+    } catch (error) {
+      return this.#fail(reasonOf(error));
+    }
+    return answer();
   }
 
   /**
@@ -145,15 +163,17 @@ export class RiemannHandler {
     }
     const again = new MsgReader(body);
     const lost: Lost = new Map();
+    const forwarded: Forwarded = [];
     for (;;) {
       slice = [];
       // The bytes decoded once already: they decode again.
       const complete = again.read(EVENTS_PER_SLICE, slice);
-      this.#push(slice, now, lost);
+      this.#push(slice, now, lost, forwarded);
       if (complete) break;
       await nextTurn();
       if (this.#stopping) return undefined;
     }
+    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(again.query, lost));
     return this.#answer(again.query, lost);
   }
 
@@ -207,8 +227,9 @@ export class RiemannHandler {
    * counts those pushed.
    * @param now the time of receipt in seconds, for events without a time
    * @param lost where the events of streams that no longer exist are counted, by stream
+   * @param forwarded where the acknowledgements of events forwarded to other instances go
    */
-  #push(sources: readonly DecodedEvent[], now: number, lost: Lost): void {
+  #push(sources: readonly DecodedEvent[], now: number, lost: Lost, forwarded: Forwarded): void {
     const count = sources.length;
     if (count === 0) return;
     const events: Event[] = new Array(count);
@@ -224,7 +245,7 @@ export class RiemannHandler {
     }
     let pushed = 0;
     const pushRun = (target: string | undefined, run: Event[]) => {
-      if (this.#pushTo(target, run)) pushed += run.length;
+      if (this.#pushTo(target, run, forwarded)) pushed += run.length;
       else if (target !== undefined) lost.set(target, (lost.get(target) ?? 0) + run.length);
     };
     if (single) pushRun(targets[0], events);
@@ -246,14 +267,15 @@ export class RiemannHandler {
    *   message awaits between the check and the pushes, and a stream's actions run during pushes,
    *   so it may have been removed (API, SIGHUP) since
    */
-  #pushTo(target: string | undefined, events: Event[]): boolean {
-    if (target === undefined) {
-      this.engine.pushDefault(events);
-      return true;
+  #pushTo(target: string | undefined, events: Event[], forwarded: Forwarded): boolean {
+    let pending: Promise<void> | undefined;
+    if (target === undefined) pending = this.engine.deliver(this.engine.defaults, events);
+    else {
+      const stream = this.engine.get(target);
+      if (stream === undefined) return false;
+      pending = this.engine.deliver([stream], events);
     }
-    const stream = this.engine.get(target);
-    if (stream === undefined) return false;
-    stream.push(events);
+    if (pending !== undefined) forwarded.push(pending);
     return true;
   }
 

@@ -60,9 +60,6 @@ export async function ingestionRoutes(app: FastifyInstance, options: IngestionOp
     if (stream === undefined) throw new HttpError(404, `stream ${name} not found`);
     return [stream];
   };
-  const push = (streams: readonly Stream[], events: readonly Event[]) => {
-    for (const stream of streams) stream.push(events);
-  };
 
   // Synchronous handler: no promise between the body and the streams on this hot path.
   const remoteWrite = (request: FastifyRequest, reply: FastifyReply) => {
@@ -95,7 +92,14 @@ export async function ingestionRoutes(app: FastifyInstance, options: IngestionOp
       if (error instanceof RemoteWriteError) throw new HttpError(400, `invalid remote write body: ${error.message}`);
       throw error;
     }
-    push(streams, events);
+    // In cluster mode, events for a stream owned elsewhere are answered once its owner has them.
+    const forwarded = engine.deliver(streams, events);
+    if (forwarded !== undefined) {
+      return forwarded.then(() => {
+        samples(name).inc(events.length);
+        return reply.code(204).send();
+      });
+    }
     samples(name).inc(events.length);
     reply.code(204).send();
   };
@@ -133,7 +137,8 @@ export async function ingestionRoutes(app: FastifyInstance, options: IngestionOp
       if (error instanceof OtlpError) throw new HttpError(400, `invalid OTLP traces request: ${error.message}`);
       throw error;
     }
-    push(streams, events);
+    const forwarded = engine.deliver(streams, events);
+    if (forwarded !== undefined) await forwarded;
     spans(name).inc(events.length);
     // An empty ExportTraceServiceResponse, in the request's encoding (OTLP/HTTP).
     if (json) return reply.code(200).type("application/json").send("{}");

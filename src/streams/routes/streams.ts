@@ -7,7 +7,7 @@ import { isPlainObject } from "../../platform/validation.js";
 import { CompileError } from "../compile-error.js";
 import type { CompiledConfig } from "../compiler.js";
 import type { Predicate } from "../condition.js";
-import { isMap, mapSet, toEdn } from "../edn.js";
+import { type EdnValue, isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
 import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
@@ -23,6 +23,23 @@ export interface StreamRoutesOptions {
   readonly ingestionBodyLimit: number;
   /** A guard for every route when `security.require-token` is true. */
   readonly guard: preHandlerHookHandler | undefined;
+  /** Cluster mode (scale-out.md §4): shared API streams, and queries answered by owners. */
+  readonly cluster?: StreamRoutesCluster;
+}
+
+/** What the routes do differently in cluster mode. */
+export interface StreamRoutesCluster {
+  /** Stores a stream created through the API, runs `apply`, then tells the other instances. */
+  save(name: string, config: EdnValue, apply: () => void): Promise<void>;
+  /** Deletes a stored stream, runs `apply`, then tells the other instances. */
+  remove(name: string, apply: () => void): Promise<void>;
+  /** Whether this instance owns the stream (and answers its queries itself). */
+  owns(name: string): boolean;
+  /**
+   * Asks the owner.
+   * @throws HttpError 503 when the owner does not answer within 2 s
+   */
+  ask(name: string, query: { kind: "search"; query: unknown } | { kind: "current-time" }): Promise<unknown>;
 }
 
 /** Whether a stream lives in its own persisted file (other streams files are the operator's). */
@@ -94,7 +111,8 @@ async function rawBody(request: FastifyRequest, limit: number): Promise<string> 
   return Buffer.concat(chunks).toString("utf8");
 }
 
-async function searchQuery(request: FastifyRequest, bodyLimit: number): Promise<Predicate> {
+/** The query of a search request as sent (EDN text, or base64 of it), not compiled yet. */
+async function searchQueryValue(request: FastifyRequest, bodyLimit: number): Promise<unknown> {
   const fromUrl = (request.query as Record<string, unknown>).query;
   let query: unknown = fromUrl;
   if (query === undefined) {
@@ -112,12 +130,19 @@ async function searchQuery(request: FastifyRequest, bodyLimit: number): Promise<
     if (body !== undefined && body !== null) query = bodyObject(body).query;
   }
   if (query === undefined) throw new HttpError(400, "field query: is required (in the body or as ?query=)");
-  return compileWhereQuery(query);
+  return query;
+}
+
+/** What a stream's owner answers to a query (also for another instance, in cluster mode). */
+export function answerQuery(stream: Stream, query: { kind: string; query?: unknown }): unknown {
+  if (query.kind === "current-time") return stream.index.currentTime;
+  const predicate: Predicate = compileWhereQuery(query.query);
+  return stream.index.search(predicate);
 }
 
 /** Registers the streams routes. */
 export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOptions): Promise<void> {
-  const { engine, persistDirectory, ingestionBodyLimit, guard } = options;
+  const { engine, persistDirectory, ingestionBodyLimit, guard, cluster } = options;
   const routeOptions = guard === undefined ? {} : { preHandler: guard };
 
   const streamOf = (name: string) => {
@@ -146,7 +171,10 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     }
     // Nothing changes until the configuration compiled and, when persisted, its file is written:
     // a refused or failed POST leaves the running stream (and its file) as they were.
-    if (compiled.persist) {
+    if (cluster !== undefined) {
+      // Cluster mode: every API stream is stored in the database, :persist or not (§4).
+      await cluster.save(name, config, () => engine.add(name, config, { kind: "api" }, compiled));
+    } else if (compiled.persist) {
       if (persistDirectory === undefined) {
         throw new HttpError(400, "invalid stream config: :persist needs streams.directories to be configured");
       }
@@ -177,6 +205,10 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
   app.delete("/api/v1/stream/:name", routeOptions, async (request) => {
     const { name } = request.params as { name: string };
     const stream = streamOf(name);
+    if (cluster !== undefined && stream.origin.kind === "api") {
+      await cluster.remove(name, () => engine.remove(name));
+      return { message: "stream removed" };
+    }
     engine.remove(name);
     if (persistDirectory !== undefined && isPersisted(stream, persistDirectory)) {
       await removeStreamFile(persistDirectory, name);
@@ -187,20 +219,29 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
   app.put("/api/v1/stream/:name", { ...routeOptions, bodyLimit: ingestionBodyLimit }, async (request) => {
     const { name } = request.params as { name: string };
     const events = acceptEvents(request.body, Date.now() / 1000);
-    if (name === DEFAULT_STREAM) engine.pushDefault(events);
-    else streamOf(name).push(events);
+    // In cluster mode, the answer waits until the owner of each stream has the events (§4).
+    const forwarded = engine.deliver(name === DEFAULT_STREAM ? engine.defaults : [streamOf(name)], events);
+    if (forwarded !== undefined) await forwarded;
     return { message: "ok" };
   });
 
   const search = async (request: FastifyRequest) => {
     const stream = streamOf((request.params as { name: string }).name);
-    const predicate = await searchQuery(request, app.initialConfig.bodyLimit ?? 1024 * 1024);
-    return { events: stream.index.search(predicate) };
+    const query = await searchQueryValue(request, app.initialConfig.bodyLimit ?? 1024 * 1024);
+    if (cluster !== undefined && !cluster.owns(stream.name)) {
+      compileWhereQuery(query); // an invalid query is a 400 here, without asking the owner
+      return { events: await cluster.ask(stream.name, { kind: "search", query }) };
+    }
+    return { events: answerQuery(stream, { kind: "search", query }) };
   };
   app.get("/api/v1/index/:name/search", routeOptions, search);
   app.post("/api/v1/index/:name/search", routeOptions, search);
 
-  app.get("/api/v1/index/:name/current-time", routeOptions, async (request) => ({
-    "current-time": streamOf((request.params as { name: string }).name).index.currentTime,
-  }));
+  app.get("/api/v1/index/:name/current-time", routeOptions, async (request) => {
+    const stream = streamOf((request.params as { name: string }).name);
+    if (cluster !== undefined && !cluster.owns(stream.name)) {
+      return { "current-time": await cluster.ask(stream.name, { kind: "current-time" }) };
+    }
+    return { "current-time": stream.index.currentTime };
+  });
 }

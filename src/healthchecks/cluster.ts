@@ -1,0 +1,148 @@
+/**
+ * The healthchecks module in cluster mode (scale-out.md §3): the latest results shared through
+ * PostgreSQL, and the comparison of configuration-file checks between instances. Scheduling by
+ * shard lives in the catalog (its `ownership` option); this file wires nothing itself.
+ */
+import { createHash } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
+import type { Catalog } from "./catalog.js";
+import type { ConfiguredCheck } from "./config.js";
+import { toJson } from "./definition.js";
+import type { HealthcheckResult, ResultStore } from "./results.js";
+import type { HealthcheckStorage } from "./storage.js";
+
+/** Milliseconds between two writes of the latest results, and the most a read waits for (§3). */
+export const SHARED_RESULTS_PERIOD_MS = 1_000;
+
+/** What the shared results log (a pino logger fits). */
+export interface SharedResultsLogger {
+  warn(details: object, message: string): void;
+}
+
+/**
+ * The latest results of every instance's checks: this instance writes those of the checks it runs
+ * once a second (one statement per 500 results), and reads the others' when a route asks for
+ * results, at most once a second, so an instance nobody asks reads nothing.
+ */
+export class SharedResults {
+  #pending = new Map<string, HealthcheckResult>();
+  #timer: NodeJS.Timeout | undefined;
+  #writing: Promise<void> = Promise.resolve();
+  #readAt = Number.NEGATIVE_INFINITY;
+  #reading: Promise<void> | undefined;
+
+  constructor(
+    readonly storage: HealthcheckStorage,
+    readonly catalog: Catalog,
+    readonly results: ResultStore,
+    readonly logger: SharedResultsLogger,
+    readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Starts writing once a second. */
+  start(): void {
+    this.#timer = setInterval(() => {
+      this.#writing = this.#writing.then(() => this.#flush());
+    }, SHARED_RESULTS_PERIOD_MS);
+    this.#timer.unref();
+  }
+
+  /** Keeps a result of a check this instance ran, for the next write. Never waits. */
+  record(result: HealthcheckResult): void {
+    this.#pending.set(result.name, result);
+  }
+
+  /**
+   * Brings the results of the checks other instances run up to date, unless that was done less
+   * than a second ago (concurrent callers share one read). A failed read is logged: the routes
+   * answer with what this instance has.
+   */
+  refresh(): Promise<void> {
+    if (this.#reading !== undefined) return this.#reading;
+    if (this.now() - this.#readAt < SHARED_RESULTS_PERIOD_MS) return Promise.resolve();
+    this.#readAt = this.now();
+    this.#reading = this.#read().finally(() => {
+      this.#reading = undefined;
+    });
+    return this.#reading;
+  }
+
+  /** Stops the writes, after writing what is pending. */
+  async close(): Promise<void> {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    await this.#writing;
+    await this.#flush();
+  }
+
+  async #flush(): Promise<void> {
+    if (this.#pending.size === 0) return;
+    const batch = this.#pending;
+    this.#pending = new Map();
+    const rows: Array<[string, string]> = [];
+    for (const [name, result] of batch) rows.push([name, JSON.stringify(result)]);
+    try {
+      await this.storage.saveLatest(rows, Date.now());
+    } catch (error) {
+      // Kept for the next write, unless a newer result came meanwhile.
+      for (const [name, result] of batch) if (!this.#pending.has(name)) this.#pending.set(name, result);
+      this.logger.warn({ err: error, results: rows.length }, "could not write the latest results; retrying");
+    }
+  }
+
+  async #read(): Promise<void> {
+    let rows: Array<{ name: string; result: string }>;
+    try {
+      rows = await this.storage.listLatest();
+    } catch (error) {
+      this.logger.warn({ err: error }, "could not read the other instances' latest results");
+      return;
+    }
+    for (const { name, result: text } of rows) {
+      const registration = this.catalog.get(name);
+      if (registration === undefined || this.catalog.runsHere(name)) continue;
+      let result: HealthcheckResult;
+      try {
+        result = JSON.parse(text) as HealthcheckResult;
+      } catch {
+        continue;
+      }
+      // A result of a previous definition of the check belongs to nobody.
+      if (!isDeepStrictEqual(result.configuration, registration.view)) continue;
+      const local = this.results.get(name);
+      if (local !== undefined && Date.parse(local.timestamp) >= Date.parse(result.timestamp)) continue;
+      this.results.set(result);
+    }
+  }
+}
+
+/**
+ * What this instance loaded from its configuration file, as JSON text: each check's name and a
+ * SHA-256 of its definition (no secret leaves the instance). Compared between members (§3).
+ */
+export function fingerprintOf(configured: readonly ConfiguredCheck[]): string {
+  const entries: Record<string, string> = {};
+  for (const { definition } of configured) {
+    entries[definition.name] = createHash("sha256")
+      .update(JSON.stringify(toJson(definition)))
+      .digest("base64url")
+      .slice(0, 16);
+  }
+  return JSON.stringify(entries);
+}
+
+/**
+ * The names of the checks whose definitions differ between two fingerprints (present in one
+ * only, or different), sorted.
+ */
+export function differingChecks(mine: string, theirs: string): string[] {
+  let a: Record<string, string>;
+  let b: Record<string, string>;
+  try {
+    a = JSON.parse(mine);
+    b = JSON.parse(theirs);
+  } catch {
+    return [];
+  }
+  const names = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...names].filter((name) => a[name] !== b[name]).sort();
+}

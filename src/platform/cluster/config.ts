@@ -1,0 +1,92 @@
+/**
+ * The `cluster` section of the configuration (scale-out.md): several instances on one PostgreSQL
+ * and one NATS JetStream. Off by default; a single instance on SQLite needs neither.
+ */
+import { hostname } from "node:os";
+import type { Duration } from "../duration.js";
+import {
+  array,
+  boolean,
+  duration,
+  object,
+  optional,
+  secret,
+  size,
+  string,
+  ValidationError,
+  type Validator,
+  withDefault,
+} from "../validation.js";
+
+const NATS_URL_RULE = "must be a NATS server URL such as nats://127.0.0.1:4222 (nats, tls, ws or wss scheme)";
+
+/** A NATS server URL (the scheme the official client accepts), as given. */
+const natsUrl: Validator<string> = (value, path) => {
+  if (typeof value === "string" && /^(nats|tls|wss?):\/\/[^\s/]+\/?$/.test(value)) return value;
+  throw new ValidationError(path, NATS_URL_RULE, value);
+};
+
+const INSTANCE_ID_RULE = "must be 1 to 100 characters among letters, digits, '.', '_' and '-'";
+
+const instanceId: Validator<string> = (value, path) => {
+  if (typeof value === "string" && (value === "" || /^[A-Za-z0-9._-]{1,100}$/.test(value))) return value;
+  throw new ValidationError(path, INSTANCE_ID_RULE, value);
+};
+
+const sec = (milliseconds: number): Duration => ({ text: `${milliseconds / 1000}s`, milliseconds });
+
+/** Validator of the `cluster` section, defaults filled in. */
+export const clusterSection = object(
+  {
+    enabled: withDefault(boolean(), false),
+    "instance-id": withDefault(instanceId, ""),
+    "advertise-url": withDefault(string(), ""),
+    heartbeat: withDefault(duration(100), sec(2_000)),
+    lease: withDefault(duration(500), sec(10_000)),
+    nats: object(
+      {
+        servers: withDefault(array(natsUrl, { min: 1, max: 32 }), ["nats://127.0.0.1:4222"]),
+        token: withDefault(secret(string()), ""),
+        "credentials-file": optional(string({ min: 1 })),
+        "stream-max-age": withDefault(duration(1_000), sec(3_600_000)),
+        "stream-max-bytes": withDefault(size(), 1024 ** 3),
+      },
+      { unknownKeys: "reject", optional: true },
+    ),
+  },
+  { unknownKeys: "reject", optional: true },
+);
+
+/** The `cluster` section as validated. Durations in milliseconds, sizes in bytes. */
+export type ClusterConfig = ReturnType<typeof clusterSection>;
+
+/** Environment variables overriding keys of the section (secrets kept out of the file). */
+export const CLUSTER_ENVIRONMENT: Readonly<Record<string, string>> = {
+  VIGIE_NATS_TOKEN: "cluster.nats.token",
+};
+
+/**
+ * The rules that tie the section to the rest: cluster mode needs PostgreSQL, and a lease longer
+ * than two heartbeats (an instance must renew at least once before its lease ends).
+ * @throws ValidationError naming `cluster.enabled` or `cluster.lease`
+ */
+export function checkCluster(cluster: ClusterConfig, databaseUrl: string): void {
+  if (!cluster.enabled) return;
+  if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ValidationError(
+      "cluster.enabled",
+      "needs database.url to be a PostgreSQL URL (postgres://...): instances share their state through PostgreSQL, which SQLite cannot do",
+    );
+  }
+  if (cluster.lease.milliseconds < 2 * cluster.heartbeat.milliseconds) {
+    throw new ValidationError("cluster.lease", "must be at least twice cluster.heartbeat", cluster.lease.text);
+  }
+}
+
+/** This instance's id: `cluster.instance-id`, else `<hostname>-<pid>` (scale-out.md). */
+export function instanceIdOf(cluster: ClusterConfig): string {
+  if (cluster["instance-id"] !== "") return cluster["instance-id"];
+  return `${hostname()
+    .replace(/[^A-Za-z0-9._-]/g, "-")
+    .slice(0, 80)}-${process.pid}`;
+}

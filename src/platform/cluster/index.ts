@@ -1,0 +1,246 @@
+/**
+ * Cluster mode (scale-out.md): membership through heartbeats in PostgreSQL, leases of the
+ * healthcheck shards and of the streams, changes between instances through `LISTEN/NOTIFY`, and
+ * the NATS connection the streams module forwards events through. `src/server.ts` builds one
+ * {@link Cluster} when `cluster.enabled` is true and hands it to every module in its context;
+ * modules never reach each other through it, each uses its own lease set and topics.
+ */
+import type { FastifyInstance, preHandlerHookHandler } from "fastify";
+import { sql } from "kysely";
+import { Counter, Gauge, type Registry } from "prom-client";
+import type { Database } from "../database.js";
+import { ChangeFeed } from "./changes.js";
+import { type ClusterConfig, instanceIdOf } from "./config.js";
+import { LeaseSet } from "./leases.js";
+import { connectNats, type NatsLink } from "./nats.js";
+import { ClusterStorage, SHARD_LEASES, STREAM_LEASES } from "./storage.js";
+
+export { ChangeFeed, type ChangeHandler } from "./changes.js";
+export { CLUSTER_ENVIRONMENT, type ClusterConfig, checkCluster, clusterSection } from "./config.js";
+export { type LeaseListener, LeaseSet, shareOf } from "./leases.js";
+export { EVENTS_STREAM, type NatsLink, NatsUnavailableError, subjectToken } from "./nats.js";
+export { clusterMigrations } from "./storage.js";
+
+/** Healthcheck names are split into this many shards (scale-out.md §3). */
+export const SHARD_COUNT = 256;
+
+/**
+ * The shard of a healthcheck: FNV-1a 32-bit of the UTF-8 name, mod 256 (scale-out.md §3). Stable
+ * across instances, restarts and versions.
+ */
+export function shardOf(name: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(name, "utf8")) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % SHARD_COUNT;
+}
+
+const ALL_SHARDS: readonly number[] = Array.from({ length: SHARD_COUNT }, (_, shard) => shard);
+
+/** What the cluster logs (a pino logger fits). */
+export interface ClusterLogger {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+  error(details: object, message: string): void;
+}
+
+/** One member as `GET /cluster` shows it. */
+export interface MemberView {
+  readonly id: string;
+  readonly url: string;
+  readonly "started-at": string;
+  readonly "heartbeat-at": string;
+  readonly shards: number;
+  readonly streams: string[];
+}
+
+/** This instance's place among several. */
+export class Cluster {
+  readonly instanceId: string;
+  readonly leaseMs: number;
+  readonly heartbeatMs: number;
+  readonly storage: ClusterStorage;
+  readonly changes: ChangeFeed;
+  /** Leases of the 256 healthcheck shards. */
+  readonly shards: LeaseSet<number>;
+  /** Leases of the streams; the streams module sets their keys (its stream names). */
+  readonly streams: LeaseSet<string>;
+  #nats: NatsLink | undefined;
+  #members: readonly string[] = [];
+  readonly #startedAt = new Date();
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #stopped = false;
+  readonly #membersGauge: Gauge;
+
+  constructor(
+    readonly config: ClusterConfig,
+    readonly database: Database,
+    /** `cluster.advertise-url`, else `http.public-url`. */
+    readonly url: string,
+    readonly logger: ClusterLogger,
+    metrics: Registry,
+  ) {
+    this.instanceId = instanceIdOf(config);
+    this.leaseMs = config.lease.milliseconds;
+    this.heartbeatMs = config.heartbeat.milliseconds;
+    const db = database.kysely;
+    this.storage = new ClusterStorage(db);
+    this.changes = new ChangeFeed(
+      databaseUrlOf(database),
+      this.instanceId,
+      async (channel, payload) => {
+        await sql`select pg_notify(${channel}, ${payload})`.execute(db);
+      },
+      logger,
+    );
+    this.shards = new LeaseSet<number>(SHARD_LEASES, this.instanceId, this.leaseMs, this.storage, () => ALL_SHARDS);
+    this.streams = new LeaseSet<string>(STREAM_LEASES, this.instanceId, this.leaseMs, this.storage);
+    this.#membersGauge = new Gauge({
+      name: "vigie_cluster_members",
+      help: "Live members of the cluster, as this instance last saw them.",
+      registers: [metrics],
+    });
+    const shards = this.shards;
+    new Gauge({
+      name: "vigie_cluster_shards_owned",
+      help: "Healthcheck shards this instance holds the lease of (of 256).",
+      registers: [metrics],
+      collect() {
+        this.set(shards.size);
+      },
+    });
+    const rebalances = new Counter({
+      name: "vigie_cluster_rebalances_total",
+      help: "Changes of the shards or streams this instance owns (gained or lost).",
+      labelNames: ["leases"] as const,
+      registers: [metrics],
+    });
+    this.shards.onRebalance = () => rebalances.inc({ leases: "shards" });
+    this.streams.onRebalance = () => rebalances.inc({ leases: "streams" });
+    const report = (error: unknown) => logger.error({ err: error }, "a module failed to follow a lease change");
+    this.shards.onError = report;
+    this.streams.onError = report;
+  }
+
+  /** The NATS link; set once {@link connect} resolved. */
+  get nats(): NatsLink {
+    if (this.#nats === undefined) throw new Error("the cluster is not connected to NATS");
+    return this.#nats;
+  }
+
+  /** The live members' ids as of the last heartbeat, sorted. */
+  get members(): readonly string[] {
+    return this.#members;
+  }
+
+  /**
+   * Connects to NATS and to the change feed, and sends the first heartbeat (before the modules
+   * register, so they see the other members).
+   * @throws NatsUnavailableError naming the servers; the database's error
+   */
+  async connect(): Promise<void> {
+    this.#nats = await connectNats(this.config.nats, this.instanceId, this.logger);
+    await this.changes.start();
+    await this.storage.heartbeat(this.instanceId, this.url, this.#startedAt);
+    this.#members = (await this.storage.aliveMembers(this.leaseMs)).map((member) => member.id);
+  }
+
+  /**
+   * Starts balancing leases (after the modules registered their listeners): one step now, then
+   * one every heartbeat.
+   */
+  async start(): Promise<void> {
+    await this.#tick();
+  }
+
+  /** Runs one heartbeat now (tests, and when a module's keys changed). */
+  kick(): void {
+    if (this.#stopped || this.#ticking !== undefined) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    void this.#tick();
+  }
+
+  #tick(): Promise<void> {
+    const run = (async () => {
+      const startedAt = performance.now();
+      let delay = this.heartbeatMs;
+      try {
+        await this.storage.heartbeat(this.instanceId, this.url, this.#startedAt);
+        this.#members = (await this.storage.aliveMembers(this.leaseMs)).map((member) => member.id);
+        this.#membersGauge.set(this.#members.length);
+        for (const set of [this.shards, this.streams] as const) {
+          const expiry = await (set as LeaseSet<string | number>).balance(this.#members, startedAt);
+          // A lease of a dead member ends before the next heartbeat: take it right then.
+          if (expiry !== undefined && expiry + 20 < delay) delay = Math.max(20, expiry + 20);
+        }
+      } catch (error) {
+        this.logger.warn({ err: error }, "cluster heartbeat failed; leases lapse unless renewed in time");
+        await this.shards.expire();
+        await this.streams.expire();
+        delay = Math.min(delay, 500);
+      }
+      const elapsed = performance.now() - startedAt;
+      if (!this.#stopped) {
+        this.#timer = setTimeout(() => void this.#tick(), Math.max(0, delay - elapsed));
+        this.#timer.unref();
+      }
+    })();
+    this.#ticking = run;
+    return run.finally(() => {
+      this.#ticking = undefined;
+    });
+  }
+
+  /** `GET /cluster`: the live members, with the shards and streams each holds. */
+  async view(): Promise<{ instance: string; members: MemberView[] }> {
+    const members = await this.storage.aliveMembers(this.leaseMs);
+    const shards = await this.storage.holdings<number>(SHARD_LEASES);
+    const streams = await this.storage.holdings<string>(STREAM_LEASES);
+    return {
+      instance: this.instanceId,
+      members: members.map((member) => ({
+        id: member.id,
+        url: member.url,
+        "started-at": member.startedAt,
+        "heartbeat-at": member.heartbeatAt,
+        shards: shards.get(member.id)?.length ?? 0,
+        streams: streams.get(member.id) ?? [],
+      })),
+    };
+  }
+
+  /** Registers `GET /cluster` behind `guard` (the healthcheck API's). */
+  routes(app: FastifyInstance, guard: preHandlerHookHandler | undefined): void {
+    app.get("/cluster", guard === undefined ? {} : { preHandler: guard }, () => this.view());
+  }
+
+  /**
+   * Leaves the cluster gracefully: every lease released (listeners first, so streams stop
+   * consuming), the member row deleted, NATS drained and the listener closed. Errors are logged:
+   * what is not released expires after `cluster.lease`.
+   */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    await this.#ticking?.catch(() => {});
+    try {
+      await this.shards.releaseAll();
+      await this.streams.releaseAll();
+      await this.storage.leave(this.instanceId);
+    } catch (error) {
+      this.logger.warn({ err: error }, "could not leave the cluster cleanly; leases expire after cluster.lease");
+    }
+    await this.changes.close();
+    await this.#nats?.connection.drain().catch(() => {});
+  }
+}
+
+function databaseUrlOf(database: Database): string {
+  if (database.url === undefined) throw new Error("cluster mode needs a PostgreSQL database");
+  return database.url;
+}

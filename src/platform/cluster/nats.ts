@@ -1,0 +1,131 @@
+/**
+ * The NATS connection of an instance in cluster mode and the JetStream stream `VIGIE_EVENTS` that
+ * carries forwarded events (scale-out.md §4), through the official client.
+ */
+import { readFile } from "node:fs/promises";
+import {
+  DiscardPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+} from "@nats-io/jetstream";
+import { connect, credsAuthenticator, type NatsConnection, nanos } from "@nats-io/transport-node";
+import type { ClusterConfig } from "./config.js";
+
+/** The JetStream stream of forwarded events. */
+export const EVENTS_STREAM = "VIGIE_EVENTS";
+
+/** The subjects of {@link EVENTS_STREAM}: `vigie.events.<escaped stream name>`. */
+export const EVENTS_SUBJECTS = "vigie.events.>";
+
+/** A connected client with its JetStream handles. */
+export interface NatsLink {
+  readonly connection: NatsConnection;
+  readonly jetstream: JetStreamClient;
+  readonly manager: JetStreamManager;
+  /** False between a disconnection and the next reconnection: forwarded pushes fail at once. */
+  connected(): boolean;
+}
+
+/** What the link logs (a pino logger fits). */
+export interface NatsLogger {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+}
+
+/** NATS could not be reached at start-up; the message names the servers. */
+export class NatsUnavailableError extends Error {
+  constructor(servers: readonly string[], cause: unknown) {
+    super(`cannot connect to NATS at ${servers.join(", ")}: ${(cause as Error)?.message ?? String(cause)}`);
+    this.name = "NatsUnavailableError";
+  }
+}
+
+/**
+ * Connects to NATS, reconnecting forever afterwards (a NATS that goes away later makes forwarded
+ * pushes fail with 503, it never stops the process), and creates or updates `VIGIE_EVENTS`.
+ * @throws NatsUnavailableError when no server answers at start-up or JetStream is not enabled
+ */
+export async function connectNats(
+  config: ClusterConfig["nats"],
+  instanceId: string,
+  logger: NatsLogger,
+): Promise<NatsLink> {
+  let connection: NatsConnection;
+  try {
+    const credentials =
+      config["credentials-file"] === undefined ? undefined : await readFile(config["credentials-file"]);
+    connection = await connect({
+      servers: config.servers,
+      name: `vigie-${instanceId}`,
+      ...(config.token === "" ? {} : { token: config.token }),
+      ...(credentials === undefined ? {} : { authenticator: credsAuthenticator(credentials) }),
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      timeout: 5_000,
+    });
+  } catch (error) {
+    throw new NatsUnavailableError(config.servers, error);
+  }
+  let connected = true;
+  void (async () => {
+    for await (const status of connection.status()) {
+      if (status.type === "disconnect") {
+        connected = false;
+        logger.warn({ server: status.server }, "disconnected from NATS; reconnecting");
+      } else if (status.type === "reconnect") {
+        connected = true;
+        logger.info({ server: status.server }, "reconnected to NATS");
+      }
+    }
+  })().catch(() => {});
+  try {
+    const manager = await jetstreamManager(connection, { timeout: 5_000 });
+    const wanted = {
+      subjects: [EVENTS_SUBJECTS],
+      max_age: nanos(config["stream-max-age"].milliseconds),
+      max_bytes: config["stream-max-bytes"],
+    };
+    try {
+      const info = await manager.streams.info(EVENTS_STREAM);
+      if (info.config.max_age !== wanted.max_age || info.config.max_bytes !== wanted.max_bytes) {
+        await manager.streams.update(EVENTS_STREAM, wanted);
+      }
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      await manager.streams.add({
+        name: EVENTS_STREAM,
+        ...wanted,
+        storage: StorageType.File,
+        retention: RetentionPolicy.Limits,
+        discard: DiscardPolicy.Old,
+      });
+    }
+    return {
+      connection,
+      jetstream: jetstream(connection, { timeout: 5_000 }),
+      manager,
+      connected: () => connected && !connection.isClosed(),
+    };
+  } catch (error) {
+    await connection.close().catch(() => {});
+    throw new NatsUnavailableError(config.servers, error);
+  }
+}
+
+function isNotFound(error: unknown): boolean {
+  const message = (error as Error)?.message ?? "";
+  return /not found/i.test(message);
+}
+
+/**
+ * A stream name as one NATS subject token or consumer name: letters, digits, `_` and `-` kept,
+ * anything else (`.`, which separates subject tokens) written `~XX` in hexadecimal. Stream names
+ * are `A-Z a-z 0-9 . _ -` (streams.md §6), so the result is unique and valid in both places.
+ */
+export function subjectToken(name: string): string {
+  return name.replace(/[^A-Za-z0-9_-]/g, (character) => `~${character.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}

@@ -1,0 +1,307 @@
+/**
+ * The streams module in cluster mode (scale-out.md §4): each stream has one owner instance (a
+ * lease); every way in hands events for a stream owned elsewhere to JetStream (stream
+ * `VIGIE_EVENTS`, subject `vigie.events.<stream>`, one message per request and target stream);
+ * the owner consumes them with a durable pull consumer per stream (`vigie-<stream>`) and
+ * acknowledges them once run. Index searches and current-time on a non-owner are answered by the
+ * owner over NATS request/reply; channel publications reach the subscribers of every instance.
+ */
+import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
+import { type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
+import { EVENTS_STREAM, type LeaseSet, type NatsLink, subjectToken } from "../platform/cluster/index.js";
+import { HttpError } from "../platform/errors.js";
+import type { Flow } from "./action.js";
+import type { Stream, StreamEngine } from "./engine.js";
+import type { Event } from "./event.js";
+
+/** Milliseconds a non-owner waits for the owner's answer to a query (§4). */
+export const QUERY_TIMEOUT_MS = 2_000;
+
+/** Forwarded messages a consumer holds before running them. */
+const CONSUMER_BATCH = 64;
+
+/** Publications sent without waiting (event sink, reinjection) in flight at once; beyond, dropped. */
+const MAX_UNACKNOWLEDGED_SENDS = 10_000;
+
+/** What the cluster logs (a pino logger fits). */
+export interface StreamClusterLogger {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+}
+
+/** Counters of the streams in cluster mode. */
+export interface StreamClusterMetrics {
+  /** Events handed to JetStream for another instance, by stream. */
+  forwarded(stream: string, count: number): void;
+  /** Events that could not be handed over (NATS down, bound reached), by stream. */
+  dropped(stream: string, count: number): void;
+  /** Events consumed from JetStream and run here, by stream. */
+  consumed(stream: string, count: number): void;
+}
+
+/** The subject of a stream's forwarded events. */
+export function eventsSubject(stream: string): string {
+  return `vigie.events.${subjectToken(stream)}`;
+}
+
+/** The durable consumer of a stream's forwarded events. */
+export function consumerName(stream: string): string {
+  return `vigie-${subjectToken(stream)}`;
+}
+
+/** The subject of the queries a stream's owner answers. */
+export function querySubject(stream: string): string {
+  return `vigie.query.${subjectToken(stream)}`;
+}
+
+/** The subject a channel's publications travel on between instances. */
+export function channelSubject(channel: string): string {
+  return `vigie.channel.${subjectToken(channel)}`;
+}
+
+/** A query sent to a stream's owner. */
+type Query = { readonly kind: "search"; readonly query: unknown } | { readonly kind: "current-time" };
+
+/** The owner's answer: the value, or an error with its HTTP status. */
+type Answer = { readonly value: unknown } | { readonly status: number; readonly error: string };
+
+/** What the owner runs for a query (the routes' own code: compile the query, search the index). */
+export type QueryRunner = (stream: Stream, query: Query) => unknown;
+
+interface Consumer {
+  readonly stop: () => Promise<void>;
+  readonly queries: Subscription;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The streams of one instance among several. */
+export class StreamCluster {
+  readonly #consumers = new Map<string, Consumer>();
+  readonly #connection: NatsConnection;
+  #unacknowledged = 0;
+  #channels: Subscription | undefined;
+  #closed = false;
+
+  constructor(
+    readonly engine: StreamEngine,
+    readonly nats: NatsLink,
+    readonly leases: LeaseSet<string>,
+    readonly instanceId: string,
+    readonly leaseMs: number,
+    readonly runQuery: QueryRunner,
+    readonly metrics: StreamClusterMetrics,
+    readonly logger: StreamClusterLogger,
+  ) {
+    this.#connection = nats.connection;
+    engine.forwarder = {
+      owns: (name) => leases.owns(name),
+      forward: (name, events) => this.#forward(name, events),
+      send: (name, events) => this.#send(name, events),
+    };
+    leases.setKeys(() => engine.names());
+    leases.listen({
+      gained: (names) => {
+        for (const name of names) this.#startConsumer(name);
+      },
+      lost: async (names) => {
+        await Promise.all(names.map((name) => this.#stopConsumer(name)));
+      },
+    });
+  }
+
+  /** Whether this instance owns `name` now. */
+  owns(name: string): boolean {
+    return this.leases.owns(name);
+  }
+
+  /**
+   * Asks the owner of `stream` (§4: index search, current-time).
+   * @throws HttpError 503 `owner of stream <name> unavailable` after {@link QUERY_TIMEOUT_MS}
+   *   without an answer; the owner's own 4xx (an invalid query) as it answered it
+   */
+  async ask(stream: string, query: Query): Promise<unknown> {
+    let answer: Answer;
+    try {
+      const reply = await this.#connection.request(querySubject(stream), encoder.encode(JSON.stringify(query)), {
+        timeout: QUERY_TIMEOUT_MS,
+      });
+      answer = JSON.parse(decoder.decode(reply.data)) as Answer;
+    } catch {
+      throw new HttpError(503, `owner of stream ${stream} unavailable`);
+    }
+    if ("error" in answer) throw new HttpError(answer.status, answer.error);
+    return answer.value;
+  }
+
+  /**
+   * A channel's publisher (streams-io.md §2) that also reaches the subscribers of the other
+   * instances: the event goes to this instance's subscribers, then to NATS.
+   */
+  publisher(channel: string, local: (value: Flow) => void): (value: Flow) => void {
+    const subject = channelSubject(channel);
+    const connection = this.#connection;
+    const origin = this.instanceId;
+    return (value) => {
+      local(value);
+      try {
+        connection.publish(subject, encoder.encode(JSON.stringify({ origin, channel, value })));
+      } catch {
+        // NATS closed: the local subscribers had it; the others miss it, as a slow subscriber would.
+      }
+    };
+  }
+
+  /** Delivers the publications of other instances to this instance's channel subscribers. */
+  subscribeChannels(deliver: (channel: string, value: Flow) => void): void {
+    this.#channels = this.#connection.subscribe("vigie.channel.>", {
+      callback: (error, message) => {
+        if (error !== null) return;
+        try {
+          const { origin, channel, value } = JSON.parse(decoder.decode(message.data)) as {
+            origin: string;
+            channel: string;
+            value: Flow;
+          };
+          if (origin !== this.instanceId && typeof channel === "string") deliver(channel, value);
+        } catch {
+          // Not ours: ignored.
+        }
+      },
+    });
+  }
+
+  /** Stops every consumer (their leases are released by the cluster) and the channel subscription. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#channels?.unsubscribe();
+    await Promise.all([...this.#consumers.keys()].map((name) => this.#stopConsumer(name)));
+  }
+
+  #forward(name: string, events: readonly Event[]): Promise<void> {
+    if (!this.nats.connected()) {
+      this.metrics.dropped(name, events.length);
+      return Promise.reject(new HttpError(503, `stream ${name} is owned by another instance, and NATS is unreachable`));
+    }
+    const data = encoder.encode(JSON.stringify(events));
+    return this.nats.jetstream.publish(eventsSubject(name), data).then(
+      () => this.metrics.forwarded(name, events.length),
+      (error: unknown) => {
+        this.metrics.dropped(name, events.length);
+        throw new HttpError(503, `stream ${name} is owned by another instance, unreachable now: ${reasonOf(error)}`);
+      },
+    );
+  }
+
+  #send(name: string, events: readonly Event[]): void {
+    if (this.#unacknowledged >= MAX_UNACKNOWLEDGED_SENDS) {
+      this.metrics.dropped(name, events.length);
+      return;
+    }
+    this.#unacknowledged++;
+    this.#forward(name, events)
+      .catch(() => {})
+      .finally(() => {
+        this.#unacknowledged--;
+      });
+  }
+
+  #startConsumer(name: string): void {
+    if (this.#closed || this.#consumers.has(name)) return;
+    let stopped = false;
+    let messages: { stop(): void } | undefined;
+    const running = this.#consume(name, (iterator) => {
+      messages = iterator;
+      if (stopped) iterator.stop();
+    }).catch((error: unknown) => {
+      if (!stopped) this.logger.warn({ err: error, stream: name }, "consumer of forwarded events stopped");
+    });
+    const queries = this.#connection.subscribe(querySubject(name), {
+      callback: (error, message) => {
+        if (error !== null) return;
+        message.respond(encoder.encode(JSON.stringify(this.#answer(name, message.data))));
+      },
+    });
+    this.#consumers.set(name, {
+      queries,
+      stop: async () => {
+        stopped = true;
+        queries.unsubscribe();
+        messages?.stop();
+        await running;
+      },
+    });
+  }
+
+  async #stopConsumer(name: string): Promise<void> {
+    const consumer = this.#consumers.get(name);
+    if (consumer === undefined) return;
+    this.#consumers.delete(name);
+    await consumer.stop();
+    // What the stream holds (windows, index) is not carried to the next owner: when this instance
+    // owns it again later, it starts empty too (§4).
+    const stream = this.engine.get(name);
+    if (stream !== undefined) this.engine.add(name, stream.config, stream.origin, stream.compiled);
+  }
+
+  async #consume(name: string, started: (messages: { stop(): void }) => void): Promise<void> {
+    const durable = consumerName(name);
+    const config = {
+      durable_name: durable,
+      filter_subject: eventsSubject(name),
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      // Unacknowledged messages of an owner that died go to the next one after this long.
+      ack_wait: nanos(this.leaseMs),
+      max_ack_pending: CONSUMER_BATCH * 4,
+    };
+    try {
+      await this.nats.manager.consumers.add(EVENTS_STREAM, config);
+    } catch (error) {
+      // It exists with another configuration (another lease): it still carries the ack floor.
+      this.logger.info({ err: error, stream: name }, "using the existing consumer of forwarded events");
+    }
+    const consumer = await this.nats.jetstream.consumers.get(EVENTS_STREAM, durable);
+    const messages = await consumer.consume({ max_messages: CONSUMER_BATCH });
+    started(messages);
+    for await (const message of messages) this.#run(name, message);
+  }
+
+  #run(name: string, message: JsMsg): void {
+    let events: Event[];
+    try {
+      events = JSON.parse(decoder.decode(message.data)) as Event[];
+      if (!Array.isArray(events)) throw new Error("not an array");
+    } catch {
+      // Not a message of ours: acknowledged so that it does not come back forever.
+      message.term();
+      return;
+    }
+    const stream = this.engine.get(name);
+    if (stream === undefined) this.metrics.dropped(name, events.length);
+    else {
+      stream.push(events);
+      this.metrics.consumed(name, events.length);
+    }
+    message.ack();
+  }
+
+  #answer(name: string, data: Uint8Array): Answer {
+    const stream = this.engine.get(name);
+    if (stream === undefined || !this.leases.owns(name)) {
+      return { status: 503, error: `owner of stream ${name} unavailable` };
+    }
+    try {
+      const query = JSON.parse(decoder.decode(data)) as Query;
+      return { value: this.runQuery(stream, query) };
+    } catch (error) {
+      if (error instanceof HttpError) return { status: error.statusCode, error: error.message };
+      return { status: 500, error: "the owner could not answer the query" };
+    }
+  }
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
