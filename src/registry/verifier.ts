@@ -63,7 +63,10 @@ export class RegistryVerifier {
     if (lookup === undefined) {
       lookup = this.#lookUp(hash);
       this.#inFlight.set(hash, lookup);
-      const settled = () => this.#inFlight.delete(hash);
+      // Only this lookup's entry: a forget() may have started a newer one for the same hash.
+      const settled = () => {
+        if (this.#inFlight.get(hash) === lookup) this.#inFlight.delete(hash);
+      };
       lookup.then(settled, settled);
     }
     return lookup.then((verified) => (verified === undefined ? INVALID : this.#outcome(verified)));

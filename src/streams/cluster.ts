@@ -6,6 +6,7 @@
  * acknowledges them once run. Index searches and current-time on a non-owner are answered by the
  * owner over NATS request/reply; channel publications reach the subscribers of every instance.
  */
+import { createHash } from "node:crypto";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
 import { EVENTS_STREAM, type LeaseSet, type NatsLink, subjectToken } from "../platform/cluster/index.js";
@@ -19,6 +20,9 @@ export const QUERY_TIMEOUT_MS = 2_000;
 
 /** Forwarded messages a consumer holds before running them. */
 const CONSUMER_BATCH = 64;
+
+/** Milliseconds before a failed consumer starts again. */
+const CONSUMER_RETRY_MS = 1_000;
 
 /** Publications sent without waiting (event sink, reinjection) in flight at once; beyond, dropped. */
 const MAX_UNACKNOWLEDGED_SENDS = 10_000;
@@ -44,9 +48,18 @@ export function eventsSubject(stream: string): string {
   return `vigie.events.${subjectToken(stream)}`;
 }
 
-/** The durable consumer of a stream's forwarded events. */
+/** The longest consumer name JetStream accepts. */
+const MAX_CONSUMER_NAME = 255;
+
+/**
+ * The durable consumer of a stream's forwarded events: `vigie-<escaped name>`, or, when escaping
+ * makes that longer than JetStream's 255 characters (a long name with many dots), its first 200
+ * characters and a SHA-256 of the stream name, which keeps names distinct.
+ */
 export function consumerName(stream: string): string {
-  return `vigie-${subjectToken(stream)}`;
+  const name = `vigie-${subjectToken(stream)}`;
+  if (name.length <= MAX_CONSUMER_NAME) return name;
+  return `${name.slice(0, 200)}-${createHash("sha256").update(stream).digest("hex").slice(0, 32)}`;
 }
 
 /** The subject of the queries a stream's owner answers. */
@@ -211,12 +224,21 @@ export class StreamCluster {
     if (this.#closed || this.#consumers.has(name)) return;
     let stopped = false;
     let messages: { stop(): void } | undefined;
-    const running = this.#consume(name, (iterator) => {
-      messages = iterator;
-      if (stopped) iterator.stop();
-    }).catch((error: unknown) => {
-      if (!stopped) this.logger.warn({ err: error, stream: name }, "consumer of forwarded events stopped");
-    });
+    // Consumes until stopped: an error (NATS unreachable when the lease came) or an end the
+    // client did not ask for starts it again a second later.
+    const running = (async () => {
+      while (!stopped) {
+        try {
+          await this.#consume(name, (iterator) => {
+            messages = iterator;
+            if (stopped) iterator.stop();
+          });
+        } catch (error) {
+          if (!stopped) this.logger.warn({ err: error, stream: name }, "consumer of forwarded events failed; retrying");
+        }
+        if (!stopped) await new Promise((resume) => setTimeout(resume, CONSUMER_RETRY_MS));
+      }
+    })();
     const queries = this.#connection.subscribe(querySubject(name), {
       callback: (error, message) => {
         if (error !== null) return;
@@ -255,6 +277,8 @@ export class StreamCluster {
       // Unacknowledged messages of an owner that died go to the next one after this long.
       ack_wait: nanos(this.leaseMs),
       max_ack_pending: CONSUMER_BATCH * 4,
+      // The consumer of a stream deleted everywhere goes away by itself after a week unused.
+      inactive_threshold: nanos(7 * 24 * 3_600_000),
     };
     try {
       await this.nats.manager.consumers.add(EVENTS_STREAM, config);

@@ -123,7 +123,13 @@ export class LeaseSet<K extends string | number> {
     const stillHeld = new Set(renewed.map((lease) => lease.key));
     const lapsed = [...this.#held.keys()].filter((key) => !stillHeld.has(key));
     if (lapsed.length > 0) await this.#lose(lapsed);
+    // Leases held under this id before a restart within the lease are this instance's again.
+    const recovered = renewed.filter((lease) => !this.#held.has(lease.key)).map((lease) => lease.key);
     for (const lease of renewed) this.#held.set(lease.key, lease.epoch);
+    if (recovered.length > 0) {
+      this.onRebalance();
+      await this.#notify("gained", recovered);
+    }
 
     const ranked = members.includes(this.owner) ? members : [...members, this.owner].sort();
     const share = shareOf(wanted.size, ranked.length, ranked.indexOf(this.owner));
