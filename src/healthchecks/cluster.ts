@@ -4,10 +4,9 @@
  * shard lives in the catalog (its `ownership` option); this file wires nothing itself.
  */
 import { createHash } from "node:crypto";
-import { isDeepStrictEqual } from "node:util";
 import type { Catalog } from "./catalog.js";
 import type { ConfiguredCheck } from "./config.js";
-import { toJson } from "./definition.js";
+import { type DefinitionView, toJson } from "./definition.js";
 import type { HealthcheckResult, ResultStore } from "./results.js";
 import type { HealthcheckStorage } from "./storage.js";
 
@@ -79,7 +78,7 @@ export class SharedResults {
     const batch = this.#pending;
     this.#pending = new Map();
     const rows: Array<[string, string]> = [];
-    for (const [name, result] of batch) rows.push([name, JSON.stringify(result)]);
+    for (const [name, result] of batch) rows.push([name, JSON.stringify(storedOf(result))]);
     try {
       await this.storage.saveLatest(rows, Date.now());
     } catch (error) {
@@ -100,19 +99,62 @@ export class SharedResults {
     for (const { name, result: text } of rows) {
       const registration = this.catalog.get(name);
       if (registration === undefined || this.catalog.runsHere(name)) continue;
-      let result: HealthcheckResult;
+      let stored: StoredResult;
       try {
-        result = JSON.parse(text) as HealthcheckResult;
+        stored = JSON.parse(text) as StoredResult;
       } catch {
         continue;
       }
       // A result of a previous definition of the check belongs to nobody.
-      if (!isDeepStrictEqual(result.configuration, registration.view)) continue;
+      if (stored.v !== digestOf(registration.view)) continue;
       const local = this.results.get(name);
-      if (local !== undefined && Date.parse(local.timestamp) >= Date.parse(result.timestamp)) continue;
-      this.results.set(result);
+      if (local !== undefined && Date.parse(local.timestamp) >= Date.parse(stored.t)) continue;
+      this.results.set({
+        name,
+        configuration: registration.view,
+        success: stored.s,
+        timestamp: stored.t,
+        message: stored.m,
+        duration: stored.d,
+        ...(registration.labels === undefined ? {} : { labels: registration.labels }),
+      });
     }
   }
+}
+
+/**
+ * A latest result as stored: what changes at each run, and a digest of the definition's view
+ * (the reader has the definition itself). A tenth of the whole result's size.
+ */
+interface StoredResult {
+  /** {@link digestOf} the result's `configuration`. */
+  readonly v: string;
+  readonly s: boolean;
+  readonly t: string;
+  readonly m: string;
+  readonly d: number;
+}
+
+const digests = new WeakMap<object, string>();
+
+/** A short SHA-256 of a definition's view, computed once per view object. */
+function digestOf(view: DefinitionView): string {
+  let digest = digests.get(view);
+  if (digest === undefined) {
+    digest = createHash("sha256").update(JSON.stringify(view)).digest("base64url").slice(0, 16);
+    digests.set(view, digest);
+  }
+  return digest;
+}
+
+function storedOf(result: HealthcheckResult): StoredResult {
+  return {
+    v: digestOf(result.configuration),
+    s: result.success,
+    t: result.timestamp,
+    m: result.message,
+    d: result.duration,
+  };
 }
 
 /**

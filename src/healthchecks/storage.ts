@@ -146,7 +146,9 @@ function row(definition: Definition, now: number) {
 
 async function upsert(db: Kysely<Tables>, definitions: readonly Definition[]): Promise<void> {
   const now = Date.now();
-  for (const part of chunks(definitions)) {
+  // Name order, like every other writer of these tables (no lock-order deadlock between instances).
+  const sorted = [...definitions].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const part of chunks(sorted)) {
     await db
       .insertInto("healthcheck_definition")
       .values(part.map((definition) => row(definition, now)))
@@ -199,27 +201,31 @@ export class HealthcheckStorage {
   /** Deletes one check (and its shared latest result); false when it was not stored. */
   async delete(name: string): Promise<boolean> {
     const result = await this.#db.deleteFrom("healthcheck_definition").where("name", "=", name).executeTakeFirst();
-    await this.#db.deleteFrom("healthcheck_latest_result").where("name", "=", name).execute();
+    await this.deleteLatest([name]);
     return Number(result.numDeletedRows) > 0;
   }
 
   /**
-   * Cluster mode: writes the latest results of the checks this instance runs (one statement per
-   * 500), each replacing the stored one of its check.
+   * Cluster mode (PostgreSQL only): writes the latest results of the checks this instance runs,
+   * each replacing the stored one of its check, in one statement of three array parameters.
+   * Rows are written in name order, the order every writer and deleter uses, so that concurrent
+   * writers and a bulk replacement never wait for each other in a cycle (a deadlock).
    * @param results `[name, result as JSON text]`
    */
   async saveLatest(results: ReadonlyArray<readonly [string, string]>, now: number): Promise<void> {
-    for (const part of chunks(results)) {
-      await this.#db
-        .insertInto("healthcheck_latest_result")
-        .values(part.map(([name, result]) => ({ name, result, updated_at: now })))
-        .onConflict((conflict) =>
-          conflict.column("name").doUpdateSet((update) => ({
-            result: update.ref("excluded.result"),
-            updated_at: update.ref("excluded.updated_at"),
-          })),
-        )
-        .execute();
+    const sorted = [...results].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    await sql`
+      insert into healthcheck_latest_result (name, result, updated_at)
+      select name, result, ${now}::bigint from unnest(${sorted.map(([name]) => name)}::text[], ${sorted.map(([, result]) => result)}::text[]) as t(name, result)
+      on conflict (name) do update set result = excluded.result, updated_at = excluded.updated_at
+    `.execute(this.#db);
+  }
+
+  /** Cluster mode: forgets the latest results of checks that no longer exist. */
+  async deleteLatest(names: readonly string[]): Promise<void> {
+    const sorted = [...names].sort();
+    for (const part of chunks(sorted)) {
+      await this.#db.deleteFrom("healthcheck_latest_result").where("name", "in", part).execute();
     }
   }
 
@@ -233,16 +239,18 @@ export class HealthcheckStorage {
    * replaces each, deletes every other stored check. Nothing changes when it throws.
    */
   async replaceAll(definitions: readonly Definition[]): Promise<void> {
-    await this.#db.transaction().execute(async (transaction) => {
+    const absent = await this.#db.transaction().execute(async (transaction) => {
       await upsert(transaction, definitions);
       const wanted = new Set(definitions.map((definition) => definition.name));
-      const stored = await transaction.selectFrom("healthcheck_definition").select("name").execute();
-      const absent = stored.map(({ name }) => name).filter((name) => !wanted.has(name));
-      for (const part of chunks(absent)) {
+      const stored = await transaction.selectFrom("healthcheck_definition").select("name").orderBy("name").execute();
+      const gone = stored.map(({ name }) => name).filter((name) => !wanted.has(name));
+      for (const part of chunks(gone)) {
         await transaction.deleteFrom("healthcheck_definition").where("name", "in", part).execute();
-        await transaction.deleteFrom("healthcheck_latest_result").where("name", "in", part).execute();
       }
+      return gone;
     });
+    // Outside the transaction: the latest results are written every second by every instance.
+    await this.deleteLatest(absent);
   }
 }
 

@@ -44,6 +44,8 @@ export interface MemberRow {
   readonly url: string;
   readonly startedAt: string;
   readonly heartbeatAt: string;
+  /** Milliseconds until the member counts as dead without another heartbeat (database clock). */
+  readonly expiresInMs: number;
 }
 
 /** A lease held: its key and its epoch (which increases each time the lease changes hands). */
@@ -97,8 +99,10 @@ export class ClusterStorage {
     await sql`delete from cluster_members where heartbeat_at < now() - ${leaseMs * 10} * interval '1 millisecond'`.execute(
       this.db,
     );
-    const { rows } = await sql<{ id: string; url: string; started_at: Date; heartbeat_at: Date }>`
-      select id, url, started_at, heartbeat_at from cluster_members
+    const { rows } = await sql<{ id: string; url: string; started_at: Date; heartbeat_at: Date; ms: number | string }>`
+      select id, url, started_at, heartbeat_at,
+        extract(epoch from (heartbeat_at + ${leaseMs} * interval '1 millisecond' - now())) * 1000 as ms
+      from cluster_members
       where heartbeat_at > now() - ${leaseMs} * interval '1 millisecond'
       order by id
     `.execute(this.db);
@@ -107,6 +111,7 @@ export class ClusterStorage {
       url: row.url,
       startedAt: new Date(row.started_at).toISOString(),
       heartbeatAt: new Date(row.heartbeat_at).toISOString(),
+      expiresInMs: Number(row.ms),
     }));
   }
 
