@@ -95,6 +95,12 @@ export interface ResultHistoryOptions {
   readonly pruneIntervalMs?: number;
   /** Milliseconds from {@link ResultHistory.start} to the first prune; default 30 000. */
   readonly firstPruneDelayMs?: number;
+  /**
+   * Whether this instance prunes the history of a check; default every check. In cluster mode each
+   * instance prunes the checks of the shards it owns (scale-out.md §3: the work splits, it is not
+   * repeated), and only it forgets their names.
+   */
+  readonly prunes?: (name: string) => boolean;
 }
 
 /**
@@ -235,6 +241,7 @@ export class ResultHistory {
   readonly #flushIntervalMs: number;
   readonly #pruneIntervalMs: number;
   readonly #firstPruneDelayMs: number;
+  readonly #prunes: (name: string) => boolean;
 
   // The buffer, one array per column (no object per result on the scheduler's path).
   #names: string[] = [];
@@ -289,6 +296,7 @@ export class ResultHistory {
     this.#flushIntervalMs = positive(options.flushIntervalMs ?? 1_000, "flushIntervalMs");
     this.#pruneIntervalMs = positive(options.pruneIntervalMs ?? HOUR_MS, "pruneIntervalMs");
     this.#firstPruneDelayMs = positive(options.firstPruneDelayMs ?? 30_000, "firstPruneDelayMs");
+    this.#prunes = options.prunes ?? (() => true);
     const logger = this.#logger;
     this.#bufferFull = new Throttled(
       (details, message) => logger.warn(details, message),
@@ -562,8 +570,9 @@ export class ResultHistory {
     try {
       let after = 0;
       for (;;) {
-        const ids = await this.#storage.checkIdsAfter(after, PRUNE_CHECKS_PER_PAGE);
-        if (ids.length === 0) break;
+        const checks = await this.#storage.checkIdsAfter(after, PRUNE_CHECKS_PER_PAGE);
+        if (checks.length === 0) break;
+        const ids = checks.filter((check) => this.#prunes(check.name)).map((check) => check.id);
         for (const id of ids) {
           for (;;) {
             // close() waits for the prune: stop between two deletes.
@@ -574,8 +583,8 @@ export class ResultHistory {
             if (rows < PRUNE_DELETE_ROWS) break;
           }
         }
-        await this.#forgetUnused(ids);
-        after = ids[ids.length - 1] as number;
+        if (ids.length > 0) await this.#forgetUnused(ids);
+        after = (checks[checks.length - 1] as { id: number }).id;
       }
     } catch (error) {
       this.#pruneFailed.report(() => ({ err: error, deleted }));

@@ -120,6 +120,8 @@ export const healthchecksModule = defineModule({
       retentionMs,
       logger: context.logger,
       metrics: new HistoryMetrics(context.metrics),
+      // Cluster mode: each instance prunes the history of the checks of its own shards.
+      ...(cluster === undefined ? {} : { prunes: (name: string) => cluster.shards.owns(shardOf(name)) }),
     });
     const publisher = new ResultPublisher(context.events, section.streams);
     const storage = new HealthcheckStorage(context.database);

@@ -591,16 +591,19 @@ export class HistoryStorage {
     return first.rows[0] === undefined ? undefined : Number(first.rows[0].time);
   }
 
-  /** Up to `limit` check ids greater than `afterId`, ascending: how a prune walks every check. */
-  async checkIdsAfter(afterId: number, limit: number): Promise<number[]> {
+  /**
+   * Up to `limit` checks (id and name) of ids greater than `afterId`, ascending: how a prune walks
+   * every check.
+   */
+  async checkIdsAfter(afterId: number, limit: number): Promise<Array<{ id: number; name: string }>> {
     const rows = await this.#db
       .selectFrom("healthcheck_history_check")
-      .select("id")
+      .select(["id", "name"])
       .where("id", ">", afterId)
       .orderBy("id")
       .limit(limit)
       .execute();
-    return rows.map((row) => Number(row.id));
+    return rows.map((row) => ({ id: Number(row.id), name: row.name }));
   }
 
   /**

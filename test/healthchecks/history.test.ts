@@ -218,6 +218,23 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
       expect((await writer.list(b, { limit: 10 })).map((view) => view.timestamp)).toEqual([iso(NOW - MINUTE)]);
     });
 
+    it.skipIf(skip)(
+      "prunes only the checks it is told to (its shards, in a cluster), and forgets only their names",
+      async () => {
+        const [mine, theirs] = [unique("mine"), unique("theirs")];
+        const writer = history({ retentionMs: HOUR, prunes: (name) => name === mine });
+        await seed(writer, [
+          result(mine, NOW - 3 * HOUR, true),
+          result(mine, NOW - MINUTE, true),
+          result(theirs, NOW - 3 * HOUR, true),
+          result(theirs, NOW - MINUTE, true),
+        ]);
+        await writer.prune(NOW);
+        expect(await writer.list(mine, { limit: 10 })).toHaveLength(1);
+        expect(await writer.list(theirs, { limit: 10 })).toHaveLength(2);
+      },
+    );
+
     it.skipIf(skip)("prunes in bounded deletes", async () => {
       const writer = history({ retentionMs: HOUR });
       const name = unique("huge");
