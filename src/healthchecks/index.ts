@@ -2,7 +2,7 @@
  * The healthchecks module (healthchecks.md): periodic and one-off checks of kinds http, tcp, dns,
  * tls and command, with their latest results, behind `/healthcheck` and `/result`.
  */
-import { type Cluster, shardOf } from "../platform/cluster/index.js";
+import { type Cluster, changedNames, shardOf } from "../platform/cluster/index.js";
 import { ConfigError, configErrorMessage } from "../platform/config.js";
 import { defineModule } from "../platform/module.js";
 import { ValidationError } from "../platform/validation.js";
@@ -48,12 +48,6 @@ async function tlsDirectoryOf(configured: string | undefined): Promise<string | 
 
 /** The change topic of API definitions between instances (scale-out.md §3). */
 const CHANGE_TOPIC = "healthchecks.definitions";
-
-/** The names a change notification carries, or undefined for "every check may have changed". */
-function namesOf(data: unknown): string[] | undefined {
-  const names = (data as { names?: unknown } | undefined)?.names;
-  return Array.isArray(names) && names.every((name) => typeof name === "string") ? names : undefined;
-}
 
 /**
  * Cluster mode: stores what this instance loaded from its configuration file and logs an error
@@ -150,7 +144,7 @@ export const healthchecksModule = defineModule({
     if (cluster !== undefined) {
       shared = new SharedResults(storage, catalog, results, context.logger);
       shared.start();
-      cluster.changes.on(CHANGE_TOPIC, (data) => catalog.sync(namesOf(data)));
+      cluster.changes.on(CHANGE_TOPIC, (data) => catalog.sync(changedNames(data)));
       cluster.changes.onResync(() => catalog.sync(undefined));
       cluster.shards.listen({ gained: () => catalog.rebalance(), lost: () => catalog.rebalance() });
     }

@@ -163,6 +163,25 @@ async function upsert(db: Kysely<Tables>, definitions: readonly Definition[]): P
   }
 }
 
+/** Attempts of a statement that PostgreSQL chose as a deadlock's victim. */
+const DEADLOCK_ATTEMPTS = 5;
+
+/**
+ * Runs a statement again when PostgreSQL aborted it to break a deadlock (SQLSTATE 40P01): in
+ * cluster mode every instance writes the latest results while a bulk replacement deletes some, and
+ * the rows they lock need not come in one order (PostgreSQL's advice: retry the victim).
+ */
+async function retryOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await statement();
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== "40P01" || attempt >= DEADLOCK_ATTEMPTS) throw error;
+      await new Promise((resume) => setTimeout(resume, 10 * attempt * Math.random()));
+    }
+  }
+}
+
 /** The stored API checks. */
 export class HealthcheckStorage {
   readonly #db: Kysely<Tables>;
@@ -214,18 +233,20 @@ export class HealthcheckStorage {
    */
   async saveLatest(results: ReadonlyArray<readonly [string, string]>, now: number): Promise<void> {
     const sorted = [...results].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    await sql`
+    await retryOnDeadlock(() =>
+      sql`
       insert into healthcheck_latest_result (name, result, updated_at)
       select name, result, ${now}::bigint from unnest(${sorted.map(([name]) => name)}::text[], ${sorted.map(([, result]) => result)}::text[]) as t(name, result)
       on conflict (name) do update set result = excluded.result, updated_at = excluded.updated_at
-    `.execute(this.#db);
+    `.execute(this.#db),
+    );
   }
 
   /** Cluster mode: forgets the latest results of checks that no longer exist. */
   async deleteLatest(names: readonly string[]): Promise<void> {
     const sorted = [...names].sort();
     for (const part of chunks(sorted)) {
-      await this.#db.deleteFrom("healthcheck_latest_result").where("name", "in", part).execute();
+      await retryOnDeadlock(() => this.#db.deleteFrom("healthcheck_latest_result").where("name", "in", part).execute());
     }
   }
 

@@ -188,7 +188,11 @@ export class StreamCluster {
   /** Stops every consumer (their leases are released by the cluster) and the channel subscription. */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#channels?.unsubscribe();
+    try {
+      this.#channels?.unsubscribe();
+    } catch {
+      // The connection is drained already (the cluster left first): nothing to unsubscribe from.
+    }
     await Promise.all([...this.#consumers.keys()].map((name) => this.#stopConsumer(name)));
   }
 
@@ -249,7 +253,11 @@ export class StreamCluster {
       queries,
       stop: async () => {
         stopped = true;
-        queries.unsubscribe();
+        try {
+          queries.unsubscribe();
+        } catch {
+          // The connection is drained already: the subscription went with it.
+        }
         messages?.stop();
         await running;
       },

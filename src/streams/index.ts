@@ -4,7 +4,7 @@
  * remote write and OpenTelemetry traces ingestion, the Riemann protocol input, outputs, async
  * queues and WebSocket publish/subscribe.
  */
-import type { Cluster } from "../platform/cluster/index.js";
+import { type Cluster, changedNames } from "../platform/cluster/index.js";
 import { ConfigError, configErrorMessage } from "../platform/config.js";
 import { defineModule } from "../platform/module.js";
 import { ValidationError } from "../platform/validation.js";
@@ -40,12 +40,6 @@ export { formatStreamTestResults, runStreamTests } from "./stream-test.js";
 
 /** The change topic of API streams between instances (scale-out.md §4). */
 const STREAMS_TOPIC = "streams.definitions";
-
-/** The names a change notification carries, or undefined for "every stream may have changed". */
-function namesOf(data: unknown): string[] | undefined {
-  const names = (data as { names?: unknown } | undefined)?.names;
-  return Array.isArray(names) && names.every((name) => typeof name === "string") ? names : undefined;
-}
 
 /** What the stream routes do in cluster mode: store, apply, tell the others; ask owners. */
 function routesCluster(cluster: Cluster, shared: SharedStreamStore, streams: StreamCluster): StreamRoutesCluster {
@@ -149,7 +143,7 @@ export const streamsModule = defineModule({
     };
     if (cluster !== undefined) {
       await syncShared(undefined);
-      cluster.changes.on(STREAMS_TOPIC, (data) => syncShared(namesOf(data)));
+      cluster.changes.on(STREAMS_TOPIC, (data) => syncShared(changedNames(data)));
       cluster.changes.onResync(() => syncShared(undefined));
     }
     // Events of other modules (healthcheck results, comments) enter here (platform.md §9), once

@@ -24,6 +24,15 @@ export interface ChangeFeedLogger {
 /** A topic's handler: `data` is what the notifier sent (JSON), `undefined` meaning "everything changed". */
 export type ChangeHandler = (data: unknown) => void | Promise<void>;
 
+/**
+ * The names a change notification carries as `{"names": [...]}` (healthchecks, streams), or
+ * undefined for "any of them may have changed" (no names, or a payload too long for NOTIFY).
+ */
+export function changedNames(data: unknown): string[] | undefined {
+  const names = (data as { names?: unknown } | undefined)?.names;
+  return Array.isArray(names) && names.every((name) => typeof name === "string") ? names : undefined;
+}
+
 /** Notifications of one instance, and their delivery to the others. */
 export class ChangeFeed {
   readonly #handlers = new Map<string, ChangeHandler[]>();

@@ -15,7 +15,7 @@ import { LeaseSet } from "./leases.js";
 import { connectNats, type NatsLink } from "./nats.js";
 import { ClusterStorage, SHARD_LEASES, STREAM_LEASES } from "./storage.js";
 
-export { ChangeFeed, type ChangeHandler } from "./changes.js";
+export { ChangeFeed, type ChangeHandler, changedNames } from "./changes.js";
 export { CLUSTER_ENVIRONMENT, type ClusterConfig, checkCluster, clusterSection } from "./config.js";
 export { type LeaseListener, LeaseSet, shareOf } from "./leases.js";
 export { EVENTS_STREAM, type NatsLink, NatsUnavailableError, subjectToken } from "./nats.js";
