@@ -144,6 +144,10 @@ export interface Cluster {
   stop(): Promise<void>;
   /** Sends `signal` (default SIGKILL) to the instance and waits for its exit; returns the exit time (ms). */
   kill(instance: Instance, signal?: NodeJS.Signals): Promise<number>;
+  /** SIGKILLs nats-server (instances keep running and reconnect once it is back). */
+  killNats(): Promise<void>;
+  /** Starts nats-server again on the same port with the same JetStream storage. */
+  restartNats(): Promise<void>;
   /** Starts the instance again with the same configuration (same id and port). */
   restart(instance: Instance): Promise<void>;
   /** Instances whose process runs. */
@@ -207,12 +211,14 @@ export function createCluster(options: ClusterOptions = {}): Cluster {
   const balancerAgent = new Agent({ keepAlive: true });
   let stopped = false;
 
+  let natsPlace: { storage: string; port: number; monitor: number } | undefined;
   const startNats = async (): Promise<void> => {
-    const directory = temporaryDirectory();
-    const storage = join(directory, "jetstream");
-    mkdirSync(storage);
-    const port = await freePort();
-    const monitor = await freePort();
+    if (natsPlace === undefined) {
+      const storage = join(temporaryDirectory(), "jetstream");
+      mkdirSync(storage);
+      natsPlace = { storage, port: await freePort(), monitor: await freePort() };
+    }
+    const { storage, port, monitor } = natsPlace;
     const child = spawn(
       NATS_SERVER,
       ["-js", "-sd", storage, "-p", String(port), "-a", "127.0.0.1", "-m", String(monitor)],
@@ -341,6 +347,14 @@ export function createCluster(options: ClusterOptions = {}): Cluster {
       if (balancer === undefined) throw new Error("the balancer is not started");
       return balancer;
     },
+    async killNats(): Promise<void> {
+      const child = nats?.child;
+      if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((done) => child.once("exit", () => done()));
+      child.kill("SIGKILL");
+      await exited;
+    },
+    restartNats: () => startNats(),
     get natsUrl(): string {
       return natsUrl;
     },
