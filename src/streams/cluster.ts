@@ -73,7 +73,10 @@ export function channelSubject(channel: string): string {
 }
 
 /** A query sent to a stream's owner. */
-type Query = { readonly kind: "search"; readonly query: unknown } | { readonly kind: "current-time" };
+type Query =
+  | { readonly kind: "search"; readonly query: unknown }
+  | { readonly kind: "riemann-search"; readonly query: string }
+  | { readonly kind: "current-time" };
 
 /** The owner's answer: the value, or an error with its HTTP status. */
 type Answer = { readonly value: unknown } | { readonly status: number; readonly error: string };
@@ -112,6 +115,7 @@ export class StreamCluster {
       owns: (name) => leases.owns(name),
       forward: (name, events) => this.#forward(name, events),
       send: (name, events) => this.#send(name, events),
+      ask: (name, query) => this.ask(name, query),
     };
     leases.setKeys(() => engine.names());
     leases.listen({

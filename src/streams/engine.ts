@@ -54,6 +54,12 @@ export interface Forwarder {
   forward(name: string, events: readonly Event[]): Promise<void>;
   /** The same without waiting (event sink, reinjection): bounded, what cannot go is counted. */
   send(name: string, events: readonly Event[]): void;
+  /**
+   * Asks the owner of `name` to search its index with a Riemann query (the Riemann input's
+   * queries, riemann/handler.ts); resolves with the events found.
+   * @throws HttpError 503 when the owner does not answer within 2 s
+   */
+  ask(name: string, query: { readonly kind: "riemann-search"; readonly query: string }): Promise<unknown>;
 }
 
 /** One running stream. */

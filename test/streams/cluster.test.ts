@@ -7,6 +7,7 @@ import { channelSubject, consumerName, eventsSubject, querySubject } from "../..
 import { parseEdn, toEdn } from "../../src/streams/edn.js";
 import { applySharedStreams, type Forwarder, StreamEngine } from "../../src/streams/engine.js";
 import type { Event } from "../../src/streams/event.js";
+import { answerQuery } from "../../src/streams/routes/streams.js";
 
 const streamName = fc.stringMatching(/^[A-Za-z0-9._-]{1,128}$/);
 
@@ -104,6 +105,7 @@ function fakeForwarder(
       recorder.log.push(`send ${name}`);
       recorder.forwarded.push({ name, json: JSON.stringify(events), wait: false });
     },
+    ask: async () => [],
   };
 }
 
@@ -349,5 +351,28 @@ describe("applySharedStreams", () => {
     applySharedStreams(engine, [stored("s1", config("t", ":default true"))], undefined, logger());
     engine.pushDefault([{ n: 1 }]);
     expect(taps).toEqual(["s1"]);
+  });
+});
+
+describe("answerQuery (what an owner answers another instance)", () => {
+  const engine = new StreamEngine();
+  const stream = engine.add("s", parseEdn("{:actions {:action :index :params [[:host]]}}"), { kind: "api" });
+  stream.push([
+    { host: "a", service: "cpu", time: 10 },
+    { host: "b", service: "mem", time: 20 },
+  ]);
+
+  it("searches with a where query, a Riemann query, or tells the current time", () => {
+    const where = Buffer.from('[:= :host "a"]').toString("base64");
+    expect(answerQuery(stream, { kind: "search", query: where })).toEqual([{ host: "a", service: "cpu", time: 10 }]);
+    expect(answerQuery(stream, { kind: "riemann-search", query: 'service = "mem"' })).toEqual([
+      { host: "b", service: "mem", time: 20 },
+    ]);
+    expect(answerQuery(stream, { kind: "current-time" })).toBe(20);
+  });
+
+  it("refuses an invalid query with a 400", () => {
+    expect(() => answerQuery(stream, { kind: "search", query: "not base64 edn (" })).toThrow(HttpError);
+    expect(() => answerQuery(stream, { kind: "riemann-search", query: 42 })).toThrow(HttpError);
   });
 });

@@ -25,7 +25,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Predicate } from "../condition.js";
 import type { RiemannSettings } from "../config.js";
-import type { StreamEngine } from "../engine.js";
+import type { Forwarder, Stream, StreamEngine } from "../engine.js";
 import { type Event, timeOf } from "../event.js";
 import type { RiemannMetrics } from "../metrics.js";
 import { DEFAULT_STREAM } from "../names.js";
@@ -124,7 +124,7 @@ export class RiemannHandler {
    * Cluster mode: the reply once the owners of the message's streams have its events (JetStream
    * acknowledged them, scale-out.md §4), or an error reply when one could not be reached.
    */
-  async #afterForwarded(forwarded: Forwarded, answer: () => Buffer): Promise<Buffer> {
+  async #afterForwarded(forwarded: Forwarded, answer: () => Buffer | Promise<Buffer>): Promise<Buffer> {
     try {
       await Promise.all(forwarded);
     } catch (error) {
@@ -181,11 +181,15 @@ export class RiemannHandler {
    * The reply once the message's events went through: `ok`, or the events its query found; or an
    * error when events were lost to a removed stream (the query is then not answered).
    */
-  #answer(query: { readonly string: string } | null, lost: Lost): Buffer {
+  #answer(query: { readonly string: string } | null, lost: Lost): Buffer | Promise<Buffer> {
     if (lost.size > 0) return this.#fail(removedStreams(lost));
     if (query === null) {
       this.metrics.message("ok");
       return OK_FRAME;
+    }
+    const forwarder = this.engine.forwarder;
+    if (forwarder !== undefined && this.#queryStreams().some((stream) => !forwarder.owns(stream.name))) {
+      return this.#answerAcrossInstances(query.string, forwarder);
     }
     try {
       const reply = eventsFrame(this.#search(query.string));
@@ -194,6 +198,42 @@ export class RiemannHandler {
     } catch (error) {
       return this.#fail(reasonOf(error));
     }
+  }
+
+  /**
+   * Cluster mode (scale-out.md §4): the query answered by the owners of the query streams, each
+   * owner searching its own index (this instance's for the streams it owns), merged, bounded and
+   * sorted as {@link #search} does.
+   */
+  async #answerAcrossInstances(text: string, forwarder: Forwarder): Promise<Buffer> {
+    try {
+      const predicate = this.#compile(text); // an invalid query fails here, without asking anyone
+      const parts = await Promise.all(
+        this.#queryStreams().map(async (stream) =>
+          forwarder.owns(stream.name)
+            ? stream.index.search(predicate)
+            : ((await forwarder.ask(stream.name, { kind: "riemann-search", query: text })) as Event[]),
+        ),
+      );
+      const found = this.#bounded(parts.length === 1 ? (parts[0] as Event[]) : [...new Set(parts.flat())]);
+      const reply = eventsFrame(found.sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0)));
+      this.metrics.message("ok");
+      return reply;
+    } catch (error) {
+      return this.#fail(reasonOf(error));
+    }
+  }
+
+  /**
+   * The streams a query searches: `query-stream`, or the default streams.
+   * @throws Error when `query-stream` names no stream
+   */
+  #queryStreams(): readonly Stream[] {
+    const name = this.settings["query-stream"];
+    if (name === undefined) return this.engine.defaults;
+    const stream = this.engine.get(name);
+    if (stream === undefined) throw new Error(`the query stream ${quoted(name)} does not exist`);
+    return [stream];
   }
 
   #unknown(stream: string): Buffer {

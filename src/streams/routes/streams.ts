@@ -11,6 +11,7 @@ import { type EdnValue, isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
 import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
+import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
 import { persistedFile, removeStreamFile, writeStreamFile } from "../storage.js";
 import { compileWhereQuery, decodeBase64Text, parseRequestEdn } from "./where-query.js";
 
@@ -136,6 +137,11 @@ async function searchQueryValue(request: FastifyRequest, bodyLimit: number): Pro
 /** What a stream's owner answers to a query (also for another instance, in cluster mode). */
 export function answerQuery(stream: Stream, query: { kind: string; query?: unknown }): unknown {
   if (query.kind === "current-time") return stream.index.currentTime;
+  // A query of the Riemann input (its own query language), asked by another instance.
+  if (query.kind === "riemann-search") {
+    if (typeof query.query !== "string") throw new HttpError(400, "a Riemann query must be text");
+    return stream.index.search(compileRiemannQuery(query.query));
+  }
   const predicate: Predicate = compileWhereQuery(query.query);
   return stream.index.search(predicate);
 }

@@ -340,6 +340,29 @@ describe("the Riemann input over TCP", () => {
 });
 
 describe("queries over the Riemann input", () => {
+  it("asks the owner of a query stream another instance owns (cluster mode), and merges with the local index", async () => {
+    const started = await populated();
+    const asked: Array<{ name: string; query: string }> = [];
+    started.engine.forwarder = {
+      owns: (name) => name !== "second",
+      forward: async () => {},
+      send: () => {},
+      ask: async (name, query) => {
+        asked.push({ name, query: query.query });
+        // What the owner's index holds: this instance's copy of `second` is not consulted.
+        return [{ host: "remote-1", service: "mem", metric: 3, time: 5 }];
+      },
+    };
+    const client = await started.connect();
+    const reply = await client.send({ query: 'service = "mem" or service = "cpu"' });
+    expect(asked).toEqual([{ name: "second", query: 'service = "mem" or service = "cpu"' }]);
+    expect(reply.ok).toBe(true);
+    expect(reply.events.map((event) => event.host)).toEqual(["remote-1", "web-2", "web-1"]);
+    // An invalid query is refused here, without asking the owner.
+    expect((await client.send({ query: "service =" })).ok).toBe(false);
+    expect(asked).toHaveLength(1);
+  });
+
   async function populated(settings: Partial<RiemannSettings> = {}) {
     const started = await start(
       {
