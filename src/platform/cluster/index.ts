@@ -166,6 +166,8 @@ export class Cluster {
 
   #tick(): Promise<void> {
     const run = (async () => {
+      // A heartbeat after stop() would bring the member row back after its deletion.
+      if (this.#stopped) return;
       const startedAt = performance.now();
       let delay = this.heartbeatMs;
       try {
@@ -239,9 +241,14 @@ export class Cluster {
     try {
       await this.shards.releaseAll();
       await this.streams.releaseAll();
-      await this.storage.leave(this.instanceId);
     } catch (error) {
-      this.logger.warn({ err: error }, "could not leave the cluster cleanly; leases expire after cluster.lease");
+      this.logger.warn({ err: error }, "could not release every lease; the rest expire after cluster.lease");
+    }
+    try {
+      await this.storage.leave(this.instanceId);
+      this.logger.info({ instance: this.instanceId }, "left the cluster");
+    } catch (error) {
+      this.logger.warn({ err: error }, "could not leave the cluster; this instance counts as dead after cluster.lease");
     }
     await this.changes.close();
     await this.#nats?.connection.drain().catch(() => {});
