@@ -15,7 +15,7 @@ import { BulkError, hasCommandChecks, parseBulk } from "./bulk.js";
 import type { Catalog } from "./catalog.js";
 import { type Definition, type DefinitionRules, KINDS, type Kind } from "./definition.js";
 import { listLatest, type ResultHistory, uptimeOfLatest } from "./history.js";
-import type { ResultStore } from "./results.js";
+import type { ResultFilter, ResultStore } from "./results.js";
 
 /** The 403 of a command check posted while `allow-api-commands` is off (healthchecks.md §5). */
 export const COMMANDS_DISABLED = "command healthchecks are disabled for the API";
@@ -136,6 +136,36 @@ export function parseHistoryQuery(query: unknown): HistoryQuery {
   };
 }
 
+/**
+ * The filter of `GET /result`: `name` (repeatable, at most {@link MAX_RESULT_NAMES}) and `success`
+ * (`true` or `false`); other parameters are ignored.
+ * @throws HttpError 400 naming the parameter
+ */
+export function parseResultFilter(query: unknown): ResultFilter {
+  // Other parameters are ignored, as on every listing (a cache-busting `?_=` must not fail).
+  const { name, success } = (query ?? {}) as Record<string, unknown>;
+  const filter: { names?: string[]; success?: boolean } = {};
+  if (name !== undefined) {
+    const names = Array.isArray(name) ? name : [name];
+    if (names.length > MAX_RESULT_NAMES) {
+      throw new HttpError(400, `query parameter name: at most ${MAX_RESULT_NAMES} names`);
+    }
+    if (!names.every((item) => typeof item === "string"))
+      throw new HttpError(400, "query parameter name: must be text");
+    filter.names = names as string[];
+  }
+  if (success !== undefined) {
+    if (success !== "true" && success !== "false") {
+      throw new HttpError(400, "query parameter success: must be true or false");
+    }
+    filter.success = success === "true";
+  }
+  return filter;
+}
+
+/** Names one `GET /result` may ask for (a bound on the work of one request). */
+export const MAX_RESULT_NAMES = 1_000;
+
 /** What the routes work with. */
 export interface HealthcheckRoutesOptions {
   readonly catalog: Catalog;
@@ -206,9 +236,12 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     return { message: `Successfully deleted healthcheck ${name}` };
   });
 
-  app.get("/result", async () => {
+  // `?name=` (repeatable) and `?success=true|false` narrow the listing, so that a dashboard of the
+  // failing checks does not fetch every result.
+  app.get("/result", async (request, reply) => {
+    const filter = parseResultFilter(request.query);
     await freshen();
-    return results.list();
+    return reply.type("application/json; charset=utf-8").send(results.listJson(filter));
   });
 
   app.get<{ Params: { name: string } }>("/result/:name", async (request) => {

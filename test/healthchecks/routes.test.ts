@@ -224,6 +224,26 @@ describe("results", () => {
     expect(all.map((result) => result.name)).toEqual(["a-down", "z-up"]);
   });
 
+  it("filters the listing by ?name= (repeatable) and ?success=, refusing bad values with 400", async () => {
+    await api.post("/healthcheck/http", httpCheck("f-up"));
+    await api.post("/healthcheck/http", httpCheck("f-down", { path: "/fail" }));
+    await api.post("/healthcheck/http", httpCheck("f-other"));
+    for (const name of ["f-up", "f-down", "f-other"]) await until(() => api.result(name), `a result of ${name}`);
+    const names = async (url: string) => ((await api.get(url)).body as Array<{ name: string }>).map((r) => r.name);
+    expect(await names("/result?name=f-up&name=f-down&name=nothing")).toEqual(["f-down", "f-up"]);
+    expect(await names("/result?name=f-up")).toEqual(["f-up"]);
+    expect(await names("/result?success=false&name=f-up&name=f-down")).toEqual(["f-down"]);
+    expect(await names("/result?success=true&name=f-up&name=f-down&name=f-other")).toEqual(["f-other", "f-up"]);
+    expect((await names("/result?success=false")).includes("f-up")).toBe(false);
+    expect(await names("/result?_=123&name=f-up")).toEqual(["f-up"]);
+    expect(await api.get("/result?success=maybe")).toEqual({
+      status: 400,
+      body: { error: "query parameter success: must be true or false" },
+    });
+    const many = Array.from({ length: 1_001 }, (_, index) => `name=n${index}`).join("&");
+    expect((await api.get(`/result?${many}`)).status).toBe(400);
+  });
+
   it("exports the metrics, with the check's labels, and removes a deleted check's series", async () => {
     await api.post("/healthcheck/http", httpCheck("measured", { labels: { team: "ops" } }));
     await until(() => api.result("measured"), "a result");
