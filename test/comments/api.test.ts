@@ -1,39 +1,24 @@
 import { createHmac } from "node:crypto";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { challengeSignature } from "../../src/comments/challenge.js";
-import type { VigieServer } from "../../src/server.js";
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
+import { DATABASE_KINDS } from "../support/databases.js";
 import {
   ADMIN_TOKEN,
   addComment,
   admin,
   CHALLENGE_SECRET,
+  commentsServers,
   fetchChallenge,
   postComment,
+  type StartArguments,
   solvedBody,
-  startComments,
 } from "./support.js";
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
-  let database: TestDatabase;
-  let server: VigieServer | undefined;
-  beforeAll(async () => {
-    if (!skip) database = await createTestDatabase(kind);
-  });
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
-  afterAll(async () => {
-    if (!skip) await database.drop();
-  });
-
-  const start = async (...args: Parameters<typeof startComments> extends [string, ...infer R] ? R : never) => {
-    server = await startComments(database.url, ...args);
-    return server.app;
-  };
+  const servers = commentsServers(kind, skip);
+  const start = async (...args: StartArguments) => (await servers.start(...args)).app;
 
   it.skipIf(skip)("runs the whole flow: challenge, post, moderate, list, events", async () => {
     const app = await start();
@@ -389,7 +374,7 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
     const body = await solvedBody(app, "rl-restart", "post");
     expect((await postComment(app, "rl-restart", "post", body, ann)).statusCode).toBe(201);
     const pending = await solvedBody(app, "rl-restart", "post");
-    await server?.close();
+    await servers.current().close();
 
     app = await start({ "rate-limit": { comments: 1, per: "10m" } });
     const limited = await postComment(app, "rl-restart", "post", pending, ann);
@@ -409,7 +394,7 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
     expect(
       (await postComment(app, "xff1", "p", await solvedBody(app, "xff1", "p"), forwarded("2.2.2.2"))).statusCode,
     ).toBe(429);
-    await server?.close();
+    await servers.current().close();
     app = await start({ "rate-limit": { comments: 1 } }, { config: { http: { "trust-proxy": true } } });
     expect(
       (await postComment(app, "xff2", "p", await solvedBody(app, "xff2", "p"), forwarded("1.1.1.1"))).statusCode,

@@ -4,13 +4,12 @@
  * of a website across its articles (`/api/admin/comment/<website>?approved=&limit=&before=`):
  * answers, order, ties, headers, CORS, every 400 with its message, 404s, and auth.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Comment } from "../../src/comments/resources.js";
 import { PAGE_LIMIT_MAX } from "../../src/comments/storage.js";
-import type { VigieServer } from "../../src/server.js";
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
+import { DATABASE_KINDS } from "../support/databases.js";
 import { oldestFirst, type Seed, seed, seedStore } from "./seed.js";
-import { ADMIN_TOKEN, addComment, admin, startComments } from "./support.js";
+import { ADMIN_TOKEN, addComment, admin, commentsServers, type StartArguments } from "./support.js";
 
 const NOW = 1_700_000_000_000;
 const SECOND = 1_000;
@@ -26,25 +25,13 @@ const ids = (comments: readonly { id: string }[]) => comments.map((comment) => c
 const manyArticles = (count: number) => Array.from({ length: count }, (_, index) => `article=a${index}`).join("&");
 
 describe.each(DATABASE_KINDS)("counts, pages and the admin list of a website on $kind", ({ kind, skip }) => {
-  let database: TestDatabase;
-  let server: VigieServer | undefined;
-  beforeAll(async () => {
-    if (!skip) database = await createTestDatabase(kind);
-  });
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
-  afterAll(async () => {
-    if (!skip) await database.drop();
-  });
-
-  const start = async (...args: Parameters<typeof startComments> extends [string, ...infer R] ? R : never) => {
-    server = await startComments(database.url, ...args);
+  const servers = commentsServers(kind, skip);
+  const start = async (...args: StartArguments) => {
+    const server = await servers.start(...args);
     return { app: server.app, store: seedStore(server) };
   };
   const get = (url: string, headers: Record<string, string> = {}) =>
-    (server as VigieServer).app.inject({ method: "GET", url, headers });
+    servers.current().app.inject({ method: "GET", url, headers });
 
   describe("pages of the public list", () => {
     it.skipIf(skip)("walks the newest page first, each page oldest first, before the first comment", async () => {
@@ -249,7 +236,7 @@ describe.each(DATABASE_KINDS)("counts, pages and the admin list of a website on 
       expect((await get("/api/v1/count/blog?article=a", EVIL)).headers["access-control-allow-origin"]).toBeUndefined();
 
       const options = (url: string, headers: Record<string, string>) =>
-        (server as VigieServer).app.inject({ method: "OPTIONS", url, headers });
+        servers.current().app.inject({ method: "OPTIONS", url, headers });
       const preflight = await options("/api/v1/count/blog", { ...ALLOWED, "access-control-request-method": "GET" });
       expect(preflight.statusCode).toBe(204);
       expect(preflight.headers["access-control-allow-origin"]).toBe(ALLOWED.origin);

@@ -7,13 +7,12 @@
  */
 import fc from "fast-check";
 import { sql } from "kysely";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Comment } from "../../src/comments/resources.js";
 import { type ArticleComment, type CommentStore, PAGE_TIE_MAX } from "../../src/comments/storage.js";
-import type { VigieServer } from "../../src/server.js";
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
+import { DATABASE_KINDS } from "../support/databases.js";
 import { oldestFirst, seed, seedStore } from "./seed.js";
-import { startComments } from "./support.js";
+import { commentsServers } from "./support.js";
 
 const SEED = Number(process.env.PAGING_SEED ?? 20_261_124);
 const NOW = 1_700_000_000_000;
@@ -29,23 +28,8 @@ const seeds = fc.array(
 );
 
 describe.each(DATABASE_KINDS)("comment pages and counts in storage on $kind", ({ kind, skip }) => {
-  let database: TestDatabase;
-  let server: VigieServer | undefined;
-  beforeAll(async () => {
-    if (!skip) database = await createTestDatabase(kind);
-  });
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
-  afterAll(async () => {
-    if (!skip) await database.drop();
-  });
-
-  const open = async (): Promise<CommentStore> => {
-    server = await startComments(database.url);
-    return seedStore(server);
-  };
+  const servers = commentsServers(kind, skip);
+  const open = async (): Promise<CommentStore> => seedStore(await servers.start());
 
   it.skipIf(skip)("walks the pages of an article and of a website: each comment once, ties included", async () => {
     const store = await open();
@@ -148,7 +132,7 @@ describe.each(DATABASE_KINDS)("comment pages and counts in storage on $kind", ({
 
   it.skipIf(skip)("creates the indexes of the website pages (migration comments-0002)", async () => {
     await open();
-    const db = (server as VigieServer).context.database;
+    const db = servers.current().context.database;
     const query =
       db.dialect === "sqlite"
         ? sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'comments_comment'`

@@ -1,11 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, sql } from "kysely";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CommentStore, type CommentTables, type NewComment, rateLimitLockKey } from "../../src/comments/storage.js";
 import type { Database } from "../../src/platform/database.js";
-import type { VigieServer } from "../../src/server.js";
-import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
-import { fetchChallenge, startComments } from "./support.js";
+import { DATABASE_KINDS } from "../support/databases.js";
+import { commentsServers, fetchChallenge } from "./support.js";
 
 const NOW = 1_700_000_000_000;
 const MINUTE = 60_000;
@@ -24,24 +23,9 @@ function failingInsertsInto(table: string): KyselyPlugin {
 }
 
 describe.each(DATABASE_KINDS)("comment storage on $kind", ({ kind, skip }) => {
-  let database: TestDatabase;
-  let server: VigieServer | undefined;
-  beforeAll(async () => {
-    if (!skip) database = await createTestDatabase(kind);
-  });
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
-  afterAll(async () => {
-    if (!skip) await database.drop();
-  });
-
+  const servers = commentsServers(kind, skip);
   /** A server on the test database (it runs the migrations) and its open database. */
-  const open = async (): Promise<Database> => {
-    server = await startComments(database.url);
-    return server.context.database;
-  };
+  const open = async (): Promise<Database> => (await servers.start()).context.database;
 
   /** Counts the rows of a table of the website (of the signature, for used challenges). */
   const counter = (db: Database) => {
@@ -74,7 +58,7 @@ describe.each(DATABASE_KINDS)("comment storage on $kind", ({ kind, skip }) => {
 
   it.skipIf(skip)("stores nothing when a challenge is issued", async () => {
     const db = await open();
-    const app = (server as VigieServer).app;
+    const app = servers.current().app;
     const count = counter(db);
     const signatures: string[] = [];
     for (let i = 0; i < 5; i++) signatures.push((await fetchChallenge(app, "issue", "post")).signature);

@@ -3,9 +3,11 @@
  * visitor that fetches a challenge, solves it and posts a comment, the way a static page would.
  */
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { commentsModule } from "../../src/comments/index.js";
 import { defineModule } from "../../src/platform/module.js";
 import type { VigieServer } from "../../src/server.js";
+import { createTestDatabase, type TestDatabase } from "../support/databases.js";
 import { startTestServer } from "../support/server.js";
 
 /** The admin token the tests configure. */
@@ -121,4 +123,38 @@ export function admin(
   authorization: string | null = ADMIN_TOKEN,
 ): Promise<LightMyRequestResponse> {
   return app.inject({ method, url, headers: authorization === null ? {} : { authorization } });
+}
+
+/** The arguments of {@link startComments} after the database URL. */
+export type StartArguments = Parameters<typeof startComments> extends [string, ...infer R] ? R : never;
+
+/**
+ * Registers, in the calling describe, a fresh database of `kind` for its tests (dropped after them)
+ * and the closing of each test's server after the test.
+ * @returns `start`, which starts the comments module on that database, and `current`, the server
+ *   of the running test
+ */
+export function commentsServers(kind: "sqlite" | "postgres", skip: boolean) {
+  let database: TestDatabase;
+  let server: VigieServer | undefined;
+  beforeAll(async () => {
+    if (!skip) database = await createTestDatabase(kind);
+  });
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+  afterAll(async () => {
+    if (!skip) await database.drop();
+  });
+  return {
+    start: async (...args: StartArguments): Promise<VigieServer> => {
+      server = await startComments(database.url, ...args);
+      return server;
+    },
+    current: (): VigieServer => {
+      if (server === undefined) throw new Error("no server started in this test");
+      return server;
+    },
+  };
 }

@@ -109,21 +109,29 @@ describe.each(DATABASE_KINDS)("guards of other modules on $kind", ({ kind, skip 
   });
 });
 
+/**
+ * Every module behind `security.require-token`, the registry creating the admin root; each
+ * describe has its own server, since one deactivates root.
+ */
+function startRealModules(): Promise<VigieServer> {
+  const registry = createRegistryModule({
+    environment: { VIGIE_ADMIN_NAME: "root", VIGIE_ADMIN_PASSWORD: "root-password" },
+  });
+  return startTestServer({
+    modules: [registry, commentsModule, healthchecksModule, streamsModule],
+    config: {
+      security: { "require-token": true },
+      comments: { "admin-token": "comments-admin-token", challenge: { secret: "s" }, websites: [{ name: "blog" }] },
+    },
+  });
+}
+
 describe("registry tokens on the routes of the real modules", () => {
   let server: VigieServer;
   let client: RegistryClient;
 
   beforeAll(async () => {
-    const registry = createRegistryModule({
-      environment: { VIGIE_ADMIN_NAME: "root", VIGIE_ADMIN_PASSWORD: "root-password" },
-    });
-    server = await startTestServer({
-      modules: [registry, commentsModule, healthchecksModule, streamsModule],
-      config: {
-        security: { "require-token": true },
-        comments: { "admin-token": "comments-admin-token", challenge: { secret: "s" }, websites: [{ name: "blog" }] },
-      },
-    });
+    server = await startRealModules();
     client = new RegistryClient(server.app);
   });
   afterAll(async () => {
@@ -171,16 +179,7 @@ describe("scoped tokens on the routes of the real modules", () => {
   let client: RegistryClient;
 
   beforeAll(async () => {
-    const registry = createRegistryModule({
-      environment: { VIGIE_ADMIN_NAME: "root", VIGIE_ADMIN_PASSWORD: "root-password" },
-    });
-    server = await startTestServer({
-      modules: [registry, commentsModule, healthchecksModule, streamsModule],
-      config: {
-        security: { "require-token": true },
-        comments: { "admin-token": "comments-admin-token", challenge: { secret: "s" }, websites: [{ name: "blog" }] },
-      },
-    });
+    server = await startRealModules();
     client = new RegistryClient(server.app);
   });
   afterAll(async () => {

@@ -7,17 +7,13 @@
  * that import it.
  */
 
-/** A comment as the public list returns it (comments.md §3); `article` comes with the admin routes. */
-export interface Comment {
-  readonly id: string;
-  /** HTML-escaped text (comments.md §5). */
-  readonly content: string;
-  /** HTML-escaped text. */
-  readonly author: string;
-  readonly "author-website"?: string;
-  readonly approved: boolean;
-  /** Creation time, milliseconds since the Unix epoch. */
-  readonly timestamp: number;
+import type { Comment as ServerComment } from "../resources.js";
+
+/**
+ * A comment as the public list returns it: the server's own resource (comments.md §3); `article`
+ * comes with the admin routes.
+ */
+export interface Comment extends ServerComment {
   readonly article?: string;
 }
 
