@@ -125,6 +125,8 @@ export interface ClusterOptions {
   readonly instances?: number;
   /** Extra configuration keys merged into every instance's file (top-level sections). */
   readonly config?: Record<string, unknown>;
+  /** Configuration sections of one instance (by id), merged over `config`. */
+  readonly configOf?: (id: string) => Record<string, unknown>;
   /** Environment of the first instance only (e.g. VIGIE_ADMIN_NAME / VIGIE_ADMIN_PASSWORD). */
   readonly firstEnv?: Record<string, string>;
   /** Starts the load balancer (default true). */
@@ -262,7 +264,7 @@ export function createCluster(options: ClusterOptions = {}): Cluster {
         nats: { servers: [natsUrl] },
       },
     };
-    for (const [key, value] of Object.entries(options.config ?? {})) {
+    for (const [key, value] of Object.entries({ ...options.config, ...options.configOf?.(instance.id) })) {
       const existing = base[key];
       base[key] =
         typeof existing === "object" && existing !== null && typeof value === "object" && value !== null

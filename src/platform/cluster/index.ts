@@ -68,7 +68,6 @@ export class Cluster {
   /** Leases of the streams; the streams module sets their keys (its stream names). */
   readonly streams: LeaseSet<string>;
   #nats: NatsLink | undefined;
-  #members: readonly string[] = [];
   readonly #startedAt = new Date();
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
@@ -131,21 +130,15 @@ export class Cluster {
     return this.#nats;
   }
 
-  /** The live members' ids as of the last heartbeat, sorted. */
-  get members(): readonly string[] {
-    return this.#members;
-  }
-
   /**
    * Connects to NATS and to the change feed, and sends the first heartbeat (before the modules
-   * register, so they see the other members).
+   * register, so that the members starting with it see it).
    * @throws NatsUnavailableError naming the servers; the database's error
    */
   async connect(): Promise<void> {
     this.#nats = await connectNats(this.config.nats, this.instanceId, this.logger);
     await this.changes.start();
     await this.storage.heartbeat(this.instanceId, this.url, this.#startedAt);
-    this.#members = (await this.storage.aliveMembers(this.leaseMs)).map((member) => member.id);
   }
 
   /**
@@ -173,8 +166,8 @@ export class Cluster {
       try {
         await this.storage.heartbeat(this.instanceId, this.url, this.#startedAt);
         const alive = await this.storage.aliveMembers(this.leaseMs);
-        this.#members = alive.map((member) => member.id);
-        this.#membersGauge.set(this.#members.length);
+        const members = alive.map((member) => member.id);
+        this.#membersGauge.set(members.length);
         // A member that stopped beating counts as dead before the next heartbeat: look again
         // right then, so that its shards and streams move one heartbeat sooner.
         for (const member of alive) {
@@ -183,7 +176,7 @@ export class Cluster {
           }
         }
         for (const set of [this.shards, this.streams] as const) {
-          const expiry = await (set as LeaseSet<string | number>).balance(this.#members, startedAt);
+          const expiry = await (set as LeaseSet<string | number>).balance(members, startedAt);
           // A lease of a dead member ends before the next heartbeat: take it right then.
           if (expiry !== undefined && expiry + 20 < delay) delay = Math.max(20, expiry + 20);
         }

@@ -210,13 +210,4 @@ export class ClusterStorage {
     }
     return byOwner;
   }
-
-  /** Forgets the lease rows of keys that are no longer wanted (streams removed everywhere). */
-  async forget<K extends string | number>(table: LeaseTable, keys: readonly K[]): Promise<void> {
-    if (keys.length === 0) return;
-    await sql`
-      delete from ${sql.table(table.table)}
-      where ${sql.ref(table.key)} = any(${keys}::${sql.raw(table.keyType)}[])
-    `.execute(this.db);
-  }
 }

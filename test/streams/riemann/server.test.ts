@@ -154,6 +154,48 @@ describe("the Riemann input over TCP", () => {
     expect(indexed(engine).map((event) => event.host)).toEqual(["b", "c"]);
   });
 
+  it("answers a message for a stream owned by another instance once JetStream has it (cluster mode), or with an error", async () => {
+    const { engine, connect } = await start({
+      main: INDEX_ALL,
+      other: "{:actions {:action :tap :params [:other]}}",
+    });
+    const forwarded: Array<{ name: string; hosts: unknown[] }> = [];
+    let acknowledge: (() => void) | undefined;
+    let failure: Error | undefined;
+    engine.forwarder = {
+      owns: (name) => name !== "other",
+      forward: (name, events) => {
+        forwarded.push({ name, hosts: events.map((event) => event.host) });
+        if (failure !== undefined) return Promise.reject(failure);
+        return new Promise((resolve) => {
+          acknowledge = resolve;
+        });
+      },
+      send: () => {},
+      ask: async () => [],
+    };
+    const client = await connect();
+    const routed = (host: string) => ({ host, time: 1, attributes: [{ key: "stream", value: "other" }] });
+    let answered = false;
+    const reply = client.send({ events: [{ host: "local", time: 1 }, routed("far")] }).then((value) => {
+      answered = true;
+      return value;
+    });
+    await until(async () => (acknowledge === undefined ? undefined : true), "the forward");
+    await new Promise((resume) => setTimeout(resume, 50));
+    expect(answered).toBe(false);
+    acknowledge?.();
+    expect(await reply).toMatchObject({ ok: true });
+    expect(forwarded).toEqual([{ name: "other", hosts: ["far"] }]);
+    expect(indexed(engine).map((event) => event.host)).toEqual(["local"]);
+
+    failure = new Error("stream other is owned by another instance, and NATS is unreachable");
+    expect(await client.send({ events: [routed("lost")] })).toMatchObject({
+      ok: false,
+      error: "stream other is owned by another instance, and NATS is unreachable",
+    });
+  });
+
   it("pushes none of a message's events when one names an unknown stream", async () => {
     const { engine, counts, connect } = await start();
     const client = await connect();
