@@ -26,12 +26,13 @@
 //   BENCH_VIGIE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" ...  (NODE_OPTIONS of the Vigie process)
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
-import { cpuSeconds, fmt, root, startVigie } from "./lib/vigie.mjs";
+import { startTarget } from "./lib/http-target.mjs";
+import { cpuSeconds, fmt, peakRssBytes, root, startVigie } from "./lib/vigie.mjs";
 
 const { HealthcheckMetrics } = await import(join(root, "dist/healthchecks/metrics.js"));
 const { createMetricsRegistry, Exposition, installHttpMetrics } = await import(join(root, "dist/platform/metrics.js"));
@@ -56,6 +57,9 @@ const SCRAPE_SECONDS = Number(process.env.BENCH_SCRAPE_SECONDS ?? 15);
 const RENDER_RUNS = 9;
 // Which Vigie runs: `off` (history retention 0: the scheduler alone), `on` (default retention), `both`.
 const HISTORY_RUNS = process.env.BENCH_HISTORY ?? "both";
+// Which parts run: `in-process` (metrics rendering, scrapes, history storage) and `vigie` (the
+// baseline and the Vigie process runs), comma-separated.
+const PARTS = new Set((process.env.BENCH_PARTS ?? "in-process,vigie").split(","));
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || process.env.VIGIE_TEST_POSTGRES_URL || undefined;
 // healthchecks.history.retention by default (healthchecks.md §9.2), and the budget of a stored result.
 const RETENTION_SECONDS = 168 * 3600;
@@ -64,23 +68,6 @@ const BUDGET_BYTES_PER_ROW = 100;
 const STORAGE_SECONDS = 120;
 
 const sleep = (milliseconds) => new Promise((done) => setTimeout(done, milliseconds));
-
-// The target runs in its own process so that its CPU does not count as Vigie's.
-const TARGET = `
-import { createServer } from "node:http";
-const server = createServer((request, response) => response.end("ok"));
-server.listen(0, "127.0.0.1", () => console.log(server.address().port));
-`;
-
-function startTarget() {
-  const child = spawn(process.execPath, ["--input-type=module", "-e", TARGET], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((done, fail) => {
-    child.once("exit", (code) => fail(new Error(`target server exited with ${code}`)));
-    child.stdout.once("data", (chunk) => done({ child, port: Number(String(chunk).trim()) }));
-  });
-}
 
 // The scraper runs in its own process too, so that reading megabytes of metrics does not delay this
 // process's API requests: it fetches <url> every <seconds> s, reads and drops the body, and prints
@@ -427,54 +414,191 @@ function sqliteHistorySize(file) {
 }
 
 /**
- * Runs the real Vigie with CHECKS http checks against `target` for the window and prints its
- * figures. `history: false` sets `healthchecks.history.retention: 0` (the scheduler alone).
+ * The baseline of the CPU figure: a bare loop in a process of its own, one undici Pool to the
+ * target, sending `rate` requests per second evenly (the due ones at each millisecond tick), reading
+ * each body and checking its status, until killed. It prints the number of failures on SIGTERM.
+ */
+const BARE_LOOP = `
+import { Pool } from "undici";
+const [origin, rate] = process.argv.slice(1);
+const pool = new Pool(origin);
+let sent = 0;
+let failures = 0;
+const begun = performance.now();
+const send = () => {
+  pool.request({ path: "/", method: "GET" }).then(
+    async (response) => {
+      await response.body.text();
+      if (response.statusCode !== 200) failures++;
+    },
+    () => failures++,
+  );
+};
+setInterval(() => {
+  const due = Math.floor(((performance.now() - begun) / 1000) * Number(rate));
+  while (sent < due) {
+    sent++;
+    send();
+  }
+}, 1);
+process.on("SIGTERM", () => {
+  console.log(JSON.stringify({ sent, failures }));
+  process.exit(0);
+});
+`;
+
+/** Seconds the bare loop runs before its window, for its connections and JIT to settle. */
+const BASELINE_WARM_UP_SECONDS = 5;
+
+/**
+ * Runs the bare loop at CHECKS / 10 requests per second for the window and measures its CPU and
+ * what the target saw.
+ * @returns `{ cores, target: { requests, newConnections, perSecond } }`
+ */
+async function runBaseline(target) {
+  const rate = CHECKS / 10;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", BARE_LOOP, target.origin, String(rate)], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise((done) => child.once("exit", done));
+  try {
+    await sleep(BASELINE_WARM_UP_SECONDS * 1000);
+    const cpuBefore = cpuSeconds(child.pid);
+    const from = Date.now();
+    const started = performance.now();
+    await sleep(WINDOW_SECONDS * 1000);
+    const cpu = cpuSeconds(child.pid) - cpuBefore;
+    const elapsed = (performance.now() - started) / 1000;
+    const to = Date.now();
+    child.kill("SIGTERM");
+    await exited;
+    const { failures } = JSON.parse(output);
+    await sleep(500);
+    const seen = target.stats(from, to);
+    console.log(
+      `-- baseline: a bare loop, one undici Pool, ${fmt(rate)} requests/s to the target, each body read and its status checked --`,
+    );
+    console.log(
+      `CPU of the loop: ${(cpu / elapsed).toFixed(3)} cores over ${elapsed.toFixed(1)} s; the target saw ${fmt(seen.requests)} requests, ${seen.newConnections} new connections; ${failures} failures`,
+    );
+    return { cores: cpu / elapsed, target: seen };
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+}
+
+/** The configuration file's healthchecks section: CHECKS http checks of the target, at INTERVAL. */
+function checksYaml(target, history) {
+  const lines = ["healthchecks:"];
+  if (!history) lines.push("  history:", "    retention: 0s");
+  lines.push("  http-checks:");
+  for (let index = 0; index < CHECKS; index++) {
+    lines.push(
+      `    - { name: c${index}, target: 127.0.0.1, port: ${target.port}, valid-status: [200], interval: ${INTERVAL}, timeout: 5s }`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/** Bare Fastify answering GET /result with the array it was given (a JSON file), in its own process. */
+const BARE_FASTIFY = `
+import Fastify from "fastify";
+import { readFileSync } from "node:fs";
+const results = JSON.parse(readFileSync(process.argv[1], "utf8"));
+const app = Fastify();
+app.get("/result", async () => results);
+await app.listen({ host: "127.0.0.1", port: 0 });
+console.log(app.server.address().port);
+`;
+
+/** Requests per second of `GET url` over `seconds`, CONCURRENCY clients each waiting for its answer. */
+async function requestsPerSecond(url, seconds) {
+  const agent = new Agent({ connections: RESULT_CLIENTS });
+  let count = 0;
+  let bytes = 0;
+  const end = performance.now() + seconds * 1000;
+  const client = async () => {
+    while (performance.now() < end) {
+      const response = await request(url, { dispatcher: agent });
+      const body = await response.body.arrayBuffer();
+      if (response.statusCode !== 200) throw new Error(`${url} answered ${response.statusCode}`);
+      bytes = body.byteLength;
+      count++;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: RESULT_CLIENTS }, client));
+  const rate = count / ((performance.now() - started) / 1000);
+  await agent.close();
+  return { rate, bytes };
+}
+
+/** Clients of the /result comparison, and its seconds per server. */
+const RESULT_CLIENTS = 2;
+const RESULT_SECONDS = Number(process.env.BENCH_RESULT_SECONDS ?? 10);
+
+/**
+ * GET /result of the running Vigie against a bare Fastify route returning the same array (from
+ * another process), RESULT_SECONDS each, in the same run.
+ */
+async function compareResultListing(vigie) {
+  const file = join(vigie.directory, "results.json");
+  const listing = await (await fetch(`${vigie.base}/result`)).text();
+  writeFileSync(file, listing);
+  const bare = spawn(process.execPath, ["--input-type=module", "-e", BARE_FASTIFY, file], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise((done) => bare.once("exit", done));
+  try {
+    const port = await new Promise((done) => bare.stdout.once("data", (chunk) => done(Number(String(chunk).trim()))));
+    const ours = await requestsPerSecond(`${vigie.base}/result`, RESULT_SECONDS);
+    const theirs = await requestsPerSecond(`http://127.0.0.1:${port}/result`, RESULT_SECONDS);
+    const ratio = ours.rate / theirs.rate;
+    console.log(
+      `GET /result (${fmt(JSON.parse(listing).length)} results, ${(ours.bytes / 1e6).toFixed(1)} MB): ${ours.rate.toFixed(1)} requests/s against ${theirs.rate.toFixed(1)} for a bare Fastify route returning the same array (x${ratio.toFixed(2)}; ${RESULT_CLIENTS} clients, ${RESULT_SECONDS} s each)   target >= x0.5   ${ratio >= 0.5 ? "ok" : "MISSED"}`,
+    );
+  } finally {
+    bare.kill("SIGTERM");
+    await exited;
+  }
+}
+
+/**
+ * Runs the real Vigie with CHECKS http checks of its configuration file against `target` for the
+ * window and prints its figures: start-up, CPU (beside `baseline`), new connections and the busiest
+ * second at the target, lateness, API latency, peak RSS, and (`listing`) the /result comparison.
+ * `history: false` sets `healthchecks.history.retention: 0` (the scheduler alone).
  * @returns `{ cores, historyGrowth }`, the latter (rows, bytes, seconds of the window) with history
  */
-async function runVigie(target, { history }) {
-  const vigie = await startVigie({
-    yaml: `healthchecks:\n  min-interval: 1s\n${history ? "" : "  history:\n    retention: 0s\n"}`,
-    // 10 000 definitions in one bulk body are over the default 1 MiB.
-    http: { "body-limit": "16MiB" },
-    env: process.env.BENCH_VIGIE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_VIGIE_NODE_OPTIONS } : {},
-  });
+async function runVigie(target, { history, baseline, listing }) {
+  console.log(
+    history
+      ? "-- Vigie, default configuration (history on, SQLite) --"
+      : "-- Vigie, the scheduler alone (history retention 0) --",
+  );
+  const nodeArgs = (process.env.BENCH_VIGIE_NODE_ARGS ?? "").split(/\s+/).filter((arg) => arg !== "");
+  const vigie = await startVigie({ yaml: checksYaml(target, history), nodeArgs, pollMs: 10 });
   const databaseFile = join(vigie.directory, "vigie.db");
   const agent = new Agent({ connections: 1 });
   let scraper;
-  console.log(
-    history ? "-- with history (retention 168h, SQLite) --" : "-- the scheduler alone (history retention 0) --",
-  );
   try {
-    const payload = {
-      "http-checks": Array.from({ length: CHECKS }, (_, index) => ({
-        name: `c${index}`,
-        target: "127.0.0.1",
-        port: target.port,
-        "valid-status": [200],
-        interval: INTERVAL,
-        timeout: "5s",
-      })),
-    };
-    const body = JSON.stringify(payload);
-    const registering = performance.now();
-    const bulk = await fetch(`${vigie.base}/healthcheck/bulk`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-    });
-    if (bulk.status !== 201) throw new Error(`bulk failed: ${bulk.status} ${await bulk.text()}`);
-    const registered = performance.now();
-    const registrationMs = registered - registering;
+    const verdict = (ok) => (ok ? "ok" : "MISSED");
     console.log(
-      `registered ${CHECKS} http checks at ${INTERVAL} in ${registrationMs.toFixed(0)} ms; warming up ${WARM_UP_SECONDS} s`,
+      `start-up with ${fmt(CHECKS)} checks in the configuration file: GET /healthz answered ${fmt(vigie.readyMs)} ms after the process started   target <= 2 000 ms   ${verdict(vigie.readyMs <= 2000)}`,
     );
     await sleep(WARM_UP_SECONDS * 1000);
 
-    // Lateness over the window: the difference of two scrapes, at its start and at its end. (The runs
-    // since the registration include the burst of the bulk registration and of the first runs.)
+    // Lateness over the window: the difference of two scrapes, at its start and at its end.
     const before = await scrape(vigie.base);
     const historyBefore = history ? sqliteHistorySize(databaseFile) : undefined;
     const cpuBefore = cpuSeconds(vigie.child.pid);
+    const from = Date.now();
     const started = performance.now();
     const latencies = [];
     const sentAt = [];
@@ -495,12 +619,10 @@ async function runVigie(target, { history }) {
     const scrapes = scraper?.scrapes ?? [];
     const elapsed = (performance.now() - started) / 1000;
     const cpu = cpuSeconds(vigie.child.pid) - cpuBefore;
+    const to = Date.now();
     const historyAfter = history ? sqliteHistorySize(databaseFile) : undefined;
-    const scraping = performance.now();
     const after = await scrape(vigie.base);
-    const scrapeMs = performance.now() - scraping;
-    // The scrape's text is made when it starts.
-    const sinceRegistration = (scraping - registered) / 1000;
+    const peakRss = peakRssBytes(vigie.child.pid);
 
     const window = {
       buckets: after.buckets.map((bucket, index) => ({
@@ -511,7 +633,6 @@ async function runVigie(target, { history }) {
     };
     const p50 = histogramQuantile(0.5, window);
     const p99 = histogramQuantile(0.99, window);
-    const p99Since = histogramQuantile(0.99, after);
     // Requests that overlapped a scrape of /metrics, to tell its effect from the machine's noise.
     const during = [];
     const outside = [];
@@ -523,27 +644,36 @@ async function runVigie(target, { history }) {
     for (const list of [latencies, during, outside]) list.sort((a, b) => a - b);
     const apiP99 = percentile(latencies, 0.99);
     const cores = cpu / elapsed;
-    // First runs are spread evenly over [0, 10 s) (a hash of the name), then every 10 s.
-    let perCheck = 0;
-    for (let step = 0; step < 1_000; step++) perCheck += Math.floor((sinceRegistration - (step + 0.5) / 100) / 10) + 1;
-    const expectedRuns = Math.round((CHECKS * perCheck) / 1_000);
-    const verdict = (ok) => (ok ? "ok" : "MISSED");
+    await sleep(500);
+    const seen = target.stats(from, to);
+    const mean = seen.perSecond.reduce((sum, count) => sum + count, 0) / seen.perSecond.length;
+    const busiest = Math.max(...seen.perSecond);
+    const quietest = Math.min(...seen.perSecond);
+    const failures = window.count === 0 ? 0 : after.totals.failure - before.totals.failure;
     console.log(
-      `${CHECKS} http checks at ${INTERVAL}; window ${elapsed.toFixed(1)} s after ${WARM_UP_SECONDS} s of warm-up`,
+      `${fmt(CHECKS)} http checks at ${INTERVAL}; window ${elapsed.toFixed(1)} s after ${WARM_UP_SECONDS} s of warm-up; ${fmt(window.count)} runs in it, ${failures} failures`,
+    );
+    if (baseline !== undefined) {
+      const ratio = cores / baseline.cores;
+      console.log(
+        `CPU of vigie:   ${cores.toFixed(3)} cores (${cpu.toFixed(2)} s), x${ratio.toFixed(2)} the bare loop's ${baseline.cores.toFixed(3)}   target <= x1.3   ${verdict(ratio <= 1.3)}`,
+      );
+    } else {
+      console.log(`CPU of vigie:   ${cores.toFixed(3)} cores (${cpu.toFixed(2)} s)`);
+    }
+    console.log(
+      `at the target (${target.kind}): ${fmt(seen.requests)} requests, ${seen.newConnections} new connections in the window   target <= 64   ${verdict(seen.newConnections <= 64)}`,
     );
     console.log(
-      `runs since registration: ${after.count} (about ${expectedRuns} expected), ${after.totals.failure} failures`,
+      `requests per second: busiest ${fmt(busiest)}, quietest ${fmt(quietest)}, mean ${mean.toFixed(0)} (busiest x${(busiest / mean).toFixed(2)} the mean)   target <= x1.3   ${verdict(busiest <= 1.3 * mean)}`,
     );
-    console.log(`lateness p50:   ${milliseconds(p50)} over the ${window.count} runs of the window`);
-    console.log(`lateness p99:   ${milliseconds(p99)}   target < 100 ms   ${verdict(p99 < 0.1)}`);
-    console.log(`(lateness p99 since the registration, its burst included: ${milliseconds(p99Since)})`);
     console.log(
-      `CPU of vigie:   ${cores.toFixed(3)} cores (${cpu.toFixed(2)} s)   target < 1 core   ${verdict(cores < 1)}`,
+      `lateness p50 / p99: ${milliseconds(p50)} / ${milliseconds(p99)}   target p99 < 100 ms   ${verdict(p99 < 0.1)}`,
     );
     const scrapingNote =
       SCRAPE_SECONDS > 0 ? `while scraping /metrics every ${SCRAPE_SECONDS} s` : "without scraping /metrics";
     console.log(
-      `API p50 / p99:  ${milliseconds(percentile(latencies, 0.5))} / ${milliseconds(apiP99)} over ${latencies.length} GET /healthcheck/<name> ${scrapingNote}   target p99 < 5 ms   ${verdict(apiP99 < 0.005)}${SCRAPE_SECONDS === 15 ? "   (before this change: 10 ms)" : ""}`,
+      `API p50 / p99:  ${milliseconds(percentile(latencies, 0.5))} / ${milliseconds(apiP99)} over ${latencies.length} GET /healthcheck/<name> ${scrapingNote}   target p99 < 5 ms   ${verdict(apiP99 < 0.005)}`,
     );
     if (scrapes.length > 0) {
       console.log(
@@ -553,7 +683,10 @@ async function runVigie(target, { history }) {
         `scrapes of /metrics every ${SCRAPE_SECONDS} s during the window (wall time of the response): ${scrapes.map(({ begun, ended }) => (ended - begun).toFixed(0)).join(", ")} ms`,
       );
     }
-    console.log(`(one scrape of /metrics, after the window: ${scrapeMs.toFixed(0)} ms)`);
+    console.log(
+      `peak RSS of vigie: ${(peakRss / 2 ** 20).toFixed(0)} MiB   target <= 250 MB   ${verdict(peakRss <= 250e6)}`,
+    );
+    if (listing) await compareResultListing(vigie);
     return {
       cores,
       historyGrowth:
@@ -602,16 +735,20 @@ function printHistoryComparison(off, on) {
 }
 
 async function main() {
-  await measureRendering();
-  await measureScrapes();
-  await measureHistoryStorage();
+  if (PARTS.has("in-process")) {
+    await measureRendering();
+    await measureScrapes();
+    await measureHistoryStorage();
+  }
+  if (!PARTS.has("vigie")) return;
   const target = await startTarget();
   try {
-    const off = HISTORY_RUNS === "on" ? undefined : await runVigie(target, { history: false });
-    const on = HISTORY_RUNS === "off" ? undefined : await runVigie(target, { history: true });
+    const baseline = await runBaseline(target);
+    const on = HISTORY_RUNS === "off" ? undefined : await runVigie(target, { history: true, baseline, listing: true });
+    const off = HISTORY_RUNS === "on" ? undefined : await runVigie(target, { history: false, baseline });
     printHistoryComparison(off, on);
   } finally {
-    target.child.kill("SIGTERM");
+    await target.stop();
   }
 }
 

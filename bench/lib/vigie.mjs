@@ -27,10 +27,13 @@ export async function freePort() {
  * @param options.yaml extra configuration lines (YAML, top level, other than `http`)
  * @param options.http extra keys of the `http` section, e.g. `{ "body-limit": "8MiB" }`
  * @param options.env extra environment variables
- * @returns `{ base, child, directory, stop() }`; `stop()` sends SIGTERM and waits for the exit
+ * @param options.nodeArgs arguments of node before the script, e.g. `["--cpu-prof"]`
+ * @param options.pollMs milliseconds between two tries of /healthz while it starts
+ * @returns `{ base, child, directory, readyMs, stop() }`: `readyMs` the milliseconds from the spawn to
+ *   the first 2xx of /healthz; `stop()` sends SIGTERM and waits for the exit
  * @throws Error when the server exits or does not answer within 20 s
  */
-export async function startVigie({ yaml = "", http = {}, env = {} } = {}) {
+export async function startVigie({ yaml = "", http = {}, env = {}, nodeArgs = [], pollMs = 100 } = {}) {
   const directory = mkdtempSync(join(tmpdir(), "vigie-bench-"));
   const port = await freePort();
   const config = join(directory, "vigie.yaml");
@@ -45,17 +48,20 @@ export async function startVigie({ yaml = "", http = {}, env = {} } = {}) {
       yaml,
     ].join("\n"),
   );
-  const child = spawn(process.execPath, [join(root, "dist/cli.js"), "serve", "--config", config], {
+  const spawned = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs, join(root, "dist/cli.js"), "serve", "--config", config], {
     stdio: ["ignore", "inherit", "inherit"],
     env: { ...process.env, ...env },
   });
   const base = `http://127.0.0.1:${port}`;
-  await waitFor(`${base}/healthz`, child);
+  await waitFor(`${base}/healthz`, child, pollMs);
+  const readyMs = performance.now() - spawned;
   const exited = new Promise((done) => child.once("exit", done));
   return {
     base,
     child,
     directory,
+    readyMs,
     stop: async () => {
       child.kill("SIGTERM");
       await exited;
@@ -64,10 +70,10 @@ export async function startVigie({ yaml = "", http = {}, env = {} } = {}) {
 }
 
 /**
- * Waits until `url` answers 2xx.
+ * Waits until `url` answers 2xx, trying every `pollMs` milliseconds.
  * @throws Error when `child` exits first or nothing answers within 20 s
  */
-export async function waitFor(url, child) {
+export async function waitFor(url, child, pollMs = 100) {
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${url}: the server exited with ${child.exitCode}`);
@@ -77,7 +83,7 @@ export async function waitFor(url, child) {
     } catch {
       // not listening yet
     }
-    await new Promise((wait) => setTimeout(wait, 100));
+    await new Promise((wait) => setTimeout(wait, pollMs));
   }
 }
 
@@ -98,4 +104,10 @@ export function cpuSeconds(pid) {
 /** A number rounded, with thousands separators. */
 export function fmt(value) {
   return Math.round(value).toLocaleString("en-US");
+}
+
+/** The peak resident set size of a process so far (VmHWM of /proc/<pid>/status), in bytes. */
+export function peakRssBytes(pid) {
+  const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return match === null ? Number.NaN : Number(match[1]) * 1024;
 }

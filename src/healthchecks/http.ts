@@ -34,8 +34,25 @@ export const MATCHED_BODY_BYTES = 10 * 1024 * 1024;
  */
 const DISCARDED_BODY_BYTES = 64 * 1024;
 
-/** Shared agents kept at most; the least recently used one is closed beyond. */
-const MAX_SHARED_AGENTS = 64;
+/**
+ * Connection pools kept at most (one per origin, healthchecks.md §4); beyond, the least recently
+ * used one is closed once its requests are done.
+ */
+const MAX_POOLS = 256;
+
+/**
+ * undici's connect timeout of the pools, in milliseconds: a check gives up on a connection attempt
+ * at its own timeout; the socket of that attempt is freed at the latest after this.
+ */
+const CONNECT_TIMEOUT_MS = 30_000;
+
+/**
+ * Connections one pool opens to its origin at most: enough for the bursts of a busy origin (10 000
+ * checks at 10 s against one server need one or two at a time), few enough that a target sees a
+ * handful of connections, not one per check (healthchecks.md §4). Requests beyond wait for a free
+ * connection, within their check's timeout.
+ */
+export const MAX_CONNECTIONS_PER_ORIGIN = 32;
 
 /**
  * The path of the request: the check's path with its `query` merged into the query string; the
@@ -119,24 +136,57 @@ function bodyPatterns(definition: HttpDefinition): readonly LinearRegex[] {
   return patterns;
 }
 
-/** A dispatcher without and with redirect following, over one undici Agent. */
+/**
+ * Where a check's requests go: a keep-alive pool of its origin, and with `redirect`, an agent over
+ * such pools that follows redirects.
+ */
 interface Dispatchers {
   readonly agent: Agent;
   readonly direct: Dispatcher;
   readonly redirecting: Dispatcher;
+  /** When it was last used, for the eviction of the least recently used (a counter). */
+  used: number;
 }
+
+/**
+ * The pool key of a definition: its origin (scheme, host, port) and its TLS options and
+ * source-ip (healthchecks.md §4), which the connections of a pool have in common.
+ */
+function poolKey(definition: HttpDefinition): string {
+  const options = requestOptions(definition);
+  return [
+    options.origin,
+    definition.insecure ? "insecure" : "verified",
+    options.servername ?? "",
+    definition["source-ip"] ?? "",
+    connectTimeout(definition),
+  ].join("|");
+}
+
+/**
+ * undici's connect timeout of a definition's pool, in milliseconds: {@link CONNECT_TIMEOUT_MS}, or
+ * the check's timeout when longer (such checks share pools with those of the same timeout).
+ */
+function connectTimeout(definition: HttpDefinition): number {
+  return Math.max(CONNECT_TIMEOUT_MS, definition.timeout.milliseconds);
+}
+
+/** The pool key of each definition, computed once (definitions are immutable). */
+const POOL_KEYS = new WeakMap<HttpDefinition, string>();
 
 function createDispatchers(definition: HttpDefinition, files?: TlsFiles): Dispatchers {
   const agent = new Agent({
-    // undici's own connect timeout would otherwise keep a hopeless attempt alive after the check
-    // has given up on it.
-    connect: { rejectUnauthorized: !definition.insecure, timeout: definition.timeout.milliseconds, ...files },
+    // The check's own timer bounds the attempt (Exchange); undici's connect timeout frees the
+    // socket of an attempt that the check gave up on.
+    connect: { rejectUnauthorized: !definition.insecure, timeout: connectTimeout(definition), ...files },
+    connections: MAX_CONNECTIONS_PER_ORIGIN,
     ...(definition["source-ip"] === undefined ? {} : { localAddress: definition["source-ip"] }),
   });
   return {
     agent,
     direct: agent,
     redirecting: agent.compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTS })),
+    used: 0,
   };
 }
 
@@ -266,32 +316,41 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 /**
- * Runs http checks. Checks without client certificate files share keep-alive connections through
- * one undici Agent per (insecure, source-ip, timeout); checks with files get an Agent of their own
- * per execution, so renewed files are read. Call {@link HttpExecutor.close} when done.
+ * Runs http checks. Checks without client certificate files share one keep-alive pool per origin
+ * and TLS options ({@link poolKey}; healthchecks.md §4), of at most
+ * {@link MAX_CONNECTIONS_PER_ORIGIN} connections; checks with files get an Agent of their own per
+ * execution, so renewed files are read. Call {@link HttpExecutor.close} when done.
  */
 export class HttpExecutor {
-  /** Shared dispatchers, least recently used first. */
+  /** Shared dispatchers by pool key. */
   readonly #shared = new Map<string, Dispatchers>();
+  #uses = 0;
   readonly #inFlight = new Set<Exchange>();
   readonly #watched = new WeakSet<AbortSignal>();
 
   #sharedDispatchers(definition: HttpDefinition): Dispatchers {
-    const key = `${definition.insecure}|${definition["source-ip"] ?? ""}|${definition.timeout.milliseconds}`;
-    let dispatchers = this.#shared.get(key);
-    if (dispatchers !== undefined) {
-      this.#shared.delete(key);
-    } else {
-      dispatchers = createDispatchers(definition);
-      if (this.#shared.size >= MAX_SHARED_AGENTS) {
-        const [oldest, evicted] = this.#shared.entries().next().value as [string, Dispatchers];
-        this.#shared.delete(oldest);
-        // Graceful: requests in flight on it finish first.
-        evicted.agent.close().catch(() => {});
-      }
+    let key = POOL_KEYS.get(definition);
+    if (key === undefined) {
+      key = poolKey(definition);
+      POOL_KEYS.set(definition, key);
     }
-    this.#shared.set(key, dispatchers);
+    let dispatchers = this.#shared.get(key);
+    if (dispatchers === undefined) {
+      dispatchers = createDispatchers(definition);
+      if (this.#shared.size >= MAX_POOLS) this.#evict();
+      this.#shared.set(key, dispatchers);
+    }
+    dispatchers.used = ++this.#uses;
     return dispatchers;
+  }
+
+  /** Closes the least recently used pool, gracefully: requests in flight on it finish first. */
+  #evict(): void {
+    let oldest: [string, Dispatchers] | undefined;
+    for (const entry of this.#shared) if (oldest === undefined || entry[1].used < oldest[1].used) oldest = entry;
+    if (oldest === undefined) return;
+    this.#shared.delete(oldest[0]);
+    oldest[1].agent.close().catch(() => {});
   }
 
   /** Stops every exchange in flight when `stop` aborts; one listener per signal, not per run. */

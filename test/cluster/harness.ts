@@ -11,7 +11,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { Agent, createServer, request as httpRequest, type Server } from "node:http";
 import { join } from "node:path";
-import { stringify } from "yaml";
+import { dump } from "js-yaml";
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from "../support/databases.js";
 import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 import { until } from "../support/until.js";
@@ -271,7 +271,7 @@ export function createCluster(options: ClusterOptions = {}): Cluster {
           ? { ...existing, ...value }
           : value;
     }
-    writeFileSync(instance.configFile, stringify(base));
+    writeFileSync(instance.configFile, dump(base));
   };
 
   const launch = async (instance: Instance): Promise<void> => {

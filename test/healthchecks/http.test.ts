@@ -5,7 +5,7 @@ import { createServer as createHttpsServer } from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpDefinition, validateDefinition } from "../../src/healthchecks/definition.js";
-import { HttpExecutor, requestPath, serverName } from "../../src/healthchecks/http.js";
+import { HttpExecutor, MAX_CONNECTIONS_PER_ORIGIN, requestPath, serverName } from "../../src/healthchecks/http.js";
 import { type Certificates, generateCertificates, OPENSSL_MISSING } from "./certificates.js";
 import { closedPort, type Listening, listen, silentTcpServer } from "./local-servers.js";
 
@@ -245,6 +245,55 @@ describe("http executor against a local HTTP server", () => {
       success: false,
       message: "HTTP request failed: the healthchecks module is stopping",
     });
+  });
+});
+
+describe("http executor connection pools", () => {
+  /** The remote address of each connection the server accepted. */
+  const connections: string[] = [];
+  let server: Listening;
+  const executor = new HttpExecutor();
+  beforeAll(async () => {
+    const plain = createServer((_request, response) => response.end("ok"));
+    plain.keepAliveTimeout = 60_000;
+    plain.on("connection", (socket) => connections.push(socket.remoteAddress ?? ""));
+    server = await listen(plain);
+  });
+  afterAll(async () => {
+    await executor.close();
+    await server.close();
+  });
+
+  it("shares one keep-alive pool between the checks of one origin", async () => {
+    // 300 different checks of one origin (names, paths, timeouts, valid statuses), 100 at a time.
+    const checks = Array.from({ length: 300 }, (_, index) =>
+      http({
+        name: `c${index}`,
+        port: server.port,
+        path: `/${index}`,
+        timeout: index % 2 === 0 ? "5s" : "2s",
+        "valid-status": index % 3 === 0 ? [200] : [200, 204],
+      }),
+    );
+    for (let start = 0; start < checks.length; start += 100) {
+      const outcomes = await Promise.all(checks.slice(start, start + 100).map((check) => executor.run(check)));
+      expect(outcomes.every((outcome) => outcome.success)).toBe(true);
+    }
+    const opened = connections.length;
+    expect(opened).toBeGreaterThan(0);
+    expect(opened).toBeLessThanOrEqual(MAX_CONNECTIONS_PER_ORIGIN);
+    // One after the other: the kept connections serve them all.
+    for (const check of checks.slice(0, 50)) expect((await executor.run(check)).success).toBe(true);
+    expect(connections.length).toBe(opened);
+  });
+
+  it("gives checks of another source-ip a pool of their own", async () => {
+    connections.length = 0;
+    const plain = http({ name: "plain", port: server.port });
+    const bound = http({ name: "bound", port: server.port, "source-ip": "127.0.0.2" });
+    for (const check of [bound, plain, bound, plain, bound]) expect((await executor.run(check)).success).toBe(true);
+    // The source-ip pool opened one connection; the other origin's pool had one left open already.
+    expect(connections).toEqual(["127.0.0.2"]);
   });
 });
 

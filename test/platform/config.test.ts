@@ -181,6 +181,33 @@ describe("loadConfig", () => {
     await expect(loadConfig(file, {}, [])).rejects.toBeInstanceOf(ConfigError);
     const duplicate = join(directory, "duplicate.yaml");
     writeFileSync(duplicate, "http:\n  port: 1\n  port: 2\n");
-    await expect(loadConfig(duplicate, {}, [])).rejects.toThrow(/is not valid YAML/);
+    await expect(loadConfig(duplicate, {}, [])).rejects.toThrow(
+      /is not valid YAML: duplicated mapping key at line 3, column 3$/,
+    );
+  });
+
+  it("reads YAML 1.2's core schema: no timestamps, yes is a string", async () => {
+    const file = join(directory, "core.yaml");
+    writeFileSync(file, "http:\n  host: 2026-01-01\n  port: 0x1F90\n");
+    const config = await loadConfig(file, {}, []);
+    expect(config.http.host).toBe("2026-01-01");
+    expect(config.http.port).toBe(8080);
+  });
+
+  it("keeps aliases but refuses nested aliases that expand exponentially", async () => {
+    const shared = join(directory, "alias.yaml");
+    writeFileSync(shared, "http:\n  host: &h 127.0.0.2\n  allowed-hosts: [*h]\n");
+    expect((await loadConfig(shared, {}, [])).http["allowed-hosts"]).toEqual(["127.0.0.2"]);
+    const lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"];
+    for (let level = 1; level < 8; level++) {
+      lines.push(
+        `a${level}: &a${level} [${Array(10)
+          .fill(`*a${level - 1}`)
+          .join(", ")}]`,
+      );
+    }
+    const laughs = join(directory, "laughs.yaml");
+    writeFileSync(laughs, lines.join("\n"));
+    await expect(loadConfig(laughs, {}, [])).rejects.toThrow(/is not valid YAML: its aliases expand too much$/);
   });
 });
