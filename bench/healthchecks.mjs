@@ -1,29 +1,38 @@
-// Healthchecks benchmark (healthchecks.md §8): 10 000 http checks at a 10 s interval against a local
-// HTTP server, run by the real Vigie process (dist/cli.js), scraped every 15 s as a Prometheus
-// server would. Prints, beside the targets, the p50/p99 lateness of the runs of the window (from the
-// healthcheck_lateness_seconds histogram, scraped at its start and end), the CPU the Vigie process used
-// over the window, and the p50/p99 latency of GET /healthcheck/<name> sampled at about 20 requests
-// per second during the window. Before that, in this process, the CPU time of rendering the
-// per-check metric families of 10 000 checks for one scrape (dist/healthchecks/metrics.js), beside
-// prom-client's own registry text as a baseline. Nothing here asserts a timing.
+// Healthchecks benchmark (healthchecks.md §4, §8): 10 000 http checks at a 10 s interval, listed in
+// the configuration file, against a target in another process (nginx from Debian when installed,
+// else a Node server; bench/lib/http-target.mjs), run by the real Vigie process (dist/cli.js).
 //
-// History (healthchecks.md §9.2): the Vigie run happens twice, first with
-// `healthchecks.history.retention: 0` (the scheduler alone, the baseline), then with the default
-// retention (168h), every result written to SQLite once per second; the second prints its CPU
-// beside the first's (target: less than double) and the growth of the history table in the
-// window (bytes per row, bytes per second, and the size at the retention against the budget
-// retention × rate × 100 bytes). Before both, in this process, the history's storage alone on
-// SQLite (and PostgreSQL with BENCH_POSTGRES_URL): CPU per second of results, bytes per row, and
-// the time of the status page's queries over a week of one check.
+// First the baseline: a bare loop with one undici Pool sending the same 1 000 requests/s to the same
+// target, reading each body and checking its status; its process CPU over the window. Then Vigie:
+// the milliseconds from its start to the first answer of GET /healthz; after WARM_UP_SECONDS, its
+// process CPU (utime + stime) over a window of the same length with the checks alone (target: at
+// most 1.3x the bare loop), the new connections the target saw in that window (target <= 64) and
+// its busiest second against the mean (target <= 1.3x); then API_SECONDS of GET /healthcheck/<name>
+// at about 20 requests per second while /metrics is scraped every 15 s (p99 < 5 ms); the lateness
+// p50/p99 of the runs of both windows (from healthcheck_lateness_seconds, scraped at their start
+// and end; p99 < 100 ms); the peak RSS (VmHWM; target <= 250 MB); and GET /result of the 10 000
+// results against a bare Fastify route returning the same array, in another process (target: at
+// least half its requests/s). Before that, in this process, the CPU time of rendering the per-check
+// metric families of 10 000 checks for one scrape beside prom-client's own registry text.
+// Nothing here asserts a timing.
+//
+// History (healthchecks.md §9.2): Vigie runs twice, first with the default retention (168h, every
+// result written to SQLite once per second), then with `healthchecks.history.retention: 0` (the
+// scheduler alone); the CPU of both and the growth of the history table (bytes per row, bytes per
+// second, and the size at the retention against the budget retention × rate × 100 bytes). Before
+// both, in this process, the history's storage alone on SQLite (and PostgreSQL with
+// BENCH_POSTGRES_URL): CPU per second of results, bytes per row, the status page's queries.
 //
 //   npm run bench -- healthchecks                  (builds dist first; 60 s windows)
 //   BENCH_SECONDS=15 npm run bench -- healthchecks (a quicker look)
 //   BENCH_CHECKS=2000 ...                          (fewer checks)
-//   BENCH_SCRAPE_SECONDS=0 ...                     (no scrape of /metrics during the window; default 15 s)
+//   BENCH_TARGET=node ...                          (the Node target even when nginx is installed)
+//   BENCH_SCRAPE_SECONDS=0 ...                     (no scrape of /metrics in the API window; default 15 s)
 //   BENCH_HISTORY=off ...                          (only the scheduler alone; `on`: only with history)
+//   BENCH_PARTS=vigie ...                          (only the process runs; `in-process`: only the rest)
 //   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres ...  (history storage on PostgreSQL
 //                                                  too, in a temporary database; VIGIE_TEST_POSTGRES_URL works)
-//   BENCH_VIGIE_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" ...  (NODE_OPTIONS of the Vigie process)
+//   BENCH_VIGIE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" ...  (node arguments of the Vigie process)
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
@@ -51,6 +60,8 @@ const INTERVAL = "10s";
 // Every check has run once (first runs are spread over the first interval, 10 s) and a little more.
 const WARM_UP_SECONDS = 12;
 const API_SAMPLES_PER_SECOND = 20;
+// Seconds of API requests after the CPU window (the CPU window has the load of the bare loop alone).
+const API_SECONDS = Number(process.env.BENCH_API_SECONDS ?? 20);
 // Seconds between two scrapes of /metrics during the window, as a Prometheus server would; 0: none.
 const SCRAPE_SECONDS = Number(process.env.BENCH_SCRAPE_SECONDS ?? 15);
 // Renderings of the metrics measured in process; the median is printed.
@@ -600,9 +611,15 @@ async function runVigie(target, { history, baseline, listing }) {
     const cpuBefore = cpuSeconds(vigie.child.pid);
     const from = Date.now();
     const started = performance.now();
+    // The CPU window: the checks alone, the load of the bare loop.
+    await sleep(WINDOW_SECONDS * 1000);
+    const elapsed = (performance.now() - started) / 1000;
+    const cpu = cpuSeconds(vigie.child.pid) - cpuBefore;
+    const to = Date.now();
+    // Then the API window: requests while the checks run.
     const latencies = [];
     const sentAt = [];
-    const end = started + WINDOW_SECONDS * 1000;
+    const end = performance.now() + API_SECONDS * 1000;
     // Scrape /metrics periodically, as Prometheus would, from another process.
     scraper = SCRAPE_SECONDS > 0 ? startScraper(vigie.base, SCRAPE_SECONDS) : undefined;
     while (performance.now() < end) {
@@ -617,9 +634,6 @@ async function runVigie(target, { history, baseline, listing }) {
     }
     await scraper?.stop();
     const scrapes = scraper?.scrapes ?? [];
-    const elapsed = (performance.now() - started) / 1000;
-    const cpu = cpuSeconds(vigie.child.pid) - cpuBefore;
-    const to = Date.now();
     const historyAfter = history ? sqliteHistorySize(databaseFile) : undefined;
     const after = await scrape(vigie.base);
     const peakRss = peakRssBytes(vigie.child.pid);
@@ -651,7 +665,7 @@ async function runVigie(target, { history, baseline, listing }) {
     const quietest = Math.min(...seen.perSecond);
     const failures = window.count === 0 ? 0 : after.totals.failure - before.totals.failure;
     console.log(
-      `${fmt(CHECKS)} http checks at ${INTERVAL}; window ${elapsed.toFixed(1)} s after ${WARM_UP_SECONDS} s of warm-up; ${fmt(window.count)} runs in it, ${failures} failures`,
+      `${fmt(CHECKS)} http checks at ${INTERVAL}; CPU window ${elapsed.toFixed(1)} s after ${WARM_UP_SECONDS} s of warm-up, then ${API_SECONDS} s of API requests; ${fmt(window.count)} runs in both, ${failures} failures`,
     );
     if (baseline !== undefined) {
       const ratio = cores / baseline.cores;

@@ -74,9 +74,10 @@ export interface CatalogOptions {
   readonly rules: DefinitionRules;
   /**
    * Called with each periodic result once it is the latest (not for one-off runs): history,
-   * stream events (healthchecks.md §9). Must not throw nor await: it runs on the scheduler's path.
+   * stream events (healthchecks.md §9), with the result's time in milliseconds since the epoch. Must
+   * not throw nor await: it runs on the scheduler's path.
    */
-  readonly onResult?: (registration: Registration, result: HealthcheckResult) => void;
+  readonly onResult?: (registration: Registration, result: HealthcheckResult, timeMs: number) => void;
   /** Cluster mode: only the checks of the shards this instance owns are scheduled. */
   readonly ownership?: ShardOwnership;
   /**
@@ -96,6 +97,9 @@ export interface ReloadSummary {
 }
 
 type Change = "added" | "changed" | "unchanged";
+
+/** What a run that does nothing answers. */
+const DONE: Promise<void> = Promise.resolve();
 
 /** The headers of an http check, whose secret values are scrubbed from messages. */
 function headersOf(definition: Definition): Readonly<Record<string, string>> | undefined {
@@ -419,31 +423,46 @@ export class Catalog {
     this.#options.metrics.remove(name);
   }
 
-  async #run(registration: Registration): Promise<void> {
+  #run(registration: Registration): Promise<void> {
     // Cluster mode: the lease is confirmed before each run, so a check whose shard moved (or whose
     // lease could not be renewed) does not run here while its new owner runs it.
-    if (!this.#owns(registration)) return;
+    if (!this.#owns(registration)) return DONE;
     // The source is read at each run: an identical definition may have changed source since.
-    const execution = await this.#options.executor.execute(registration.definition, {
-      source: registration.source,
-      stop: this.#stopController.signal,
-    });
+    return this.#options.executor
+      .execute(registration.definition, { source: registration.source, stop: this.#stopController.signal })
+      .then((execution) => this.#record(registration, execution));
+  }
+
+  /** Keeps a periodic execution as the check's latest result, counts it and passes it on. */
+  #record(registration: Registration, execution: Execution): void {
     // Deleted or replaced while it ran: the result belongs to nobody.
     if (this.#checks.get(registration.definition.name) !== registration) return;
-    const result: HealthcheckResult = {
-      name: registration.definition.name,
-      configuration: registration.view,
-      success: execution.success,
-      timestamp: execution.timestamp,
-      // A success says `success`: only failure messages quote what a target or command said.
-      message: execution.success
-        ? execution.message
-        : redactMessage(execution.message, headersOf(registration.definition)),
-      duration: execution.duration,
-      ...(registration.labels === undefined ? {} : { labels: registration.labels }),
-    };
+    const result: HealthcheckResult =
+      registration.labels === undefined
+        ? {
+            name: registration.definition.name,
+            configuration: registration.view,
+            success: execution.success,
+            timestamp: execution.timestamp,
+            message: this.#message(registration, execution),
+            duration: execution.duration,
+          }
+        : {
+            name: registration.definition.name,
+            configuration: registration.view,
+            success: execution.success,
+            timestamp: execution.timestamp,
+            message: this.#message(registration, execution),
+            duration: execution.duration,
+            labels: registration.labels,
+          };
     this.#options.results.set(result);
     registration.series.observe(execution.success, execution.duration / 1000);
-    this.#options.onResult?.(registration, result);
+    this.#options.onResult?.(registration, result, execution.time);
+  }
+
+  /** A success says `success`: only failure messages quote what a target or command said. */
+  #message(registration: Registration, execution: Execution): string {
+    return execution.success ? execution.message : redactMessage(execution.message, headersOf(registration.definition));
   }
 }

@@ -2,6 +2,7 @@
  * Executes a healthcheck of any kind and times it (healthchecks.md §3): the executors of each kind
  * behind one entry point that answers an {@link Execution}.
  */
+import { rfc3339 } from "../platform/time.js";
 import { runCommand } from "./command.js";
 import type { Definition, Source } from "./definition.js";
 import { runDns } from "./dns.js";
@@ -20,6 +21,8 @@ export interface Execution extends Outcome {
    * `Date.prototype.toISOString` writes it.
    */
   readonly timestamp: string;
+  /** End of the execution, milliseconds since the epoch (the same instant as `timestamp`). */
+  readonly time: number;
 }
 
 /** Options of {@link Executor}. */
@@ -41,6 +44,13 @@ export interface ExecuteOptions {
   readonly source: Source;
   /** Aborted when the module stops; the execution is abandoned. */
   readonly stop?: AbortSignal;
+}
+
+/** The execution of an outcome that ended now, begun at `started` (performance.now()). */
+function executionOf(outcome: Outcome, started: number): Execution {
+  const duration = Math.round((performance.now() - started) * 1000) / 1000;
+  const time = Date.now();
+  return { success: outcome.success, message: outcome.message, duration, timestamp: rfc3339(time), time };
 }
 
 /** Runs healthchecks of every kind; owns the http connections. Close it when done. */
@@ -74,16 +84,21 @@ export class Executor {
    * <message>`. The message may quote what the target or the command said; callers that show it
    * redact it (redaction.ts, `redactMessage`).
    */
-  async execute(definition: Definition, options: ExecuteOptions): Promise<Execution> {
+  execute(definition: Definition, options: ExecuteOptions): Promise<Execution> {
     const started = performance.now();
-    let outcome: Outcome;
+    // One promise per execution, no await chain: this runs about 1 000 times a second with 10 000
+    // checks (healthchecks.md §8).
+    let running: Promise<Outcome>;
     try {
-      outcome = await this.#run(definition, options);
+      running = this.#run(definition, options);
     } catch (error) {
-      outcome = failure(`internal error: ${error instanceof Error ? error.message : String(error)}`);
+      running = Promise.reject(error);
     }
-    const duration = Math.round((performance.now() - started) * 1000) / 1000;
-    return { success: outcome.success, message: outcome.message, duration, timestamp: new Date().toISOString() };
+    return running.then(
+      (outcome) => executionOf(outcome, started),
+      (error: unknown) =>
+        executionOf(failure(`internal error: ${error instanceof Error ? error.message : String(error)}`), started),
+    );
   }
 
   /** Closes the shared http connections. */

@@ -16,6 +16,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { Database } from "../platform/database.js";
+import { rfc3339 } from "../platform/time.js";
 import type { HistoryDropReason, HistoryMetrics } from "./metrics.js";
 import type { HealthcheckResult } from "./results.js";
 import { type HistoryCount, HistoryStorage } from "./storage.js";
@@ -152,10 +153,6 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 
 function ratio({ total, successes }: HistoryCount): number | null {
   return total === 0 ? null : successes / total;
-}
-
-function rfc3339(milliseconds: number): string {
-  return new Date(milliseconds).toISOString();
 }
 
 /** Stored durations are whole milliseconds, at most the largest INTEGER of both databases. */
@@ -333,8 +330,10 @@ export class ResultHistory {
    * on the scheduler's path. Ignored with a retention of 0 and after {@link close}; dropped (counted
    * and logged) when `maxBuffered` results or `maxBufferedMessageChars` characters of messages
    * already wait.
+   *
+   * @param time the result's end in milliseconds since the epoch (by default read from `timestamp`)
    */
-  record(name: string, result: HealthcheckResult): void {
+  record(name: string, result: HealthcheckResult, time: number = Date.parse(result.timestamp)): void {
     if (this.#retentionMs === 0 || this.#closed) return;
     const message = result.success ? null : result.message;
     const chars = message === null ? 0 : message.length;
@@ -343,7 +342,6 @@ export class ResultHistory {
       this.#bufferFull.report(this.#bufferDetails);
       return;
     }
-    const time = Date.parse(result.timestamp);
     // Results carry toISOString() times; a result without one would not be found by any query.
     if (!Number.isFinite(time)) return;
     this.#names.push(name);

@@ -41,6 +41,15 @@ const DISCARDED_BODY_BYTES = 64 * 1024;
 const MAX_POOLS = 256;
 
 /**
+ * How long a pool keeps an idle connection, in milliseconds, when the server does not say (a
+ * `Keep-Alive: timeout=` hint wins, less a second): longer than undici's 4 s, so that the checks of
+ * an origin keep their connections between bursts rather than open new ones (healthchecks.md §4).
+ * A server that closes a kept connection as a request goes out costs one retry
+ * ({@link isStaleConnection}), as Go's and curl's clients do.
+ */
+const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+
+/**
  * undici's connect timeout of the pools, in milliseconds: a check gives up on a connection attempt
  * at its own timeout; the socket of that attempt is freed at the latest after this.
  */
@@ -180,6 +189,7 @@ function createDispatchers(definition: HttpDefinition, files?: TlsFiles): Dispat
     // socket of an attempt that the check gave up on.
     connect: { rejectUnauthorized: !definition.insecure, timeout: connectTimeout(definition), ...files },
     connections: MAX_CONNECTIONS_PER_ORIGIN,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     ...(definition["source-ip"] === undefined ? {} : { localAddress: definition["source-ip"] }),
   });
   return {
@@ -201,6 +211,20 @@ class Settled extends Error {
 // undici's redirect handler reports too many redirects with this message.
 const MAX_REDIRECTS_MESSAGE = "max redirects";
 
+/** Methods a client may send again after a connection failure (RFC 9110 §9.2.2). */
+const IDEMPOTENT_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
+
+/**
+ * Whether a request failed because its connection was closed under it before any response: what
+ * a kept connection meets when the server closes it as the request goes out (RFC 9112 §9.3.1
+ * lets the client retry then). undici reports `other side closed` (UND_ERR_SOCKET) or the socket's
+ * ECONNRESET / EPIPE.
+ */
+function isStaleConnection(error: Error): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
+}
+
 /** One request of an http check, from dispatch to verdict. */
 class Exchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
@@ -211,6 +235,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #chunks: Buffer[] = [];
   #length = 0;
   readonly #timer: NodeJS.Timeout;
+  /** Sends the request again, once, after a stale kept connection ({@link isStaleConnection}). */
+  #retry: ((exchange: Exchange) => void) | undefined;
 
   constructor(
     private readonly definition: HttpDefinition,
@@ -256,11 +282,28 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (error instanceof Settled) return;
+    if (this.#retry !== undefined && this.#status === 0 && isStaleConnection(error)) {
+      // The kept connection was closed by the server as the request went out: once more, on a
+      // new connection, within the same timeout; after undici is done with the closed one.
+      const retry = this.#retry;
+      this.#retry = undefined;
+      this.#controller = undefined;
+      setImmediate(retry, this);
+      return;
+    }
     if (error instanceof Error && error.message === MAX_REDIRECTS_MESSAGE) {
       this.#fail(`more than ${MAX_REDIRECTS} redirects`);
     } else {
       this.#fail(error instanceof Error ? error.message : String(error));
     }
+  }
+
+  /**
+   * Lets the request be sent once more through `send` when its connection turns out closed before
+   * any response (idempotent methods only, RFC 9110 §9.2.2).
+   */
+  retryWith(send: (exchange: Exchange) => void): void {
+    if (IDEMPOTENT_METHODS.has(this.definition.method)) this.#retry = send;
   }
 
   /** Fails before undici could start (invalid options, unreadable TLS files). */
@@ -400,10 +443,12 @@ export class HttpExecutor {
           } else {
             dispatchers = this.#sharedDispatchers(definition);
           }
-          (definition.redirect ? dispatchers.redirecting : dispatchers.direct).dispatch(
-            requestOptions(definition),
-            exchange,
-          );
+          const dispatcher = definition.redirect ? dispatchers.redirecting : dispatchers.direct;
+          const options = requestOptions(definition);
+          exchange.retryWith((again) => {
+            if (!again.settled) dispatcher.dispatch(options, again);
+          });
+          dispatcher.dispatch(options, exchange);
         } catch (error) {
           exchange.fail(error instanceof Error ? error.message : String(error));
         }

@@ -128,9 +128,9 @@ export const healthchecksModule = defineModule({
       executor,
       logger: context.logger,
       rules,
-      onResult: (registration, result) => {
-        history.record(registration.definition.name, result);
-        publisher.publish(registration.definition, result, registration.labels);
+      onResult: (registration, result, timeMs) => {
+        history.record(registration.definition.name, result, timeMs);
+        publisher.publish(registration.definition, result, registration.labels, timeMs);
         shared?.record(result);
       },
       ...(cluster === undefined

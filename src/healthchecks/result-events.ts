@@ -28,11 +28,13 @@ export function hostOf(definition: Definition): string {
  * check that stops reporting expires), `tags` `["healthcheck", "<kind>"]`, and each label as a
  * top-level field that never overrides the fields above.
  * @param labels the check's labels as results show them (URL passwords redacted)
+ * @param timeMs the result's time in milliseconds since the epoch, when the caller has it
  */
 export function resultEvent(
   definition: Definition,
   result: HealthcheckResult,
   labels: Readonly<Record<string, string>> | undefined,
+  timeMs: number = Date.parse(result.timestamp),
 ): SinkEvent {
   const intervalSeconds = (definition.interval?.milliseconds ?? 0) / 1000;
   return {
@@ -42,7 +44,7 @@ export function resultEvent(
     state: result.success ? "ok" : "critical",
     metric: result.duration / 1000,
     description: result.message,
-    time: Date.parse(result.timestamp) / 1000,
+    time: timeMs / 1000,
     ttl: 2 * intervalSeconds,
     tags: ["healthcheck", definition.kind],
   };
@@ -66,9 +68,14 @@ export class ResultPublisher {
   }
 
   /** Pushes the event of `result` into every configured stream, in the order of the list. */
-  publish(definition: Definition, result: HealthcheckResult, labels?: Readonly<Record<string, string>>): void {
+  publish(
+    definition: Definition,
+    result: HealthcheckResult,
+    labels?: Readonly<Record<string, string>>,
+    timeMs?: number,
+  ): void {
     if (this.streams.length === 0) return;
-    const events = [resultEvent(definition, result, labels)];
+    const events = [resultEvent(definition, result, labels, timeMs)];
     for (const stream of this.streams) this.sink.push(stream, events);
   }
 }

@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Role } from "../platform/auth.js";
 import { HttpError } from "../platform/errors.js";
+import { rfc3339 } from "../platform/time.js";
 import {
   integer,
   object,
@@ -145,11 +146,6 @@ export interface TokenOwner extends TokenLimits {
   readonly userName: string;
   readonly role: Role;
   readonly active: boolean;
-}
-
-/** The RFC 3339 UTC form of a time in milliseconds: `2025-03-01T12:00:00.000Z`. */
-export function rfc3339(milliseconds: number): string {
-  return new Date(milliseconds).toISOString();
 }
 
 /** The API view of a stored token; `scopes` and `crates` appear only when set. */

@@ -287,6 +287,35 @@ describe("http executor connection pools", () => {
     expect(connections.length).toBe(opened);
   });
 
+  it("sends the request once more when the server closes a kept connection as it goes out", async () => {
+    // When `kill` is set, the server closes a kept connection as a request arrives on it, once.
+    let kill = true;
+    const closing = createServer((request, response) => {
+      const socket = request.socket as typeof request.socket & { served?: number };
+      socket.served = (socket.served ?? 0) + 1;
+      if (kill && socket.served >= 2) {
+        kill = false;
+        socket.destroy();
+      } else {
+        response.end("ok");
+      }
+    });
+    closing.keepAliveTimeout = 60_000;
+    const target = await listen(closing);
+    try {
+      const get = http({ name: "get", port: target.port });
+      for (let run = 0; run < 4; run++) expect(await executor.run(get)).toEqual({ success: true, message: "success" });
+      expect(kill).toBe(false);
+      // A POST is not idempotent: it is not sent twice.
+      kill = true;
+      const post = http({ name: "post", port: target.port, method: "POST", body: "x" });
+      expect(await executor.run(post)).toEqual({ success: false, message: "HTTP request failed: other side closed" });
+      expect((await executor.run(post)).success).toBe(true);
+    } finally {
+      await target.close();
+    }
+  });
+
   it("gives checks of another source-ip a pool of their own", async () => {
     connections.length = 0;
     const plain = http({ name: "plain", port: server.port });

@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { rfc3339 } from "../../src/platform/time.js";
 import {
   DAY_MS,
   generateToken,
   hashToken,
   isTokenFormat,
   newTokenBody,
-  rfc3339,
   TOKEN_NAME_RULE,
   TOKEN_PREFIX,
   tokenName,
