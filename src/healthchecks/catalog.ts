@@ -437,32 +437,21 @@ export class Catalog {
   #record(registration: Registration, execution: Execution): void {
     // Deleted or replaced while it ran: the result belongs to nobody.
     if (this.#checks.get(registration.definition.name) !== registration) return;
-    const result: HealthcheckResult =
-      registration.labels === undefined
-        ? {
-            name: registration.definition.name,
-            configuration: registration.view,
-            success: execution.success,
-            timestamp: execution.timestamp,
-            message: this.#message(registration, execution),
-            duration: execution.duration,
-          }
-        : {
-            name: registration.definition.name,
-            configuration: registration.view,
-            success: execution.success,
-            timestamp: execution.timestamp,
-            message: this.#message(registration, execution),
-            duration: execution.duration,
-            labels: registration.labels,
-          };
+    // Built field by field, labels last and only when the check has some (no spread per run).
+    const result: { -readonly [K in keyof HealthcheckResult]: HealthcheckResult[K] } = {
+      name: registration.definition.name,
+      configuration: registration.view,
+      success: execution.success,
+      timestamp: execution.timestamp,
+      // A success says `success`: only failure messages quote what a target or command said.
+      message: execution.success
+        ? execution.message
+        : redactMessage(execution.message, headersOf(registration.definition)),
+      duration: execution.duration,
+    };
+    if (registration.labels !== undefined) result.labels = registration.labels;
     this.#options.results.set(result);
     registration.series.observe(execution.success, execution.duration / 1000);
     this.#options.onResult?.(registration, result, execution.time);
-  }
-
-  /** A success says `success`: only failure messages quote what a target or command said. */
-  #message(registration: Registration, execution: Execution): string {
-    return execution.success ? execution.message : redactMessage(execution.message, headersOf(registration.definition));
   }
 }

@@ -235,8 +235,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   #chunks: Buffer[] = [];
   #length = 0;
   readonly #timer: NodeJS.Timeout;
-  /** Sends the request again, once, after a stale kept connection ({@link isStaleConnection}). */
-  #retry: ((exchange: Exchange) => void) | undefined;
+  /** Where to send the request again, once, after a stale kept connection ({@link isStaleConnection}). */
+  #retryDispatcher: Dispatcher | undefined;
+  #retryOptions: RequestOptions | undefined;
 
   constructor(
     private readonly definition: HttpDefinition,
@@ -282,13 +283,16 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (error instanceof Settled) return;
-    if (this.#retry !== undefined && this.#status === 0 && isStaleConnection(error)) {
+    const dispatcher = this.#retryDispatcher;
+    if (dispatcher !== undefined && this.#status === 0 && isStaleConnection(error)) {
       // The kept connection was closed by the server as the request went out: once more, on a
       // new connection, within the same timeout; after undici is done with the closed one.
-      const retry = this.#retry;
-      this.#retry = undefined;
+      const options = this.#retryOptions as RequestOptions;
+      this.#retryDispatcher = undefined;
       this.#controller = undefined;
-      setImmediate(retry, this);
+      setImmediate(() => {
+        if (!this.#settled) dispatcher.dispatch(options, this);
+      });
       return;
     }
     if (error instanceof Error && error.message === MAX_REDIRECTS_MESSAGE) {
@@ -299,11 +303,15 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   /**
-   * Lets the request be sent once more through `send` when its connection turns out closed before
-   * any response (idempotent methods only, RFC 9110 §9.2.2).
+   * Sends the request through `dispatcher`, and once more when its connection turns out closed
+   * before any response (idempotent methods only, RFC 9110 §9.2.2).
    */
-  retryWith(send: (exchange: Exchange) => void): void {
-    if (IDEMPOTENT_METHODS.has(this.definition.method)) this.#retry = send;
+  send(dispatcher: Dispatcher, options: RequestOptions): void {
+    if (IDEMPOTENT_METHODS.has(this.definition.method)) {
+      this.#retryDispatcher = dispatcher;
+      this.#retryOptions = options;
+    }
+    dispatcher.dispatch(options, this);
   }
 
   /** Fails before undici could start (invalid options, unreadable TLS files). */
@@ -443,12 +451,7 @@ export class HttpExecutor {
           } else {
             dispatchers = this.#sharedDispatchers(definition);
           }
-          const dispatcher = definition.redirect ? dispatchers.redirecting : dispatchers.direct;
-          const options = requestOptions(definition);
-          exchange.retryWith((again) => {
-            if (!again.settled) dispatcher.dispatch(options, again);
-          });
-          dispatcher.dispatch(options, exchange);
+          exchange.send(definition.redirect ? dispatchers.redirecting : dispatchers.direct, requestOptions(definition));
         } catch (error) {
           exchange.fail(error instanceof Error ? error.message : String(error));
         }

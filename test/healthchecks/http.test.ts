@@ -255,7 +255,8 @@ describe("http executor connection pools", () => {
   const executor = new HttpExecutor();
   beforeAll(async () => {
     const plain = createServer((_request, response) => response.end("ok"));
-    plain.keepAliveTimeout = 60_000;
+    // No idle timeout and so no `Keep-Alive: timeout=` hint, as nginx: the client decides.
+    plain.keepAliveTimeout = 0;
     plain.on("connection", (socket) => connections.push(socket.remoteAddress ?? ""));
     server = await listen(plain);
   });
@@ -285,7 +286,11 @@ describe("http executor connection pools", () => {
     // One after the other: the kept connections serve them all.
     for (const check of checks.slice(0, 50)) expect((await executor.run(check)).success).toBe(true);
     expect(connections.length).toBe(opened);
-  });
+    // Idle for longer than undici's default keep-alive (4 s): the connections are still there.
+    await new Promise((resolve) => setTimeout(resolve, 4_500));
+    for (const check of checks.slice(0, 10)) expect((await executor.run(check)).success).toBe(true);
+    expect(connections.length).toBe(opened);
+  }, 15_000);
 
   it("sends the request once more when the server closes a kept connection as it goes out", async () => {
     // When `kill` is set, the server closes a kept connection as a request arrives on it, once.
