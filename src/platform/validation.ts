@@ -109,10 +109,13 @@ export function oneOf<const T extends string>(choices: readonly T[]): Validator<
   };
 }
 
-/** A duration string (platform/duration.ts), at least `minMilliseconds` long. */
+/**
+ * A duration string (platform/duration.ts), at least `minMilliseconds` long. The number 0 is taken
+ * as `"0"`: YAML reads `retention: 0` as a number, and zero needs no unit.
+ */
 export function duration(minMilliseconds = 0): Validator<Duration> {
   return (value, path) => {
-    const parsed = typeof value === "string" ? parseDuration(value) : undefined;
+    const parsed = typeof value === "string" ? parseDuration(value) : value === 0 ? parseDuration("0") : undefined;
     if (parsed === undefined) throw new ValidationError(path, DURATION_RULE, value);
     if (parsed.milliseconds < minMilliseconds) {
       throw new ValidationError(path, `must be at least ${minMilliseconds}ms`, value);

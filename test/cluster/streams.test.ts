@@ -169,6 +169,54 @@ describe.skipIf(SKIP !== undefined)("one stream fed by three instances through J
     });
   }, 120_000);
 
+  it("counts every event of one window pushed round-robin, out of order, with :delay 0", async () => {
+    // 20 000 events in batches of 200 over the three instances; each batch spans the whole window
+    // [1980, 2040), so the owner sees events older than the latest one in every batch but the
+    // first: all of them belong to the open window and count.
+    const stream = "round-robin";
+    const total = 20_000;
+    const batch = 200;
+    const batches = total / batch;
+    const config = `{:actions {:action :fixed-time-window :params [{:duration 60 :delay 0}]
+      :children [{:action :coll-count :children [{:action :with :params [{:host "total"}]
+                  :children [{:action :index :params [[:host]]}]}]}]}}`;
+    const [a] = cluster.instances as [Instance];
+    expect((await call(a.baseUrl, "POST", `/api/v1/stream/${stream}`, { body: { config: b64(config) } })).status).toBe(
+      201,
+    );
+    for (const instance of cluster.instances) {
+      await until(
+        async () =>
+          (await call(instance.baseUrl, "GET", `/api/v1/stream/${stream}`)).status === 200 ? true : undefined,
+        `stream ${stream} on ${instance.id}`,
+        1_000,
+      );
+    }
+    const streamOwner = await until(() => cluster.streamOwner(stream), `an owner of stream ${stream}`, 10_000);
+    await Promise.all(
+      cluster.instances.map(async (instance, lane) => {
+        for (let number = lane; number < batches; number += cluster.instances.length) {
+          const events = Array.from({ length: batch }, (_, seq) => ({ time: 2_000 + (seq * batches + number) / 1000 }));
+          const answer = await call(instance.baseUrl, "PUT", `/api/v1/stream/${stream}`, {
+            body: { events },
+            timeoutMs: 20_000,
+          });
+          expect(answer.status, `batch ${number} on ${instance.id}`).toBe(200);
+        }
+      }),
+    );
+    // The pushes were acknowledged once in JetStream; the window closes at 2040 once they all ran.
+    const flushed = async () => {
+      await call(streamOwner.baseUrl, "PUT", `/api/v1/stream/${stream}`, { body: { event: { time: 2_040 } } });
+      const found = await call(streamOwner.baseUrl, "POST", `/api/v1/index/${stream}/search`, {
+        body: { query: b64('[:= :host "total"]') },
+      });
+      return found.status === 200 ? (found.body.events as IndexedEvent[])[0] : undefined;
+    };
+    const counted = await until(flushed, "the count of the round-robin window", 20_000);
+    expect(counted.metric).toBe(total);
+  }, 120_000);
+
   it("runs every push acknowledged by a survivor after the owner's SIGKILL on the new owner, none twice", async () => {
     expect(owner, "the first test found the owner").toBeDefined();
     const dead = owner as Instance;

@@ -1,7 +1,10 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { configuredChecks } from "../../src/healthchecks/config.js";
 import { healthchecksModule } from "../../src/healthchecks/index.js";
-import { ConfigError, parseConfig } from "../../src/platform/config.js";
+import { ConfigError, loadConfig, parseConfig } from "../../src/platform/config.js";
+import { temporaryDirectory } from "../support/temporary.js";
 
 const parse = (healthchecks: unknown) => parseConfig({ healthchecks }, {}, [healthchecksModule]);
 const section = (healthchecks: unknown) => parse(healthchecks).modules.healthchecks as never;
@@ -25,6 +28,13 @@ const tcp = (name: string, fields: Record<string, unknown> = {}) => ({
 });
 
 describe("the healthchecks section", () => {
+  it("takes history.retention: 0 from a YAML file (keep only each check's latest result)", async () => {
+    const file = join(temporaryDirectory("vigie-retention-"), "vigie.yaml");
+    writeFileSync(file, "healthchecks:\n  history:\n    retention: 0\n");
+    const config = await loadConfig(file, {}, [healthchecksModule]);
+    expect(config.modules.healthchecks).toMatchObject({ history: { retention: { text: "0", milliseconds: 0 } } });
+  });
+
   it("has defaults for every key", () => {
     expect(parse(undefined).modules.healthchecks).toEqual({
       enabled: true,

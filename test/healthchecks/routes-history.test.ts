@@ -214,7 +214,8 @@ describe("history and uptime routes with a retention of 0", () => {
   beforeAll(async () => {
     server = await startTestServer({
       modules: [healthchecksModule],
-      config: { healthchecks: { "min-interval": "100ms", history: { retention: "0" } } },
+      // A number, as YAML reads `retention: 0`.
+      config: { healthchecks: { "min-interval": "100ms", history: { retention: 0 } } },
     });
   });
   afterAll(() => server.close());

@@ -50,6 +50,10 @@ describe("validators", () => {
     expect(duration()("1m", "interval")).toEqual({ text: "1m", milliseconds: 60_000 });
     expect(failure(() => duration()("10", "interval")).rule).toBe("must be a duration such as 500ms, 10s or 1h30m");
     expect(failure(() => duration(1000)("500ms", "interval")).rule).toBe("must be at least 1000ms");
+    // The number 0 (YAML's reading of `0`) is zero; other numbers need a unit.
+    expect(duration()(0, "retention")).toEqual({ text: "0", milliseconds: 0 });
+    expect(failure(() => duration()(10, "interval")).rule).toBe("must be a duration such as 500ms, 10s or 1h30m");
+    expect(failure(() => duration(1000)(0, "interval")).rule).toBe("must be at least 1000ms");
   });
 
   it("names array items and record entries in paths", () => {

@@ -197,9 +197,10 @@ type Conversion = (value: unknown, depth: number) => unknown;
 
 /**
  * An action `[[f ...]]` replacing the value of each present field by its conversion, in param
- * order; missing fields stay missing; one failed conversion skips the event (counted).
+ * order; one failed conversion skips the event (counted).
+ * @param missing what a listed field the event lacks becomes; `undefined` leaves it missing
  */
-function fieldConversion(action: string, convert: Conversion): ActionDefinition {
+function fieldConversion(action: string, convert: Conversion, missing?: unknown): ActionDefinition {
   return {
     compile(params, children, path) {
       expectCount(params, 1, 1, path, action, "[[field ...]]");
@@ -212,8 +213,8 @@ function fieldConversion(action: string, convert: Conversion): ActionDefinition 
         let copy: Event | undefined;
         for (const { depth, head, rest, read } of fields) {
           const value = read(copy ?? event);
-          if (value === undefined) continue;
-          const converted = convert(value, depth);
+          if (value === undefined && missing === undefined) continue;
+          const converted = value === undefined ? missing : convert(value, depth);
           if (converted === undefined) return undefined;
           if (converted === value) continue;
           copy ??= { ...event };
@@ -239,23 +240,29 @@ export const toStringAction = fieldConversion("to-string", textOf);
 /**
  * `from-json [[f ...]]`: replaces each field's JSON text by the value it holds (any JSON value).
  * The param is a list of fields, where Mirabelle's takes one field or one path: its `[:foo :bar]`
- * (the path foo → bar) is written `[[[:foo :bar]]]` here. A missing field stays missing.
+ * (the path foo → bar) is written `[[[:foo :bar]]]` here. A listed field the event lacks becomes
+ * present with `nil` (JSON `null`), as in Mirabelle v0.13: `[[:foo]]` on `{:host "aa"}` gives
+ * `{:host "aa" :foo nil}`.
  *
  * Dropped (the whole event): a field holding something other than a string, invalid JSON, or a
  * value that would nest the event deeper than MAX_EVENT_NESTING; a list.
  * @throws CompileError when the param is not a vector of fields
  */
-export const fromJson = fieldConversion("from-json", (value, depth) => {
-  if (typeof value !== "string") return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    return undefined;
-  }
-  // At `depth`, a value nesting v levels makes the event nest depth + v.
-  return nestsDeeperThan(parsed, MAX_EVENT_NESTING - depth) ? undefined : parsed;
-});
+export const fromJson = fieldConversion(
+  "from-json",
+  (value, depth) => {
+    if (typeof value !== "string") return undefined;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      return undefined;
+    }
+    // At `depth`, a value nesting v levels makes the event nest depth + v.
+    return nestsDeeperThan(parsed, MAX_EVENT_NESTING - depth) ? undefined : parsed;
+  },
+  null,
+);
 
 /** A string holding a lone UTF-16 surrogate, which has no UTF-8 encoding. */
 const LONE_SURROGATE = /\p{Cs}/u;

@@ -19,9 +19,11 @@ interface Window {
 
 /**
  * The state of fixed time windows `[k·D, (k+1)·D)`, aligned on the Unix epoch. A window closes when
- * an event at or after its end + delay arrives; late events join their window while it is open.
- * When a delay is given, an event older than the latest time seen − delay is refused even when its
- * window is still open (Mirabelle v0.13).
+ * an event at or after its end + delay arrives. An event of the latest event's window (or a later
+ * one) always joins its window, in whatever order it comes; when a delay is given, an event of an
+ * earlier window still open joins it only when its time ≥ the latest time seen − delay (Mirabelle
+ * v0.13's `aggregation*`), so a window being kept open for stragglers does not take arbitrarily old
+ * ones.
  */
 class FixedTimeWindows {
   /** Open windows, oldest first; usually one, more only with a delay. */
@@ -29,6 +31,8 @@ class FixedTimeWindows {
   /** Windows with an index below this one are closed. */
   #closedBelow = Number.NEGATIVE_INFINITY;
   #maxTime = Number.NEGATIVE_INFINITY;
+  /** The window of {@link #maxTime}. */
+  #latestIndex = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly duration: number,
@@ -45,7 +49,7 @@ class FixedTimeWindows {
     if (time === undefined) return false;
     const index = Math.floor(time / this.duration);
     if (index < this.#closedBelow) return false;
-    if (this.delay !== undefined && time < this.#maxTime - this.delay) return false;
+    if (this.delay !== undefined && time < this.#maxTime - this.delay && index < this.#latestIndex) return false;
     const open = this.#open;
     const last = open[open.length - 1];
     if (last !== undefined && last.index === index) {
@@ -54,6 +58,7 @@ class FixedTimeWindows {
     } else if (!this.#insert(index, event)) return false;
     if (time > this.#maxTime) {
       this.#maxTime = time;
+      this.#latestIndex = index;
       const closedBelow = Math.floor((time - (this.delay ?? 0)) / this.duration);
       if (closedBelow > this.#closedBelow) {
         this.#closedBelow = closedBelow;

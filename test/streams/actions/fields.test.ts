@@ -259,13 +259,19 @@ describe("to-string", () => {
 });
 
 describe("from-json", () => {
-  it("parses each field's JSON, as Mirabelle's tests; a missing field stays missing (Mirabelle sets nil)", () => {
+  it("parses each field's JSON, as Mirabelle's tests; a missing field becomes nil, as Mirabelle sets it", () => {
     expect(through(":from-json :params [[:foo]]", [{ foo: '{"bar": "baz"}' }]).out).toEqual([{ foo: { bar: "baz" } }]);
     // Mirabelle's single path [:foo :bar] is written as a one-path list here.
     expect(through(":from-json :params [[[:foo :bar]]]", [{ foo: { bar: '{"bar": "baz2"}' }, host: "h" }]).out).toEqual(
       [{ foo: { bar: { bar: "baz2" } }, host: "h" }],
     );
-    expect(through(":from-json :params [[:foo]]", [{ host: "aa" }])).toEqual({ out: [{ host: "aa" }], dropped: 0 });
+    expect(through(":from-json :params [[:foo]]", [{ host: "aa" }])).toEqual({
+      out: [{ host: "aa", foo: null }],
+      dropped: 0,
+    });
+    expect(through(":from-json :params [[[:foo :bar] :baz]]", [{ host: "aa", foo: { x: 1 }, baz: "2" }]).out).toEqual([
+      { host: "aa", foo: { x: 1, bar: null }, baz: 2 },
+    ]);
   });
 
   it("takes a list of fields, where Mirabelle's [:foo :bar] is one path; a lone keyword is one field", () => {

@@ -1,8 +1,21 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Event } from "../../../src/streams/event.js";
 import { run } from "../harness.js";
 
 const at = (...times: number[]): Event[] => times.map((time) => ({ time }));
+/** Events (time:metric) of the sum example of streams.md §4. */
+const input: Event[] = [
+  [0, 10],
+  [7, 1],
+  [11, 3],
+  [19, 1],
+  [14, 8],
+  [20, 2],
+  [23, 4],
+  [60, 1],
+  [71, 1],
+].map(([time, metric]) => ({ time, metric }));
 const times = (lists: unknown[]) => (lists as Event[][]).map((list) => list.map((event) => event.time));
 
 describe("fixed-time-window", () => {
@@ -46,18 +59,6 @@ describe("fixed-time-window", () => {
 });
 
 describe("sum, mean, top, bottom, rate", () => {
-  const input: Event[] = [
-    [0, 10],
-    [7, 1],
-    [11, 3],
-    [19, 1],
-    [14, 8],
-    [20, 2],
-    [23, 4],
-    [60, 1],
-    [71, 1],
-  ].map(([time, metric]) => ({ time, metric }));
-
   it("sum with D = 10 emits 11 (time 7), 12 (time 19), 6 (time 23), 1 (time 60) (streams.md §4)", () => {
     const { tap } = run("{:action :sum :params [{:duration 10}] :children [{:action :tap :params [:s]}]}", input);
     expect(tap("s")).toEqual([
@@ -79,6 +80,102 @@ describe("sum, mean, top, bottom, rate", () => {
     expect(metrics(":top")).toEqual([10, 8, 4, 1]);
     expect(metrics(":bottom")).toEqual([1, 1, 2, 1]);
     expect(metrics(":rate")).toEqual([0.2, 0.3, 0.2, 0.1]);
+  });
+});
+
+describe("late events inside the open window (Mirabelle v0.13 aggregation*)", () => {
+  const metrics = (actions: string, events: Event[]) =>
+    (run(`${actions.slice(0, -1)} :children [{:action :tap :params [:t]}]}`, events).tap("t") as Event[]).map(
+      (event) => event.metric,
+    );
+
+  it("sum {:duration 10 :delay 0} counts 14:8, late but in the open window [10, 20): 11, 12, 6, 1", () => {
+    const { tap, drops } = run(
+      "{:action :sum :params [{:duration 10 :delay 0}] :children [{:action :tap :params [:t]}]}",
+      input,
+    );
+    expect(tap("t")).toEqual([
+      { time: 7, metric: 11 },
+      { time: 19, metric: 12 },
+      { time: 23, metric: 6 },
+      { time: 60, metric: 1 },
+    ]);
+    expect(drops.get("s/sum")).toBeUndefined();
+  });
+
+  it("rate {:duration 10 :delay 0} over times 0 7 11 14 19 20 21 21 24 22 31 emits 0.2, 0.3, 0.5", () => {
+    expect(
+      metrics("{:action :rate :params [{:duration 10 :delay 0}]}", at(0, 7, 11, 14, 19, 20, 21, 21, 24, 22, 31)),
+    ).toEqual([0.2, 0.3, 0.5]);
+  });
+
+  it("judges an event of an earlier, still open window against the latest time − delay", () => {
+    // [0, 10) stays open until 15 with :delay 5; after 12, 8 joins it (8 ≥ 12 − 5) and 6 does not.
+    const { tap, drops } = run(
+      "{:action :fixed-time-window :params [{:duration 10 :delay 5}] :children [{:action :tap :params [:w]}]}",
+      at(1, 12, 8, 6, 11, 15),
+    );
+    expect(times(tap("w"))).toEqual([[1, 8]]);
+    expect(drops.get("s/fixed-time-window")).toBe(1);
+    // With :delay 0 an event of an earlier window is always too late.
+    expect(
+      times(
+        run(
+          "{:action :fixed-time-window :params [{:duration 10 :delay 0}] :children [{:action :tap :params [:w]}]}",
+          at(1, 12, 8, 11, 20),
+        ).tap("w"),
+      ),
+    ).toEqual([[1], [12, 11]]);
+  });
+
+  // Every fixed time window whose output does not depend on arrival order, and how to compare it.
+  const orderFree: Array<[string, (flows: unknown[]) => unknown]> = [
+    [
+      ":fixed-time-window",
+      (flows) => (flows as Event[][]).map((list) => (times([list])[0] as number[]).sort((a, b) => a - b)),
+    ],
+    [":sum", (flows) => flows],
+    [":mean", (flows) => flows],
+    [":top", (flows) => flows],
+    [":bottom", (flows) => flows],
+    [":rate", (flows) => flows],
+    [":ssort :params [{:duration 10 :field :time}]", (flows) => flows],
+    [":ratio :params [{:duration 10 :conditions [[:> :metric 50] [:true]]}]", (flows) => flows],
+  ];
+
+  it.each(orderFree)("%s: any order of one window's events gives the in-order result", (action, normalise) => {
+    const window = fc.integer({ min: -1_000, max: 1_000 });
+    // Distinct times (the most recent event is then one event), integer metrics (sums exact).
+    const events = fc.uniqueArray(fc.integer({ min: 0, max: 9_999 }), { minLength: 1, maxLength: 40 });
+    const delay = fc.constantFrom(undefined, 0, 3, 25);
+    fc.assert(
+      fc.property(window, events, delay, fc.infiniteStream(fc.nat()), (k, offsets, lateness, order) => {
+        const inOrder: Event[] = [...offsets]
+          .sort((a, b) => a - b)
+          .map((offset) => ({
+            time: k * 10 + offset / 1000,
+            metric: (offset * 7919) % 100,
+          }));
+        const shuffled = [...inOrder];
+        for (let i = shuffled.length - 1; i > 0; i--) {
+          const j = (order.next().value as number) % (i + 1);
+          [shuffled[i], shuffled[j]] = [shuffled[j] as Event, shuffled[i] as Event];
+        }
+        const options = lateness === undefined ? "{:duration 10}" : `{:duration 10 :delay ${lateness}}`;
+        const node = action.includes(":params")
+          ? `{:action ${action.replace("{:duration 10", options.slice(0, -1))}}`
+          : `{:action ${action} :params [${options}]}`;
+        const closing = { time: (k + 1) * 10 + (lateness ?? 0), metric: 0 };
+        const through = (list: Event[]) =>
+          run(`${node.slice(0, -1)} :children [{:action :tap :params [:t]}]}`, [...list, closing]);
+        const expected = through(inOrder);
+        const actual = through(shuffled);
+        expect(expected.tap("t").length).toBeGreaterThan(0);
+        expect(normalise(actual.tap("t"))).toEqual(normalise(expected.tap("t")));
+        expect([...actual.drops]).toEqual([]);
+      }),
+      { numRuns: 200 },
+    );
   });
 });
 
