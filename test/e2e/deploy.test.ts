@@ -9,7 +9,7 @@
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Agent } from "undici";
+import { Agent, fetch } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { freePort, startVigie, stopVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
@@ -177,11 +177,7 @@ describe.skipIf(missing(NGINX, "nginx", "the nginx tests"))(
       nginx = spawn(NGINX as string, ["-p", directory, "-c", join(directory, "nginx.conf")], { stdio: "inherit" });
       await until(
         async () =>
-          (
-            await fetch(`https://127.0.0.1:${nginxPort}/healthz`, { dispatcher: insecure } as RequestInit).catch(
-              () => undefined,
-            )
-          )?.ok
+          (await fetch(`https://127.0.0.1:${nginxPort}/healthz`, { dispatcher: insecure }).catch(() => undefined))?.ok
             ? true
             : undefined,
         "nginx to proxy /healthz",
@@ -201,7 +197,7 @@ describe.skipIf(missing(NGINX, "nginx", "the nginx tests"))(
         headers: body === undefined ? {} : { "content-type": "application/json" },
         body: body === undefined ? undefined : JSON.stringify(body),
         dispatcher: insecure,
-      } as RequestInit);
+      });
       return { status: response.status, body: await response.json() };
     };
 
