@@ -6,6 +6,7 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { Command, CommanderError } from "commander";
+import { BackupRefusal, backupSqlite } from "./platform/backup.js";
 import { ConfigError, loadConfig, type VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase } from "./platform/database.js";
 import { HttpError } from "./platform/errors.js";
@@ -246,6 +247,21 @@ async function checkRegistry(options: { config?: string; dryRun?: boolean }): Pr
   process.exit(hasDisagreements(report) ? EXIT_FAILURE : EXIT_OK);
 }
 
+/**
+ * `vigie backup FILE`: a consistent copy of the SQLite database, taken while the server may run
+ * (SQLite's online backup API); exit 2 for a PostgreSQL or in-memory database or an existing FILE.
+ */
+async function backup(file: string, options: { config?: string }): Promise<void> {
+  const config = await configFrom(options.config);
+  try {
+    const report = await backupSqlite(config.database.url, file);
+    process.stdout.write(`${report.source} copied to ${report.destination} (${report.pages} pages, mode 0600)\n`);
+  } catch (error) {
+    if (error instanceof BackupRefusal) fail(error.message, EXIT_USAGE);
+    fail(`backup failed: ${(error as Error).message}`, EXIT_FAILURE);
+  }
+}
+
 async function testStreams(files: string[], options: { config?: string }): Promise<void> {
   const config = await configFrom(options.config);
   const section = sectionOf(config, streamsModule);
@@ -300,6 +316,14 @@ function program(): Command {
     .option("--dry-run", "report only, remove nothing")
     .option("-c, --config <file>", "YAML configuration file (default: $VIGIE_CONFIG, else built-in defaults)")
     .action(checkRegistry);
+  root
+    .command("backup")
+    .description(
+      "copy the SQLite database to FILE (a new file, mode 0600) while the server runs; PostgreSQL: use pg_dump",
+    )
+    .argument("<file>", "the backup file to create (never overwritten)")
+    .option("-c, --config <file>", "YAML configuration file (default: $VIGIE_CONFIG, else built-in defaults)")
+    .action(backup);
   const stream = root.command("stream").description("work with stream configurations");
   stream
     .command("test")
