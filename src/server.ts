@@ -125,9 +125,10 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
   });
-  const database = await openDatabase(config.database.url, allMigrations(moduleList), (error) =>
-    app.log.warn({ err: error }, "database connection lost; it is replaced on next use"),
-  );
+  const database = await openDatabase(config.database.url, allMigrations(moduleList), {
+    onIdleError: (error) => app.log.warn({ err: error }, "database connection lost; it is replaced on next use"),
+    warn: (details, message) => app.log.warn(details, message),
+  });
   try {
     const routes: RouteEntry[] = [];
     app.addHook("onRoute", (route) => {
