@@ -57,6 +57,11 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
+/** Reports a data directory or database file readable by other users on standard error. */
+function warnOnStderr(_details: object, message: string): void {
+  process.stderr.write(`vigie: warning: ${message}\n`);
+}
+
 async function configFrom(file: string | undefined): Promise<VigieConfig> {
   try {
     return await loadConfig(file, process.env, modules);
@@ -201,7 +206,7 @@ async function createUser(options: {
 
   let database: Database;
   try {
-    database = await openDatabase(config.database.url, allMigrations());
+    database = await openDatabase(config.database.url, allMigrations(), { warn: warnOnStderr });
   } catch (error) {
     fail(`cannot open the database: ${(error as Error).message}`, EXIT_FAILURE);
   }
@@ -231,7 +236,7 @@ async function checkRegistry(options: { config?: string; dryRun?: boolean }): Pr
   }
   let database: Database;
   try {
-    database = await openDatabase(config.database.url, allMigrations());
+    database = await openDatabase(config.database.url, allMigrations(), { warn: warnOnStderr });
   } catch (error) {
     fail(`cannot open the database: ${(error as Error).message}`, EXIT_FAILURE);
   }

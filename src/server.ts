@@ -24,6 +24,7 @@ import { HostOriginPolicy, installHostAndOriginChecks } from "./platform/host-or
 import { Lifecycle } from "./platform/lifecycle.js";
 import { createMetricsRegistry, Exposition, installHttpMetrics } from "./platform/metrics.js";
 import { type AnyModule, type ModuleContext, type SectionReload, sectionOf } from "./platform/module.js";
+import { REQUEST_LOG_SERIALIZERS, redactRequestUrl } from "./platform/redaction.js";
 import type { Shape } from "./platform/validation.js";
 import { registryModule } from "./registry/index.js";
 import { streamsModule } from "./streams/index.js";
@@ -62,11 +63,6 @@ function closeAnsweredUpgrades(app: FastifyInstance): void {
     if ("upgrade" in request.raw && request.raw.upgrade === true) request.raw.socket.destroy();
     done();
   });
-}
-
-/** A URL with the value of any `token` query parameter (WebSocket subscriptions) redacted for logs. */
-export function withoutToken(url: string): string {
-  return url.replace(/([?&]token=)[^&#]*/gi, "$1<redacted>");
 }
 
 /** Every migration of the platform and of `moduleList`, so a database is created complete. */
@@ -113,7 +109,12 @@ export interface BuildOptions {
 export async function buildServer(config: VigieConfig, options: BuildOptions = {}): Promise<VigieServer> {
   const moduleList = options.modules ?? modules;
   const app = Fastify({
-    ...(options.logger === undefined ? { logger: { level: config["log-level"] } } : { loggerInstance: options.logger }),
+    // Request URLs may carry a token (`?token=` on WebSocket subscriptions): a request logged by
+    // Fastify itself has the secret query parameters of its URL redacted, as the platform's own
+    // request log (below) has.
+    ...(options.logger === undefined
+      ? { logger: { level: config["log-level"], serializers: REQUEST_LOG_SERIALIZERS } }
+      : { loggerInstance: options.logger.child({}, { serializers: REQUEST_LOG_SERIALIZERS }) }),
     trustProxy: config.http["trust-proxy"],
     bodyLimit: config.http["body-limit"],
     // Long enough for every name the specs allow (healthcheck names: 255 characters), so that the
@@ -125,9 +126,10 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
   });
-  const database = await openDatabase(config.database.url, allMigrations(moduleList), (error) =>
-    app.log.warn({ err: error }, "database connection lost; it is replaced on next use"),
-  );
+  const database = await openDatabase(config.database.url, allMigrations(moduleList), {
+    onIdleError: (error) => app.log.warn({ err: error }, "database connection lost; it is replaced on next use"),
+    warn: (details, message) => app.log.warn(details, message),
+  });
   try {
     const routes: RouteEntry[] = [];
     app.addHook("onRoute", (route) => {
@@ -218,7 +220,7 @@ async function setUp(
   if (app.log.level === "debug" || app.log.level === "trace") {
     app.addHook("onResponse", (request, reply, done) => {
       request.log.debug(
-        { method: request.method, url: withoutToken(request.url), status: reply.statusCode, ms: reply.elapsedTime },
+        { method: request.method, url: redactRequestUrl(request.url), status: reply.statusCode, ms: reply.elapsedTime },
         "request completed",
       );
       done();

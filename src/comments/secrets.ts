@@ -6,10 +6,11 @@
  * (mode 0600) so the operator can read it; the log gives the path, never the token.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { chmod, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { FastifyBaseLogger } from "fastify";
 import type { Database } from "../platform/database.js";
+import { makePrivateDirectory } from "../platform/private-files.js";
 import { getOrCreateSetting } from "../platform/settings.js";
 
 /** The setting keys of the generated values (platform `settings` table). */
@@ -63,7 +64,7 @@ export async function resolveSecrets(
   const setting = await getOrCreateSetting(database, ADMIN_TOKEN_SETTING, generateSecret);
   const file = join(database.dataDirectory, ADMIN_TOKEN_FILE);
   try {
-    await mkdir(database.dataDirectory, { recursive: true, mode: 0o700 });
+    await makePrivateDirectory(database.dataDirectory);
     await writeTokenFile(file, setting.value);
     logger.info(
       { file, generated: setting.created },

@@ -17,16 +17,11 @@
  *
  * Plain data in, plain data out: no Fastify, no SQL, no definition types (definition.ts uses it).
  */
+import { isSecretName } from "../platform/redaction.js";
 import { childPath, isPlainObject, ValidationError } from "../platform/validation.js";
 
 /** What a secret is replaced with (platform.md §8). */
 export const REDACTED = "<redacted>";
-
-/** Header names whose value is a secret, lower case, matched exactly. */
-const SECRET_HEADER_NAMES: ReadonlySet<string> = new Set(["authorization", "proxy-authorization", "cookie"]);
-
-/** Words that make a header name secret wherever they appear in it, lower case. */
-const SECRET_HEADER_WORDS: readonly string[] = ["token", "secret", "key", "password", "auth"];
 
 /**
  * The userinfo of a URL with a password: `//`, the user (possibly empty, no `:`), `:`, a non-empty
@@ -44,8 +39,7 @@ const URL_PASSWORD = /\/\/([^\s/?#@:"'<>\\^`{|}[\]]*):([^\s/?#"'<>\\^`{|}[\]]+)@
  * `auth`, in any case (`X-API-Key`, `x-auth-user`, `X-Vault-Token`).
  */
 export function isSecretHeader(name: string): boolean {
-  const lower = name.toLowerCase();
-  return SECRET_HEADER_NAMES.has(lower) || SECRET_HEADER_WORDS.some((word) => lower.includes(word));
+  return isSecretName(name);
 }
 
 /**

@@ -186,7 +186,7 @@ export function parseConfig(
       security: parsed.security as PlatformConfig["security"],
       cluster: parsed.cluster as PlatformConfig["cluster"],
     };
-    checkCluster(platform.cluster, platform.database.url);
+    checkCluster(platform.cluster, platform.database.url, platform.security["require-token"]);
     for (const module of modules) module.check?.(sections[module.name] as ModuleSection, platform);
     return { ...platform, modules: sections, ...(file === undefined ? {} : { file }) };
   } catch (error) {

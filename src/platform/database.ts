@@ -2,13 +2,19 @@
  * The database: Kysely on better-sqlite3 (`sqlite:<file>`, `sqlite::memory:`) or on pg
  * (`postgres://...`), with the migrations of every module run at start-up (platform.md §3).
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, type Migration, Migrator, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from "kysely";
 import pg from "pg";
 import { clusterMigrations } from "./cluster/storage.js";
+import {
+  createPrivateFileSync,
+  type ModeWarning,
+  makePrivateDirectorySync,
+  warnIfSharedSync,
+} from "./private-files.js";
 
 /** The tables of the platform itself; each module adds its own with `kysely.withTables<T>()`. */
 export interface PlatformTables {
@@ -74,11 +80,27 @@ export function dialectOf(url: string): DatabaseDialect {
   return url.startsWith("sqlite:") ? "sqlite" : "postgres";
 }
 
-function openSqlite(url: string): { kysely: Kysely<PlatformTables>; dataDirectory: string; temporary: boolean } {
+/**
+ * The data directory and the database file, private: created 0700 and 0600 when missing (SQLite
+ * gives its `-wal` and `-shm` files the mode of the database file), reported through `warn` when
+ * they exist wider.
+ */
+function preparePrivateSqlite(path: string, dataDirectory: string, warn: ModeWarning): void {
+  if (existsSync(dataDirectory)) warnIfSharedSync(dataDirectory, "data directory", warn);
+  else makePrivateDirectorySync(dataDirectory);
+  if (!createPrivateFileSync(path)) warnIfSharedSync(path, "database file", warn);
+  for (const suffix of ["-wal", "-shm"]) warnIfSharedSync(`${path}${suffix}`, "database file", warn);
+}
+
+function openSqlite(
+  url: string,
+  warn: ModeWarning,
+): { kysely: Kysely<PlatformTables>; dataDirectory: string; temporary: boolean } {
   const path = sqlitePath(url);
-  // An in-memory database keeps nothing: neither do the files beside it (a temporary directory).
+  // An in-memory database keeps nothing: neither do the files beside it (a temporary directory,
+  // which mkdtemp creates 0700).
   const dataDirectory = path === ":memory:" ? mkdtempSync(join(tmpdir(), "vigie-")) : dirname(resolve(path));
-  mkdirSync(dataDirectory, { recursive: true });
+  if (path !== ":memory:") preparePrivateSqlite(path, dataDirectory, warn);
   const connection = new SQLite(path);
   if (path !== ":memory:") connection.pragma("journal_mode = WAL");
   // NORMAL in WAL mode: a committed transaction survives a crash of the process (kill -9); only an
@@ -113,25 +135,42 @@ function openPostgres(url: string, onIdleError: (error: Error) => void): Kysely<
   return new Kysely({ dialect: new PostgresDialect({ pool }) });
 }
 
+/** Options of {@link openDatabase}. */
+export interface OpenOptions {
+  /** Called when PostgreSQL drops an idle connection (it is replaced on next use). */
+  readonly onIdleError?: (error: Error) => void;
+  /** Reports a data directory or database file readable by other local users (once per path). */
+  readonly warn?: ModeWarning;
+}
+
 /**
  * Opens the database of `url` and brings its schema up to date.
  *
  * @param url `sqlite:<file>`, `sqlite::memory:` or `postgres://...`
  * @param migrations every module's migrations by unique name (`<module>-<number>-<what>`); each
  *   runs once, inside the one transaction of the run, recorded in `vigie_migration`
- * @param onIdleError called when PostgreSQL drops an idle connection (it is replaced on next use)
+ * @param options.onIdleError called when PostgreSQL drops an idle connection (it is replaced on next use)
+ * @param options.warn called once per path when the data directory or an SQLite database file
+ *   exists with permissions for group or others (Vigie creates them 0700 and 0600)
  * @throws Error when the database cannot be opened or a migration fails (nothing is applied then)
  */
 export async function openDatabase(
   url: string,
   migrations: Readonly<Record<string, Migration>>,
-  onIdleError: (error: Error) => void = () => {},
+  options: OpenOptions = {},
 ): Promise<Database> {
   const dialect = dialectOf(url);
+  const warn = options.warn ?? (() => {});
   const { kysely, dataDirectory, temporary } =
     dialect === "sqlite"
-      ? openSqlite(url)
-      : { kysely: openPostgres(url, onIdleError), dataDirectory: resolve("data"), temporary: false };
+      ? openSqlite(url, warn)
+      : {
+          kysely: openPostgres(url, options.onIdleError ?? (() => {})),
+          dataDirectory: resolve("data"),
+          temporary: false,
+        };
+  // On PostgreSQL the directory only holds files beside the database; it is created when one is written.
+  if (dialect === "postgres") warnIfSharedSync(dataDirectory, "data directory", warn);
   const close = async () => {
     await kysely.destroy();
     if (temporary) rmSync(dataDirectory, { recursive: true, force: true });

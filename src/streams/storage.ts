@@ -5,10 +5,11 @@
  * written to `<first directory>/<name>.edn` durably (see `writeStreamFile`).
  */
 import { randomBytes } from "node:crypto";
-import { type FileHandle, mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { type FileHandle, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Kysely, Migration } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
+import { makePrivateDirectory, PRIVATE_FILE_MODE } from "../platform/private-files.js";
 import { compileConfig } from "./compiler.js";
 import { type EdnValue, isMap, nameOf, parseEdn, toEdn } from "./edn.js";
 import { type Declarations, NO_DECLARATIONS } from "./io.js";
@@ -175,8 +176,9 @@ export function persistedFile(directory: string, name: string): string {
  * (`<name>.edn.<random>.tmp`, which the loader ignores), is flushed to disk, is renamed over
  * `<name>.edn`, and the directory is flushed so the rename itself is on disk. A killed process or an
  * operating-system crash therefore leaves either the previous file or the complete new one, never a
- * half-written or empty one; once the promise resolves the new file survives both.
- * @param directory the first of `streams.directories`; created (with its parents) when missing
+ * half-written or empty one; once the promise resolves the new file survives both. The file is mode
+ * 0600: an output's credentials may be in it.
+ * @param directory the first of `streams.directories`; created (with its parents, mode 0700) when missing
  * @returns the path of the written file
  * @throws the file-system error (`EACCES`, `ENOSPC`, `EIO`...) when creating the directory, writing, flushing or renaming fails; the temporary file is removed and an existing
  * `<name>.edn` is left untouched. A failure to flush the directory after the rename is thrown too
@@ -189,11 +191,14 @@ export async function writeStreamFile(directory: string, name: string, config: E
   const key = /^[A-Za-z._-]/.test(name) && !/^[._-]?\d/.test(name) ? `:${name}` : JSON.stringify(name);
   const temporary = `${file}.${randomBytes(6).toString("hex")}.tmp`;
   // A configured directory that does not exist yet reads as empty at start-up; create it on first use.
-  await mkdir(directory, { recursive: true });
+  // A stream's configuration may hold an output's credentials: the directory Vigie creates and
+  // the files it writes are its user's only (0700, 0600).
+  await makePrivateDirectory(directory);
   // "wx": a temporary file is only ever ours, so removing it on failure never removes another's.
-  const handle = await open(temporary, "wx", 0o644);
+  const handle = await open(temporary, "wx", PRIVATE_FILE_MODE);
   try {
     try {
+      await handle.chmod(PRIVATE_FILE_MODE);
       await handle.writeFile(`{${key} ${toEdn(config)}}\n`, "utf8");
       // The file system may put the rename on disk before the data: without this flush, a crash of
       // the machine could leave an empty <name>.edn where the previous version was.

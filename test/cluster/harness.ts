@@ -131,6 +131,8 @@ export interface ClusterOptions {
   readonly firstEnv?: Record<string, string>;
   /** Starts the load balancer (default true). */
   readonly balancer?: boolean;
+  /** A token nats-server requires of every client (`--auth`); none by default. */
+  readonly natsToken?: string;
 }
 
 /** The cluster of one test file. */
@@ -223,7 +225,10 @@ export function createCluster(options: ClusterOptions = {}): Cluster {
     const { storage, port, monitor } = natsPlace;
     const child = spawn(
       NATS_SERVER,
-      ["-js", "-sd", storage, "-p", String(port), "-a", "127.0.0.1", "-m", String(monitor)],
+      [
+        ...["-js", "-sd", storage, "-p", String(port), "-a", "127.0.0.1", "-m", String(monitor)],
+        ...(options.natsToken === undefined ? [] : ["--auth", options.natsToken]),
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     track(child);

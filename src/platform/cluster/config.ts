@@ -46,8 +46,17 @@ export const clusterSection = object(
     nats: object(
       {
         servers: withDefault(array(natsUrl, { min: 1, max: 32 }), ["nats://127.0.0.1:4222"]),
+        /** The NATS server's token (its `authorization { token }`), also VIGIE_NATS_TOKEN; "" for none. */
         token: withDefault(secret(string()), ""),
+        /** A NATS credentials file (`.creds`: user JWT and NKey seed), read at start-up. */
         "credentials-file": optional(string({ min: 1 })),
+        /**
+         * Default false. With `security.require-token: true`, cluster mode needs `token` or
+         * `credentials-file`: an event published straight to NATS reaches the streams without any
+         * Vigie token, so a NATS that accepts anyone would bypass the API's. True accepts that
+         * (a NATS reachable by Vigie alone, on a private network).
+         */
+        "allow-anonymous": withDefault(boolean(), false),
         "stream-max-age": withDefault(duration(1_000), sec(3_600_000)),
         "stream-max-bytes": withDefault(size(), 1024 ** 3),
       },
@@ -65,12 +74,22 @@ export const CLUSTER_ENVIRONMENT: Readonly<Record<string, string>> = {
   VIGIE_NATS_TOKEN: "cluster.nats.token",
 };
 
+/** The rule that ties NATS credentials to `security.require-token`, as the error states it. */
+export const NATS_CREDENTIALS_RULE =
+  "is required when security.require-token is true (or VIGIE_NATS_TOKEN, or cluster.nats.credentials-file): " +
+  "whoever can publish to NATS puts events into the streams without a token. " +
+  "Set cluster.nats.allow-anonymous: true to run without NATS credentials anyway";
+
 /**
- * The rules that tie the section to the rest: cluster mode needs PostgreSQL, and a lease longer
- * than two heartbeats (an instance must renew at least once before its lease ends).
- * @throws ValidationError naming `cluster.enabled` or `cluster.lease`
+ * The rules that tie the section to the rest: cluster mode needs PostgreSQL, a lease longer than
+ * two heartbeats (an instance must renew at least once before its lease ends), and, when the API
+ * requires tokens, NATS credentials (a token or a credentials file) unless
+ * `cluster.nats.allow-anonymous` says otherwise: forwarded events enter the streams through NATS
+ * with no Vigie token, so an open NATS would be a way around the API's.
+ * @param requireToken `security.require-token`
+ * @throws ValidationError naming `cluster.enabled`, `cluster.lease` or `cluster.nats.token`
  */
-export function checkCluster(cluster: ClusterConfig, databaseUrl: string): void {
+export function checkCluster(cluster: ClusterConfig, databaseUrl: string, requireToken: boolean): void {
   if (!cluster.enabled) return;
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ValidationError(
@@ -80,6 +99,11 @@ export function checkCluster(cluster: ClusterConfig, databaseUrl: string): void 
   }
   if (cluster.lease.milliseconds < 2 * cluster.heartbeat.milliseconds) {
     throw new ValidationError("cluster.lease", "must be at least twice cluster.heartbeat", cluster.lease.text);
+  }
+  const { nats } = cluster;
+  const anonymous = nats.token === "" && nats["credentials-file"] === undefined;
+  if (requireToken && anonymous && !nats["allow-anonymous"]) {
+    throw new ValidationError("cluster.nats.token", NATS_CREDENTIALS_RULE);
   }
 }
 

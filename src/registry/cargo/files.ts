@@ -4,12 +4,14 @@
  * fsynced, linked to its name and its directory fsynced, so that a crash leaves either no file or
  * the whole file; the database row comes after, so a crash between the two leaves an orphan file
  * that {@link CrateFiles.survey} finds. Paths are built from names the domain validated (crate
- * names are `A-Z a-z 0-9 - _`, versions SemVer), never from a request path.
+ * names are `A-Z a-z 0-9 - _`, versions SemVer), never from a request path. Directories are
+ * created 0700 and files 0600: a private registry's crates are for its users only.
  */
 import { randomBytes } from "node:crypto";
 import { createReadStream, type ReadStream } from "node:fs";
-import { link, mkdir, open, readdir, rm, stat } from "node:fs/promises";
+import { link, open, readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { makePrivateDirectory, PRIVATE_FILE_MODE } from "../../platform/private-files.js";
 
 /** The prefix of temporary files: never a crate's file name (those start with a letter). */
 const TEMPORARY_PREFIX = ".tmp-";
@@ -53,12 +55,14 @@ export class CrateFiles {
    */
   async write(canonical: string, vers: string, bytes: Buffer): Promise<boolean> {
     const directory = join(this.directory, canonical);
-    await mkdir(directory, { recursive: true });
+    // Private crates are served to authenticated users only: their files are the owner's alone.
+    await makePrivateDirectory(directory);
     const temporary = join(directory, `${TEMPORARY_PREFIX}${randomBytes(8).toString("hex")}`);
     let linked: boolean;
     try {
-      const file = await open(temporary, "wx", 0o644);
+      const file = await open(temporary, "wx", PRIVATE_FILE_MODE);
       try {
+        await file.chmod(PRIVATE_FILE_MODE);
         await file.writeFile(bytes);
         await file.sync();
       } finally {

@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { ModuleContext } from "../../platform/module.js";
+import { warnIfShared } from "../../platform/private-files.js";
 import type { UserStore } from "../storage.js";
 import { checkCrateFiles, hasDisagreements, ORPHAN_GRACE_MS, reportLines } from "./check.js";
 import type { CargoSettings } from "./config.js";
@@ -41,6 +42,7 @@ export async function setUpCargo(
   const { database, logger } = context;
   const store = new CargoStore(database);
   const files = new CrateFiles(crateStorage(settings, database.dataDirectory));
+  await warnIfShared(files.directory, "crate storage directory", (details, message) => logger.warn(details, message));
   // One instance uses an SQLite database alone: any orphan is a crash's. Instances sharing
   // PostgreSQL may be publishing right now: only old ones are.
   const grace = database.dialect === "sqlite" ? 0 : ORPHAN_GRACE_MS;

@@ -164,6 +164,53 @@ describe("cluster configuration", () => {
   });
 });
 
+describe("NATS credentials with security.require-token", () => {
+  const secured = (nats: Record<string, unknown> = {}) => ({
+    database: { url: POSTGRES },
+    security: { "require-token": true },
+    cluster: { enabled: true, nats },
+  });
+
+  it("refuses cluster mode without a NATS token or credentials file, naming the keys", () => {
+    const text = message(() => parse(secured()));
+    expect(text).toContain(
+      "invalid configuration: cluster.nats.token: is required when security.require-token is true",
+    );
+    expect(text).toContain("VIGIE_NATS_TOKEN");
+    expect(text).toContain("cluster.nats.credentials-file");
+    expect(text).toContain("cluster.nats.allow-anonymous: true");
+    // An explicit false is the default.
+    expect(message(() => parse(secured({ "allow-anonymous": false })))).toContain("cluster.nats.allow-anonymous");
+    // An empty variable is no token.
+    expect(message(() => parse(secured(), { VIGIE_NATS_TOKEN: "" }))).toContain("cluster.nats.token");
+  });
+
+  it("accepts a token from the file or from VIGIE_NATS_TOKEN", () => {
+    expect(parse(secured({ token: TOKEN })).cluster.nats.token).toBe(TOKEN);
+    expect(parse(secured(), { VIGIE_NATS_TOKEN: TOKEN }).cluster.nats.token).toBe(TOKEN);
+  });
+
+  it("accepts a credentials file", () => {
+    const { cluster } = parse(secured({ "credentials-file": "/etc/vigie/nats.creds" }));
+    expect(cluster.nats["credentials-file"]).toBe("/etc/vigie/nats.creds");
+    expect(cluster.nats["allow-anonymous"]).toBe(false);
+  });
+
+  it("accepts no credentials with cluster.nats.allow-anonymous: true", () => {
+    const { cluster } = parse(secured({ "allow-anonymous": true }));
+    expect(cluster.nats["allow-anonymous"]).toBe(true);
+    expect(cluster.nats.token).toBe("");
+  });
+
+  it("asks nothing of NATS when tokens are not required or cluster mode is off", () => {
+    expect(parse({ database: { url: POSTGRES }, cluster: { enabled: true } }).cluster.nats["allow-anonymous"]).toBe(
+      false,
+    );
+    expect(parse({ security: { "require-token": true } }).cluster.enabled).toBe(false);
+    expect(message(() => parse(secured({ "allow-anonymous": "yes" })))).toContain("cluster.nats.allow-anonymous");
+  });
+});
+
 describe("instanceIdOf", () => {
   it("defaults to <hostname>-<pid>", () => {
     const id = instanceIdOf(parse(undefined).cluster);
