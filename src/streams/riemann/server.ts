@@ -7,13 +7,23 @@
  * before the next frame is looked at; a message of many events is handled a slice per turn of the
  * event loop, its connection paused meanwhile (see RiemannHandler). When the socket's write buffer is full
  * (`write` returns false: the client does not read its replies fast enough) reading pauses until
- * `drain`, so a fast client is slowed by TCP back-pressure and nothing is buffered without bound:
- * per connection, at most one partial frame (up to `max-frame-size`), the chunk being read and the
- * socket's own buffers. A partial frame is held for {@link FRAME_TIMEOUT_MS} at most, counted from
- * its first bytes: a client that sends a length and then trickles or stops gets an error reply and
- * is closed, so that `max-connections` slow clients cannot pin `max-frame-size` each for ever. A
- * connection with nothing buffered has no deadline (collectd stays connected, idle, between its
- * intervals).
+ * `drain`, so a fast client is slowed by TCP back-pressure.
+ *
+ * Nothing is held without bound, and no client can take the input for itself:
+ * - connections: at most `max-connections`, and at most `max-connections-per-address` from one
+ *   client address, TLS handshakes in progress included; beyond either, a new connection is
+ *   closed as it arrives, counted, and logged at most once a minute;
+ * - TLS handshakes: one not finished within `handshake-timeout`, or failed, destroys its socket at
+ *   once, which frees its slot (Node only reports such a socket; left alone, a client that never
+ *   speaks TLS would hold its slot for good);
+ * - a frame whose rest does not arrive within `frame-timeout` of its first bytes: the client gets
+ *   an error reply and the connection is closed (destroyed within {@link CLOSE_GRACE_MS} if the
+ *   client does not close its side), so that slow clients cannot pin `max-frame-size` each for
+ *   ever. A connection with nothing buffered has no deadline (collectd stays connected, idle,
+ *   between its intervals);
+ * - bytes held for clients, all connections together (frames partly received, frames not handled
+ *   yet or being handled, replies not read yet): at most `max-buffered-bytes`; beyond, the
+ *   connection that waited longest on its client is closed (see ByteBudget).
  *
  * Bad input never takes the process down: an undecodable frame gets an error reply and the
  * connection goes on (the framing is intact); a frame longer than `max-frame-size` gets an error
@@ -27,30 +37,19 @@ import { createServer as createTlsServer, type TlsOptions } from "node:tls";
 import type { FastifyBaseLogger } from "fastify";
 import type { RiemannSettings } from "../config.js";
 import type { StreamEngine } from "../engine.js";
-import type { RiemannMetrics } from "../metrics.js";
-import { CLOSE_GRACE_MS, Connection } from "./connection.js";
+import type { RiemannMetrics, RiemannRefusal } from "../metrics.js";
+import { ByteBudget } from "./budget.js";
+import { CLOSE_GRACE_MS, Connection, type ConnectionContext } from "./connection.js";
 import { RiemannHandler, reasonOf } from "./handler.js";
 
 /** What the server needs besides its settings and the engine. */
 export interface RiemannServerOptions {
   readonly metrics: RiemannMetrics;
   readonly logger: FastifyBaseLogger;
-  /**
-   * How long a frame may take to arrive once its first bytes did, in milliseconds; default
-   * {@link FRAME_TIMEOUT_MS}. Not a setting: tests shorten it.
-   */
-  readonly frameTimeoutMs?: number;
 }
 
-/** How long a TLS client may take to complete its handshake, in milliseconds. */
-export const HANDSHAKE_TIMEOUT_MS = 10_000;
-
-/**
- * How long a frame may take to arrive once its first bytes did, in milliseconds: past it, the
- * client gets an error reply and the connection is closed. 16 MiB (the default `max-frame-size`)
- * within 30 s needs about 4.5 Mbit/s; collectd and riemann-client send a message in one write.
- */
-export const FRAME_TIMEOUT_MS = 30_000;
+/** How often a warning about one bound is logged at most, in milliseconds. */
+const WARNING_INTERVAL_MS = 60_000;
 
 /** The Riemann protocol input of one Vigie instance. */
 export class RiemannServer {
@@ -58,13 +57,16 @@ export class RiemannServer {
   readonly #handler: RiemannHandler;
   readonly #logger: FastifyBaseLogger;
   readonly #metrics: RiemannMetrics;
-  readonly #frameTimeoutMs: number;
+  readonly #context: ConnectionContext;
   readonly #connections = new Set<Connection>();
   /** Every accepted TCP socket, TLS handshakes in progress included, so that close() ends them all. */
   readonly #sockets = new Set<Socket>();
+  /** Open TCP sockets by client address (TLS handshakes in progress included). */
+  readonly #perAddress = new Map<string, number>();
+  /** When a warning about each bound was last logged (Date.now(), milliseconds). */
+  readonly #lastWarnings = new Map<string, number>();
   #server: Server | undefined;
   #closing = false;
-  #lastDropWarning = Number.NEGATIVE_INFINITY;
   #closed: Promise<void> | undefined;
 
   constructor(settings: RiemannSettings, engine: StreamEngine, options: RiemannServerOptions) {
@@ -72,7 +74,25 @@ export class RiemannServer {
     this.#handler = new RiemannHandler(settings, engine, options.metrics);
     this.#logger = options.logger;
     this.#metrics = options.metrics;
-    this.#frameTimeoutMs = options.frameTimeoutMs ?? FRAME_TIMEOUT_MS;
+    const metrics = options.metrics;
+    this.#context = {
+      handler: this.#handler,
+      logger: options.logger,
+      metrics,
+      budget: new ByteBudget(
+        settings["max-buffered-bytes"],
+        () => this.#connections,
+        (delta) => metrics.buffered(delta),
+      ),
+      maxFrameSize: settings["max-frame-size"],
+      frameTimeout: settings["frame-timeout"],
+      warn: (bound, fields, message) => this.#warn(bound, fields, message),
+    };
+  }
+
+  /** Bytes the connections hold for their clients now, all together (see `max-buffered-bytes`). */
+  get buffered(): number {
+    return this.#context.budget.total;
   }
 
   /**
@@ -90,23 +110,20 @@ export class RiemannServer {
       server = createTcpServer({ allowHalfOpen: true, noDelay: true }, onConnection);
     } else {
       try {
-        server = createTlsServer(
-          { ...tls, allowHalfOpen: true, noDelay: true, handshakeTimeout: HANDSHAKE_TIMEOUT_MS },
-          onConnection,
-        );
+        const handshakeTimeout = this.#settings["handshake-timeout"].milliseconds;
+        server = createTlsServer({ ...tls, allowHalfOpen: true, noDelay: true, handshakeTimeout }, onConnection);
       } catch (error) {
         throw new Error(`streams.riemann: invalid TLS files (${this.#tlsFiles()}): ${reasonOf(error)}`);
       }
-      // A failed handshake (no or a wrong client certificate, not TLS at all) is the client's problem.
-      server.on("tlsClientError", (error) => this.#logger.debug({ err: error }, "riemann: TLS handshake failed"));
+      server.on("tlsClientError", (error: NodeJS.ErrnoException, socket: Socket) =>
+        this.#handshakeFailed(error, socket),
+      );
     }
     // Each connection may hold a partial frame of up to max-frame-size: their number is bounded too.
     server.maxConnections = this.#settings["max-connections"];
-    server.on("drop", () => this.#warnDropped());
-    server.on("connection", (socket: Socket) => {
-      this.#sockets.add(socket);
-      socket.once("close", () => this.#sockets.delete(socket));
-    });
+    server.on("drop", () => this.#refuse("max-connections", this.#settings["max-connections"]));
+    // Before anything else sees the socket (the TLS layer, #accept): a refused one goes no further.
+    server.prependListener("connection", (socket: Socket) => this.#admit(socket));
     const { host, port } = this.#settings;
     await new Promise<void>((resolve, reject) => {
       server.once("error", (error) =>
@@ -164,15 +181,67 @@ export class RiemannServer {
     return { cert, key, ca: await readSetting("tls-ca", caFile), requestCert: true, rejectUnauthorized: true };
   }
 
-  /** Logs connections refused over `max-connections`, at most once a minute. */
-  #warnDropped(): void {
-    const now = Date.now();
-    if (now - this.#lastDropWarning < 60_000) return;
-    this.#lastDropWarning = now;
-    this.#logger.warn(
-      { limit: this.#settings["max-connections"] },
-      "riemann: connection refused, streams.riemann.max-connections reached",
+  /**
+   * A new TCP socket: closed at once when the server is closing or its client address already has
+   * `max-connections-per-address` open, else counted until it closes.
+   */
+  #admit(socket: Socket): void {
+    const address = socket.remoteAddress;
+    if (this.#closing || address === undefined) {
+      // No address: the client is already gone.
+      socket.destroy();
+      return;
+    }
+    const open = this.#perAddress.get(address) ?? 0;
+    const limit = this.#settings["max-connections-per-address"];
+    if (open >= limit) {
+      socket.destroy();
+      this.#refuse("max-connections-per-address", limit);
+      return;
+    }
+    this.#perAddress.set(address, open + 1);
+    this.#sockets.add(socket);
+    socket.once("close", () => {
+      this.#sockets.delete(socket);
+      const left = (this.#perAddress.get(address) ?? 1) - 1;
+      if (left === 0) this.#perAddress.delete(address);
+      else this.#perAddress.set(address, left);
+    });
+  }
+
+  /**
+   * A TLS handshake timed out or failed (no or a wrong client certificate, not TLS at all): the
+   * client's problem, logged at debug level, but its socket is destroyed here, at once, for Node
+   * only reports it and would leave it open, holding its slot for good. A client that went away
+   * before its handshake (a reset, or refused by #admit) is not counted.
+   */
+  #handshakeFailed(error: NodeJS.ErrnoException, socket: Socket): void {
+    socket.destroy();
+    this.#logger.debug({ err: error, remote: socket.remoteAddress }, "riemann: TLS handshake failed");
+    if (error.code === "ECONNRESET") return;
+    if (error.code === "ERR_TLS_HANDSHAKE_TIMEOUT") {
+      this.#metrics.refused("handshake-timeout");
+    } else {
+      this.#metrics.refused("tls-handshake");
+    }
+  }
+
+  /** Counts a connection refused by a bound, and logs it at most once a minute per bound. */
+  #refuse(bound: RiemannRefusal, limit: number): void {
+    this.#metrics.refused(bound);
+    this.#warn(
+      bound,
+      { limit },
+      `riemann: connection refused, streams.riemann.${bound} reached (logged at most once a minute)`,
     );
+  }
+
+  /** Logs a warning about `bound`, unless one was logged less than a minute ago. */
+  #warn(bound: string, fields: Record<string, unknown>, message: string): void {
+    const now = Date.now();
+    if (now - (this.#lastWarnings.get(bound) ?? Number.NEGATIVE_INFINITY) < WARNING_INTERVAL_MS) return;
+    this.#lastWarnings.set(bound, now);
+    this.#logger.warn(fields, message);
   }
 
   #tlsFiles(): string {
@@ -183,13 +252,14 @@ export class RiemannServer {
       .join(", ");
   }
 
+  /** A connection ready for frames (TCP: admitted; TLS: its handshake done). */
   #accept(socket: Socket): void {
+    if (socket.destroyed) return; // refused by #admit
     if (this.#closing) {
       socket.destroy();
       return;
     }
-    const limits = { maxFrameSize: this.#settings["max-frame-size"], frameTimeoutMs: this.#frameTimeoutMs };
-    const connection = new Connection(socket, this.#handler, limits, this.#logger, () => {
+    const connection = new Connection(socket, this.#context, () => {
       this.#connections.delete(connection);
       this.#metrics.connections(-1);
     });
