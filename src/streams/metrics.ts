@@ -265,7 +265,20 @@ export function asyncQueueMetrics(
   };
 }
 
-/** The Riemann protocol input's metrics of streams-io.md §5. */
+/**
+ * Why the Riemann input closed a connection before it could speak the protocol: over
+ * `max-connections` or `max-connections-per-address`, or a TLS handshake that did not finish within
+ * `handshake-timeout` or failed (a client that went away before its handshake is not counted).
+ */
+export type RiemannRefusal = "max-connections" | "max-connections-per-address" | "handshake-timeout" | "tls-handshake";
+
+/**
+ * Why the Riemann input closed a connection after an error reply: a frame over `max-frame-size`,
+ * a frame not completed within `frame-timeout`, or its share of `max-buffered-bytes`.
+ */
+export type RiemannClosure = "max-frame-size" | "frame-timeout" | "max-buffered-bytes";
+
+/** The Riemann protocol input's metrics of streams-io.md §5, and those of its bounds. */
 export interface RiemannMetrics {
   /** `riemann_connections`: one more (+1) or one fewer (-1) open connection. */
   connections(delta: 1 | -1): void;
@@ -273,9 +286,23 @@ export interface RiemannMetrics {
   message(outcome: "ok" | "error"): void;
   /** `riemann_events_total`: events received and pushed into streams. */
   events(count: number): void;
+  /** `riemann_refused_connections_total{reason}`: a connection closed as it arrived or in its TLS handshake. */
+  refused(reason: RiemannRefusal): void;
+  /** `riemann_closed_connections_total{reason}`: a connection closed by a bound, after an error reply. */
+  closed(reason: RiemannClosure): void;
+  /** `riemann_buffered_bytes`: bytes held for clients (see `max-buffered-bytes`) grew or shrank by `delta`. */
+  buffered(delta: number): void;
 }
 
-/** Registers the Riemann metrics. */
+const REFUSALS: readonly RiemannRefusal[] = [
+  "max-connections",
+  "max-connections-per-address",
+  "handshake-timeout",
+  "tls-handshake",
+];
+const CLOSURES: readonly RiemannClosure[] = ["max-frame-size", "frame-timeout", "max-buffered-bytes"];
+
+/** Registers the Riemann metrics; every reason's child exists from the start, at 0. */
 export function riemannMetrics(registry: Registry): RiemannMetrics {
   const connections = new Gauge({
     name: "riemann_connections",
@@ -295,10 +322,32 @@ export function riemannMetrics(registry: Registry): RiemannMetrics {
     help: "Events received through the Riemann protocol and pushed into streams.",
     registers: [registry],
   });
+  const refused = new Counter({
+    name: "riemann_refused_connections_total",
+    help: "Riemann connections closed as they arrived or during their TLS handshake, by reason (the bound).",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  const closed = new Counter({
+    name: "riemann_closed_connections_total",
+    help: "Riemann connections closed after an error reply because of a bound, by reason (the bound).",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  for (const reason of REFUSALS) refused.inc({ reason }, 0);
+  for (const reason of CLOSURES) closed.inc({ reason }, 0);
+  const buffered = new Gauge({
+    name: "riemann_buffered_bytes",
+    help: "Bytes the Riemann input holds for its clients: partial frames, frames not handled yet, replies not read yet.",
+    registers: [registry],
+  });
   return {
     connections: (delta) => connections.inc(delta),
     message: (outcome) => (outcome === "ok" ? ok : error).inc(),
     events: (count) => events.inc(count),
+    refused: (reason) => refused.inc({ reason }),
+    closed: (reason) => closed.inc({ reason }),
+    buffered: (delta) => buffered.inc(delta),
   };
 }
 

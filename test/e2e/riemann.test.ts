@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { connect as connectTcp, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeMsg } from "../../src/streams/riemann/protocol.js";
@@ -411,6 +412,113 @@ describe.skipIf(NO_RIEMANN_CLIENT !== undefined || OPENSSL_MISSING !== undefined
       expect(plain.code).not.toBe(0);
       expect(vigie && (await indexed(vigie, "main", '[:or [:= :host "anonymous"] [:= :host "plain"]]'))).toEqual([]);
       expect((await fetch(`${vigie?.baseUrl}/healthz`)).status).toBe(200);
+    });
+  },
+);
+
+describe.skipIf(NO_RIEMANN_CLIENT !== undefined || OPENSSL_MISSING !== undefined)(
+  "the bounds of the Riemann input of the real process over TLS",
+  () => {
+    let vigie: VigieProcess | undefined;
+    let riemannPort: number;
+    const certificates = OPENSSL_MISSING === undefined ? generateCertificates() : undefined;
+    const sockets: Socket[] = [];
+
+    beforeAll(async () => {
+      if (certificates === undefined) return;
+      ({ vigie, riemannPort } = await startWithRiemann(
+        { main: "{:default true :actions {:action :index :params [[:host :service]]}}" },
+        {
+          "tls-cert": certificates.serverCert,
+          "tls-key": certificates.serverKey,
+          "max-connections": 20,
+          "max-connections-per-address": 10,
+          "handshake-timeout": "500ms",
+        },
+      ));
+    });
+    afterAll(async () => {
+      for (const socket of sockets) socket.destroy();
+      await stop(vigie);
+    });
+
+    /** A TCP connection from `localAddress` that never starts TLS nor closes its side. */
+    async function silent(localAddress: string): Promise<Socket> {
+      const socket = connectTcp({ host: "127.0.0.1", port: riemannPort, localAddress, allowHalfOpen: true });
+      sockets.push(socket);
+      socket.on("error", () => {});
+      socket.resume();
+      await new Promise((resolve) => socket.once("connect", resolve));
+      return socket;
+    }
+
+    async function metric(line: RegExp): Promise<string | undefined> {
+      const text = await (await fetch(`${vigie?.baseUrl}/metrics`)).text();
+      return line.exec(text)?.[1];
+    }
+
+    it("frees the slots of clients that never finish their handshake, then serves riemann-client", async () => {
+      if (certificates === undefined) return;
+      // Every slot taken, ten per address; half of the clients ended their side (CLOSE-WAIT).
+      const addresses = ["127.0.0.1", "127.0.0.3"];
+      const taken = await Promise.all(Array.from({ length: 20 }, (_, i) => silent(addresses[i % 2] as string)));
+      for (const socket of taken.slice(0, 10)) socket.end();
+      // riemann-client's TLS needs a certificate of its own, which this server does not ask for.
+      const tls = [
+        "--tls",
+        "-o",
+        `cafile=${certificates.caCert}`,
+        "-o",
+        `certfile=${certificates.clientCert}`,
+        "-o",
+        `keyfile=${certificates.clientKey}`,
+      ];
+      // Another client is refused meanwhile.
+      const refused = await run(RIEMANN_CLIENT, ["send", ...tls, "-h", "refused", "127.0.0.1", String(riemannPort)]);
+      expect(refused.code).not.toBe(0);
+      // The server ends each silent connection within the handshake timeout (and some margin).
+      await until(
+        async () => (taken.every((socket) => socket.readableEnded) ? true : undefined),
+        "every silent connection to be closed by the server",
+        5_000,
+      );
+      const sent = await run(RIEMANN_CLIENT, [
+        "send",
+        ...tls,
+        "-h",
+        "served",
+        "-S",
+        "after-timeouts",
+        "127.0.0.1",
+        String(riemannPort),
+      ]);
+      expect(sent, sent.stderr).toMatchObject({ code: 0 });
+      expect(vigie && (await indexed(vigie, "main", '[:= :service "after-timeouts"]'))).toHaveLength(1);
+      expect(await metric(/^riemann_refused_connections_total\{reason="handshake-timeout"\} (\d+)$/m)).toBe("20");
+      expect(Number(await metric(/^riemann_refused_connections_total\{reason="max-connections"\} (\d+)$/m))).toBe(1);
+    });
+
+    it("closes connections beyond max-connections-per-address, other addresses served", async () => {
+      if (certificates === undefined) return;
+      const ca = certificates.read(certificates.caCert);
+      const mine = await Promise.all(Array.from({ length: 10 }, () => RiemannClient.connect(riemannPort, { ca })));
+      clients.push(...mine);
+      const beyond = await RiemannClient.connect(riemannPort, { ca }).then(
+        (client) => {
+          clients.push(client);
+          return client.closed.then(() => "closed");
+        },
+        () => "refused",
+      );
+      expect(["closed", "refused"]).toContain(beyond);
+      const other = await RiemannClient.connect(riemannPort, { ca }, "127.0.0.2");
+      clients.push(other);
+      expect(await other.send({ events: [{ host: "other", time: 1 }] })).toMatchObject({ ok: true });
+      expect(await mine[0]?.send({ events: [{ host: "mine", time: 1 }] })).toMatchObject({ ok: true });
+      expect(await metric(/^riemann_refused_connections_total\{reason="max-connections-per-address"\} (\d+)$/m)).toBe(
+        "1",
+      );
+      for (const client of mine) client.destroy();
     });
   },
 );

@@ -174,16 +174,50 @@ describe("streams.async-queues", () => {
 });
 
 describe("streams.riemann", () => {
-  it("is off by default, on 127.0.0.1:5555 with 16 MiB frames", () => {
+  it("is off by default, on 127.0.0.1:5555 with 16 MiB frames and the bounds of its connections", () => {
     expect(section({}).riemann).toEqual({
       enabled: false,
       host: "127.0.0.1",
       port: 5555,
       "max-connections": 1000,
+      "max-connections-per-address": 50,
       "max-frame-size": 16 * 1024 * 1024,
+      "max-buffered-bytes": 256 * 1024 * 1024,
+      "handshake-timeout": { text: "10s", milliseconds: 10_000 },
+      "frame-timeout": { text: "30s", milliseconds: 30_000 },
       "max-query-results": 10_000,
     });
     expect(section({})["drain-timeout"]).toMatchObject({ milliseconds: 5000 });
+  });
+
+  it("takes its bounds, timeouts between 1 ms and 1 h", () => {
+    expect(
+      section({
+        riemann: {
+          "max-connections-per-address": 5,
+          "max-buffered-bytes": "64MiB",
+          "handshake-timeout": "500ms",
+          "frame-timeout": "1m",
+        },
+      }).riemann,
+    ).toMatchObject({
+      "max-connections-per-address": 5,
+      "max-buffered-bytes": 64 * 1024 * 1024,
+      "handshake-timeout": { milliseconds: 500 },
+      "frame-timeout": { milliseconds: 60_000 },
+    });
+    expect(refusal({ riemann: { "max-connections-per-address": 0 } })).toMatch(
+      /^invalid configuration: streams.riemann.max-connections-per-address: must be an integer between 1 and/,
+    );
+    expect(refusal({ riemann: { "handshake-timeout": "0s" } })).toMatch(
+      /^invalid configuration: streams.riemann.handshake-timeout: must be at least 1ms/,
+    );
+    expect(refusal({ riemann: { "frame-timeout": "2h" } })).toMatch(
+      /^invalid configuration: streams.riemann.frame-timeout: must be at most 1h/,
+    );
+    expect(refusal({ riemann: { "max-buffered-bytes": "lots" } })).toMatch(
+      /^invalid configuration: streams.riemann.max-buffered-bytes: /,
+    );
   });
 
   it("needs both halves of TLS, and TLS for client certificates", () => {

@@ -65,13 +65,18 @@ export class RiemannClient {
     this.closed = new Promise((resolve) => socket.once("close", () => resolve()));
   }
 
-  /** Connects (with TLS when `tls` is given) and resolves once the connection is usable. */
-  static async connect(port: number, tls?: ClientTls): Promise<RiemannClient> {
+  /**
+   * Connects (with TLS when `tls` is given) and resolves once the connection is usable.
+   * @param localAddress the client's address, another loopback address than 127.0.0.1 (127.0.0.2 …)
+   *   to stand for another client
+   */
+  static async connect(port: number, tls?: ClientTls, localAddress?: string): Promise<RiemannClient> {
+    const from = localAddress === undefined ? {} : { localAddress };
     return new Promise((resolve, reject) => {
       const socket =
         tls === undefined
-          ? connectTcp({ host: "127.0.0.1", port }, () => resolve(new RiemannClient(socket)))
-          : connectTls({ host: "127.0.0.1", port, servername: "localhost", ...tls }, () =>
+          ? connectTcp({ host: "127.0.0.1", port, ...from }, () => resolve(new RiemannClient(socket)))
+          : connectTls({ host: "127.0.0.1", port, servername: "localhost", ...from, ...tls }, () =>
               resolve(new RiemannClient(socket)),
             );
       socket.once("error", reject);

@@ -7,13 +7,23 @@
  * before the next frame is looked at; a message of many events is handled a slice per turn of the
  * event loop, its connection paused meanwhile (see RiemannHandler). When the socket's write buffer is full
  * (`write` returns false: the client does not read its replies fast enough) reading pauses until
- * `drain`, so a fast client is slowed by TCP back-pressure and nothing is buffered without bound:
- * per connection, at most one partial frame (up to `max-frame-size`), the chunk being read and the
- * socket's own buffers. A partial frame is held for {@link FRAME_TIMEOUT_MS} at most, counted from
- * its first bytes: a client that sends a length and then trickles or stops gets an error reply and
- * is closed, so that `max-connections` slow clients cannot pin `max-frame-size` each for ever. A
- * connection with nothing buffered has no deadline (collectd stays connected, idle, between its
- * intervals).
+ * `drain`, so a fast client is slowed by TCP back-pressure.
+ *
+ * Nothing is held without bound, and no client can take the input for itself:
+ * - connections: at most `max-connections`, and at most `max-connections-per-address` from one
+ *   client address, TLS handshakes in progress included; beyond either, a new connection is
+ *   closed as it arrives, counted, and logged at most once a minute;
+ * - TLS handshakes: one not finished within `handshake-timeout`, or failed, destroys its socket at
+ *   once, which frees its slot (Node only reports such a socket; left alone, a client that never
+ *   speaks TLS would hold its slot for good);
+ * - a frame whose rest does not arrive within `frame-timeout` of its first bytes: the client gets
+ *   an error reply and the connection is closed (destroyed within {@link CLOSE_GRACE_MS} if the
+ *   client does not close its side), so that slow clients cannot pin `max-frame-size` each for
+ *   ever. A connection with nothing buffered has no deadline (collectd stays connected, idle,
+ *   between its intervals);
+ * - bytes held for clients, all connections together (frames partly received, frames not handled
+ *   yet or being handled, replies not read yet): at most `max-buffered-bytes`; beyond, the
+ *   connection that waited longest on its client is closed (see ByteBudget).
  *
  * Bad input never takes the process down: an undecodable frame gets an error reply and the
  * connection goes on (the framing is intact); a frame longer than `max-frame-size` gets an error
@@ -27,44 +37,19 @@ import { createServer as createTlsServer, type TlsOptions } from "node:tls";
 import type { FastifyBaseLogger } from "fastify";
 import type { RiemannSettings } from "../config.js";
 import type { StreamEngine } from "../engine.js";
-import type { RiemannMetrics } from "../metrics.js";
-import { FrameReader } from "./framing.js";
+import type { RiemannMetrics, RiemannRefusal } from "../metrics.js";
+import { ByteBudget } from "./budget.js";
+import { CLOSE_GRACE_MS, Connection, type ConnectionContext } from "./connection.js";
 import { RiemannHandler, reasonOf } from "./handler.js";
 
 /** What the server needs besides its settings and the engine. */
 export interface RiemannServerOptions {
   readonly metrics: RiemannMetrics;
   readonly logger: FastifyBaseLogger;
-  /**
-   * How long a frame may take to arrive once its first bytes did, in milliseconds; default
-   * {@link FRAME_TIMEOUT_MS}. Not a setting: tests shorten it.
-   */
-  readonly frameTimeoutMs?: number;
 }
 
-/**
- * How long a closing connection may take to flush its last replies and see the peer's end before
- * it is destroyed, in milliseconds (a peer that never reads would otherwise hold it forever).
- */
-export const CLOSE_GRACE_MS = 2_000;
-
-/** How long a TLS client may take to complete its handshake, in milliseconds. */
-export const HANDSHAKE_TIMEOUT_MS = 10_000;
-
-/**
- * How long a frame may take to arrive once its first bytes did, in milliseconds: past it, the
- * client gets an error reply and the connection is closed. 16 MiB (the default `max-frame-size`)
- * within 30 s needs about 4.5 Mbit/s; collectd and riemann-client send a message in one write.
- */
-export const FRAME_TIMEOUT_MS = 30_000;
-
-/** The bounds of one connection. */
-interface ConnectionLimits {
-  /** Bytes of a frame's body at most (`max-frame-size`). */
-  readonly maxFrameSize: number;
-  /** Milliseconds for a frame to arrive once its first bytes did. */
-  readonly frameTimeoutMs: number;
-}
+/** How often a warning about one bound is logged at most, in milliseconds. */
+const WARNING_INTERVAL_MS = 60_000;
 
 /** The Riemann protocol input of one Vigie instance. */
 export class RiemannServer {
@@ -72,13 +57,16 @@ export class RiemannServer {
   readonly #handler: RiemannHandler;
   readonly #logger: FastifyBaseLogger;
   readonly #metrics: RiemannMetrics;
-  readonly #frameTimeoutMs: number;
+  readonly #context: ConnectionContext;
   readonly #connections = new Set<Connection>();
   /** Every accepted TCP socket, TLS handshakes in progress included, so that close() ends them all. */
   readonly #sockets = new Set<Socket>();
+  /** Open TCP sockets by client address (TLS handshakes in progress included). */
+  readonly #perAddress = new Map<string, number>();
+  /** When a warning about each bound was last logged (Date.now(), milliseconds). */
+  readonly #lastWarnings = new Map<string, number>();
   #server: Server | undefined;
   #closing = false;
-  #lastDropWarning = Number.NEGATIVE_INFINITY;
   #closed: Promise<void> | undefined;
 
   constructor(settings: RiemannSettings, engine: StreamEngine, options: RiemannServerOptions) {
@@ -86,7 +74,25 @@ export class RiemannServer {
     this.#handler = new RiemannHandler(settings, engine, options.metrics);
     this.#logger = options.logger;
     this.#metrics = options.metrics;
-    this.#frameTimeoutMs = options.frameTimeoutMs ?? FRAME_TIMEOUT_MS;
+    const metrics = options.metrics;
+    this.#context = {
+      handler: this.#handler,
+      logger: options.logger,
+      metrics,
+      budget: new ByteBudget(
+        settings["max-buffered-bytes"],
+        () => this.#connections,
+        (delta) => metrics.buffered(delta),
+      ),
+      maxFrameSize: settings["max-frame-size"],
+      frameTimeout: settings["frame-timeout"],
+      warn: (bound, fields, message) => this.#warn(bound, fields, message),
+    };
+  }
+
+  /** Bytes the connections hold for their clients now, all together (see `max-buffered-bytes`). */
+  get buffered(): number {
+    return this.#context.budget.total;
   }
 
   /**
@@ -104,23 +110,20 @@ export class RiemannServer {
       server = createTcpServer({ allowHalfOpen: true, noDelay: true }, onConnection);
     } else {
       try {
-        server = createTlsServer(
-          { ...tls, allowHalfOpen: true, noDelay: true, handshakeTimeout: HANDSHAKE_TIMEOUT_MS },
-          onConnection,
-        );
+        const handshakeTimeout = this.#settings["handshake-timeout"].milliseconds;
+        server = createTlsServer({ ...tls, allowHalfOpen: true, noDelay: true, handshakeTimeout }, onConnection);
       } catch (error) {
         throw new Error(`streams.riemann: invalid TLS files (${this.#tlsFiles()}): ${reasonOf(error)}`);
       }
-      // A failed handshake (no or a wrong client certificate, not TLS at all) is the client's problem.
-      server.on("tlsClientError", (error) => this.#logger.debug({ err: error }, "riemann: TLS handshake failed"));
+      server.on("tlsClientError", (error: NodeJS.ErrnoException, socket: Socket) =>
+        this.#handshakeFailed(error, socket),
+      );
     }
     // Each connection may hold a partial frame of up to max-frame-size: their number is bounded too.
     server.maxConnections = this.#settings["max-connections"];
-    server.on("drop", () => this.#warnDropped());
-    server.on("connection", (socket: Socket) => {
-      this.#sockets.add(socket);
-      socket.once("close", () => this.#sockets.delete(socket));
-    });
+    server.on("drop", () => this.#refuse("max-connections", this.#settings["max-connections"]));
+    // Before anything else sees the socket (the TLS layer, #accept): a refused one goes no further.
+    server.prependListener("connection", (socket: Socket) => this.#admit(socket));
     const { host, port } = this.#settings;
     await new Promise<void>((resolve, reject) => {
       server.once("error", (error) =>
@@ -178,15 +181,67 @@ export class RiemannServer {
     return { cert, key, ca: await readSetting("tls-ca", caFile), requestCert: true, rejectUnauthorized: true };
   }
 
-  /** Logs connections refused over `max-connections`, at most once a minute. */
-  #warnDropped(): void {
-    const now = Date.now();
-    if (now - this.#lastDropWarning < 60_000) return;
-    this.#lastDropWarning = now;
-    this.#logger.warn(
-      { limit: this.#settings["max-connections"] },
-      "riemann: connection refused, streams.riemann.max-connections reached",
+  /**
+   * A new TCP socket: closed at once when the server is closing or its client address already has
+   * `max-connections-per-address` open, else counted until it closes.
+   */
+  #admit(socket: Socket): void {
+    const address = socket.remoteAddress;
+    if (this.#closing || address === undefined) {
+      // No address: the client is already gone.
+      socket.destroy();
+      return;
+    }
+    const open = this.#perAddress.get(address) ?? 0;
+    const limit = this.#settings["max-connections-per-address"];
+    if (open >= limit) {
+      socket.destroy();
+      this.#refuse("max-connections-per-address", limit);
+      return;
+    }
+    this.#perAddress.set(address, open + 1);
+    this.#sockets.add(socket);
+    socket.once("close", () => {
+      this.#sockets.delete(socket);
+      const left = (this.#perAddress.get(address) ?? 1) - 1;
+      if (left === 0) this.#perAddress.delete(address);
+      else this.#perAddress.set(address, left);
+    });
+  }
+
+  /**
+   * A TLS handshake timed out or failed (no or a wrong client certificate, not TLS at all): the
+   * client's problem, logged at debug level, but its socket is destroyed here, at once, for Node
+   * only reports it and would leave it open, holding its slot for good. A client that went away
+   * before its handshake (a reset, or refused by #admit) is not counted.
+   */
+  #handshakeFailed(error: NodeJS.ErrnoException, socket: Socket): void {
+    socket.destroy();
+    this.#logger.debug({ err: error, remote: socket.remoteAddress }, "riemann: TLS handshake failed");
+    if (error.code === "ECONNRESET") return;
+    if (error.code === "ERR_TLS_HANDSHAKE_TIMEOUT") {
+      this.#metrics.refused("handshake-timeout");
+    } else {
+      this.#metrics.refused("tls-handshake");
+    }
+  }
+
+  /** Counts a connection refused by a bound, and logs it at most once a minute per bound. */
+  #refuse(bound: RiemannRefusal, limit: number): void {
+    this.#metrics.refused(bound);
+    this.#warn(
+      bound,
+      { limit },
+      `riemann: connection refused, streams.riemann.${bound} reached (logged at most once a minute)`,
     );
+  }
+
+  /** Logs a warning about `bound`, unless one was logged less than a minute ago. */
+  #warn(bound: string, fields: Record<string, unknown>, message: string): void {
+    const now = Date.now();
+    if (now - (this.#lastWarnings.get(bound) ?? Number.NEGATIVE_INFINITY) < WARNING_INTERVAL_MS) return;
+    this.#lastWarnings.set(bound, now);
+    this.#logger.warn(fields, message);
   }
 
   #tlsFiles(): string {
@@ -197,13 +252,14 @@ export class RiemannServer {
       .join(", ");
   }
 
+  /** A connection ready for frames (TCP: admitted; TLS: its handshake done). */
   #accept(socket: Socket): void {
+    if (socket.destroyed) return; // refused by #admit
     if (this.#closing) {
       socket.destroy();
       return;
     }
-    const limits = { maxFrameSize: this.#settings["max-frame-size"], frameTimeoutMs: this.#frameTimeoutMs };
-    const connection = new Connection(socket, this.#handler, limits, this.#logger, () => {
+    const connection = new Connection(socket, this.#context, () => {
       this.#connections.delete(connection);
       this.#metrics.connections(-1);
     });
@@ -221,231 +277,4 @@ async function readSetting(name: string, file: string): Promise<Buffer> {
   }
 }
 
-/** One client connection: frames in, replies out, in order. */
-class Connection {
-  readonly #socket: Socket;
-  readonly #handler: RiemannHandler;
-  readonly #reader: FrameReader;
-  readonly #logger: FastifyBaseLogger;
-  readonly #frameTimeoutMs: number;
-  /**
-   * When the first bytes of the frame being waited for arrived (performance.now(), milliseconds);
-   * undefined when no frame is partly received, or when the server, not the peer, holds things up
-   * (a message handled in slices, a client not reading its replies).
-   */
-  #partialSince: number | undefined;
-  /**
-   * Fires at the earliest when the partial frame's time is up; armed only while bytes are buffered.
-   * Not re-armed per frame: when it fires it looks at {@link #partialSince} and waits for what is
-   * left of the current frame's time, so that fast clients whose frames straddle chunks do not
-   * set and clear a timer per chunk.
-   */
-  #frameTimer: NodeJS.Timeout | undefined;
-  /** Waiting for `drain` before handling more frames. */
-  #blocked = false;
-  /** A message is being handled in slices: the next frames wait for its reply. */
-  #busy = false;
-  /** The peer ended its side: what is buffered is all there will be. */
-  #peerEnded = false;
-  /** No more frames are handled (closing); what arrives is discarded. */
-  #finished = false;
-  #graceTimer: NodeJS.Timeout | undefined;
-  /** Resolves once the socket is closed and the connection counted out. */
-  readonly closed: Promise<void>;
-
-  constructor(
-    socket: Socket,
-    handler: RiemannHandler,
-    limits: ConnectionLimits,
-    logger: FastifyBaseLogger,
-    onClose: () => void,
-  ) {
-    this.#socket = socket;
-    this.#handler = handler;
-    this.#reader = new FrameReader(limits.maxFrameSize);
-    this.#frameTimeoutMs = limits.frameTimeoutMs;
-    this.#logger = logger;
-    socket.on("data", (chunk: Buffer) => {
-      if (this.#finished) return;
-      this.#reader.push(chunk);
-      this.#process();
-    });
-    socket.on("drain", () => {
-      if (!this.#blocked) return;
-      this.#blocked = false;
-      this.#process();
-      if (!this.#blocked && !this.#busy && !this.#finished) socket.resume();
-    });
-    socket.on("end", () => {
-      this.#peerEnded = true;
-      // When finished, our side is ending too: the socket closes itself once the last reply is out.
-      // While a message is handled in slices, its reply resumes the processing.
-      if (!this.#finished && !this.#busy) this.#process();
-    });
-    socket.on("error", (error) => {
-      // Resets and broken pipes are what clients that vanish look like; `close` follows.
-      this.#logger.debug({ err: error, remote: socket.remoteAddress }, "riemann: connection error");
-    });
-    this.closed = new Promise((resolve) => {
-      socket.on("close", () => {
-        this.#finished = true;
-        this.#reader.clear();
-        this.#stopFrameTimer();
-        if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer);
-        onClose();
-        resolve();
-      });
-    });
-  }
-
-  /** Ends the connection after the frame being handled (called when the server closes). */
-  close(): void {
-    this.#finish();
-  }
-
-  /** Handles the buffered frames, in order, until one is incomplete or the socket must drain. */
-  #process(): void {
-    const socket = this.#socket;
-    socket.cork();
-    try {
-      while (!this.#blocked && !this.#busy && !this.#finished) {
-        const next = this.#reader.next();
-        switch (next.kind) {
-          case "frame": {
-            // This frame arrived in time; the next one's time starts when its first bytes are seen.
-            this.#partialSince = undefined;
-            const reply = this.#handler.handle(next.body);
-            if (reply instanceof Promise) {
-              // A large message goes through a slice per turn: read nothing more until it is answered.
-              this.#busy = true;
-              socket.pause();
-              void reply.then((answer) => this.#answered(answer));
-              return;
-            }
-            if (!socket.write(reply)) {
-              this.#blocked = true;
-              socket.pause();
-            }
-            break;
-          }
-          case "oversized": {
-            const limit = this.#reader.maxFrameSize;
-            this.#logger.debug({ remote: socket.remoteAddress, length: next.length, limit }, "riemann: frame too long");
-            socket.write(
-              this.#handler.refuse(
-                `frame of ${next.length} bytes is over the limit of ${limit} bytes (streams.riemann.max-frame-size): closing the connection`,
-              ),
-            );
-            this.#finish();
-            return;
-          }
-          case "incomplete":
-            if (this.#peerEnded) this.#endOfInput();
-            else this.#awaitFrame();
-            return;
-        }
-      }
-    } finally {
-      socket.uncork();
-    }
-  }
-
-  /**
-   * The reply to a message handled in slices: written, then the next frames are handled. Undefined
-   * when the handler stopped it (the server is closing, so is this connection).
-   */
-  #answered(reply: Buffer | undefined): void {
-    this.#busy = false;
-    if (this.#finished || reply === undefined) return;
-    const socket = this.#socket;
-    if (!socket.write(reply)) {
-      this.#blocked = true;
-      return;
-    }
-    this.#process();
-    if (!this.#blocked && !this.#busy && !this.#finished) socket.resume();
-  }
-
-  /**
-   * Waiting for the peer's bytes: with part of a frame buffered, its deadline runs from when those
-   * bytes were first seen; with nothing buffered, there is no deadline and no timer (idle clients).
-   */
-  #awaitFrame(): void {
-    if (this.#reader.buffered === 0) {
-      this.#partialSince = undefined;
-      this.#stopFrameTimer();
-      return;
-    }
-    this.#partialSince ??= performance.now();
-    this.#frameTimer ??= this.#startFrameTimer(this.#frameTimeoutMs);
-  }
-
-  #startFrameTimer(delayMs: number): NodeJS.Timeout {
-    const timer = setTimeout(() => this.#frameTimeUp(), delayMs);
-    // Never what keeps the process alive: the server's own handle does that while it runs.
-    timer.unref();
-    return timer;
-  }
-
-  #stopFrameTimer(): void {
-    if (this.#frameTimer === undefined) return;
-    clearTimeout(this.#frameTimer);
-    this.#frameTimer = undefined;
-  }
-
-  /**
-   * The frame timer fired: nothing to do when no frame is partly received any more, wait for the
-   * rest of the current frame's time when it started later, else refuse the frame and close.
-   */
-  #frameTimeUp(): void {
-    this.#frameTimer = undefined;
-    const since = this.#partialSince;
-    if (since === undefined || this.#finished) return;
-    const left = since + this.#frameTimeoutMs - performance.now();
-    if (left > 0) {
-      this.#frameTimer = this.#startFrameTimer(left);
-      return;
-    }
-    const socket = this.#socket;
-    const buffered = this.#reader.buffered;
-    const declared = this.#reader.declaredLength;
-    this.#logger.debug({ remote: socket.remoteAddress, buffered, declared }, "riemann: frame not completed in time");
-    socket.write(
-      this.#handler.refuse(`frame not completed within ${this.#frameTimeoutMs / 1000} s: closing the connection`),
-    );
-    this.#finish();
-  }
-
-  /** The peer ended its side and every whole frame is answered: answer a truncated one, then end. */
-  #endOfInput(): void {
-    const buffered = this.#reader.buffered;
-    if (buffered > 0 && this.#socket.writable) {
-      const declared = this.#reader.declaredLength;
-      const expected = declared === undefined ? "a 4-byte length" : `${declared} bytes and its 4-byte length`;
-      this.#logger.debug({ remote: this.#socket.remoteAddress, buffered, declared }, "riemann: truncated frame");
-      this.#socket.write(
-        this.#handler.refuse(`truncated frame: the connection ended after ${buffered} bytes of ${expected}`),
-      );
-    }
-    this.#finish();
-  }
-
-  /**
-   * Handles no more frames, ends the socket once its replies are flushed and discards what still
-   * arrives, so the peer can read the last reply before the connection closes (closing with unread
-   * input would reset it); destroys it after {@link CLOSE_GRACE_MS} if the peer lingers.
-   */
-  #finish(): void {
-    if (this.#finished) return;
-    this.#finished = true;
-    this.#reader.clear();
-    this.#partialSince = undefined;
-    this.#stopFrameTimer();
-    const socket = this.#socket;
-    // Once both sides have ended, the socket destroys itself (autoDestroy).
-    socket.end();
-    socket.resume();
-    this.#graceTimer = setTimeout(() => socket.destroy(), CLOSE_GRACE_MS);
-    this.#graceTimer.unref();
-  }
-}
+export { CLOSE_GRACE_MS };

@@ -1,16 +1,17 @@
 import { writeFileSync } from "node:fs";
-import { connect as connectTcp, createServer } from "node:net";
+import { connect as connectTcp, createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import fc from "fast-check";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import type { Duration } from "../../../src/platform/duration.js";
 import type { RiemannSettings } from "../../../src/streams/config.js";
 import { parseEdn } from "../../../src/streams/edn.js";
 import { StreamEngine } from "../../../src/streams/engine.js";
-import type { RiemannMetrics } from "../../../src/streams/metrics.js";
+import type { RiemannClosure, RiemannMetrics, RiemannRefusal } from "../../../src/streams/metrics.js";
 import { EVENTS_PER_SLICE } from "../../../src/streams/riemann/handler.js";
 import { type EncodableEvent, encodeMsg } from "../../../src/streams/riemann/protocol.js";
-import { CLOSE_GRACE_MS, FRAME_TIMEOUT_MS, RiemannServer } from "../../../src/streams/riemann/server.js";
+import { CLOSE_GRACE_MS, RiemannServer } from "../../../src/streams/riemann/server.js";
 import { generateCertificates, OPENSSL_MISSING } from "../../healthchecks/certificates.js";
 import { frameOf, RiemannClient, withLength } from "../../support/riemann.js";
 import { temporaryDirectory } from "../../support/temporary.js";
@@ -21,6 +22,12 @@ const INDEX_ALL = "{:default true :actions {:action :index :params [[:host :serv
 
 function recordingMetrics() {
   const counts = { connections: 0, ok: 0, error: 0, events: 0 };
+  /** What the bounds did: connections refused and closed by reason, bytes held for clients. */
+  const bounds = {
+    refused: {} as Partial<Record<RiemannRefusal, number>>,
+    closed: {} as Partial<Record<RiemannClosure, number>>,
+    buffered: 0,
+  };
   const metrics: RiemannMetrics = {
     connections: (delta) => {
       counts.connections += delta;
@@ -31,9 +38,21 @@ function recordingMetrics() {
     events: (count) => {
       counts.events += count;
     },
+    refused: (reason) => {
+      bounds.refused[reason] = (bounds.refused[reason] ?? 0) + 1;
+    },
+    closed: (reason) => {
+      bounds.closed[reason] = (bounds.closed[reason] ?? 0) + 1;
+    },
+    buffered: (delta) => {
+      bounds.buffered += delta;
+    },
   };
-  return { counts, metrics };
+  return { counts, bounds, metrics };
 }
+
+/** A duration setting of `milliseconds`, as the configuration gives it. */
+const ms = (milliseconds: number): Duration => ({ text: `${milliseconds}ms`, milliseconds });
 
 /** Settings as the configuration gives them, on 127.0.0.1 and any port, with `changes`. */
 function settingsOf(changes: Partial<RiemannSettings> = {}): RiemannSettings {
@@ -46,6 +65,10 @@ function settingsOf(changes: Partial<RiemannSettings> = {}): RiemannSettings {
     "tls-ca": undefined,
     "max-frame-size": 1024 * 1024,
     "max-connections": 1000,
+    "max-connections-per-address": 50,
+    "max-buffered-bytes": 256 * 1024 * 1024,
+    "handshake-timeout": { text: "10s", milliseconds: 10_000 },
+    "frame-timeout": { text: "30s", milliseconds: 30_000 },
     "max-query-results": 10_000,
     "query-stream": undefined,
     ...changes,
@@ -54,31 +77,66 @@ function settingsOf(changes: Partial<RiemannSettings> = {}): RiemannSettings {
 
 const servers: RiemannServer[] = [];
 const clients: RiemannClient[] = [];
+const sockets: Socket[] = [];
 
 afterEach(async () => {
   for (const client of clients.splice(0)) client.destroy();
+  for (const socket of sockets.splice(0)) socket.destroy();
   await Promise.all(servers.splice(0).map((server) => server.close()));
 });
 
 /**
- * A server on 127.0.0.1, any port, over `engine`.
- * @param frameTimeoutMs the frame deadline (default: the server's, {@link FRAME_TIMEOUT_MS})
+ * A server on 127.0.0.1, any port, over `engine`; `logs` collects its warnings.
+ * @param frameTimeoutMs the frame deadline (default: the setting's)
  */
 async function serve(engine: StreamEngine, settings: Partial<RiemannSettings> = {}, frameTimeoutMs?: number) {
-  const { counts, metrics } = recordingMetrics();
-  const server = new RiemannServer(settingsOf(settings), engine, {
-    metrics,
-    logger: pino({ level: "silent" }),
-    ...(frameTimeoutMs === undefined ? {} : { frameTimeoutMs }),
-  });
+  const { counts, bounds, metrics } = recordingMetrics();
+  const logs: Array<{ msg: string }> = [];
+  const logger = pino({ level: "warn" }, { write: (line: string) => logs.push(JSON.parse(line)) });
+  const server = new RiemannServer(
+    settingsOf({ ...settings, ...(frameTimeoutMs === undefined ? {} : { "frame-timeout": ms(frameTimeoutMs) }) }),
+    engine,
+    { metrics, logger },
+  );
   servers.push(server);
   const port = await server.listen();
-  const connect = async (tls?: Parameters<typeof RiemannClient.connect>[1]) => {
-    const client = await RiemannClient.connect(port, tls);
+  const connect = async (tls?: Parameters<typeof RiemannClient.connect>[1], localAddress?: string) => {
+    const client = await RiemannClient.connect(port, tls, localAddress);
     clients.push(client);
     return client;
   };
-  return { server, port, counts, connect };
+  return { server, port, counts, bounds, logs, connect };
+}
+
+/**
+ * A bare TCP connection to 127.0.0.1:`port` that keeps its side open when the server ends its own
+ * (as a client that neither speaks nor closes), destroyed after the test.
+ */
+async function rawConnect(port: number): Promise<Socket> {
+  const socket = connectTcp({ host: "127.0.0.1", port, allowHalfOpen: true });
+  sockets.push(socket);
+  socket.on("error", () => {});
+  // Reads (and drops) what the server sends, so that its end is seen.
+  socket.resume();
+  await new Promise((resolve) => socket.once("connect", resolve));
+  return socket;
+}
+
+/** Resolves when the server ended or closed `socket`; rejects after `timeoutMs`. */
+async function serverEnded(socket: Socket, timeoutMs: number): Promise<void> {
+  if (socket.readableEnded || socket.destroyed) return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`the server did not close the socket within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    socket.once("end", done);
+    socket.once("close", done);
+  });
 }
 
 /** A server on 127.0.0.1, any port, over a recording engine with the given streams (EDN by name). */
@@ -542,7 +600,7 @@ describe("bad input", () => {
   });
 
   it("answers a frame over max-frame-size, then closes the connection", async () => {
-    const { connect, counts } = await start(undefined, { "max-frame-size": 1000 });
+    const { connect, counts, bounds } = await start(undefined, { "max-frame-size": 1000 });
     const client = await connect();
     client.write(withLength(encodeMsg({ events: [{ description: "x".repeat(2000) }] })));
     const reply = await client.reply();
@@ -554,6 +612,7 @@ describe("bad input", () => {
     });
     await client.closed;
     expect(counts).toMatchObject({ events: 0, error: 1 });
+    expect(bounds.closed).toEqual({ "max-frame-size": 1 });
     await until(async () => (counts.connections === 0 ? true : undefined), "the connection to be counted out");
   });
 
@@ -594,20 +653,20 @@ describe("bad input", () => {
   });
 
   it("closes a connection whose frame is not completed in time, with an error reply", async () => {
-    expect(FRAME_TIMEOUT_MS).toBe(30_000);
-    const { connect, counts } = await start(undefined, {}, 200);
+    const { connect, counts, bounds } = await start(undefined, {}, 200);
     const client = await connect();
     const frame = frameOf({ events: [{ host: "a", time: 1 }] });
     const started = Date.now();
     client.write(frame.subarray(0, frame.length - 1));
     expect(await client.reply()).toEqual({
       ok: false,
-      error: "frame not completed within 0.2 s: closing the connection",
+      error: "frame not completed within 200ms (streams.riemann.frame-timeout): closing the connection",
       events: [],
     });
     await client.closed;
     expect(Date.now() - started).toBeGreaterThanOrEqual(190);
     expect(counts).toMatchObject({ ok: 0, error: 1, events: 0 });
+    expect(bounds.closed).toEqual({ "frame-timeout": 1 });
     await until(async () => (counts.connections === 0 ? true : undefined), "the connection to be counted out");
   });
 
@@ -622,7 +681,9 @@ describe("bad input", () => {
       if (!client.socket.destroyed && client.socket.writable) client.write(Buffer.alloc(1));
     }, 50);
     try {
-      expect((await client.reply()).error).toBe("frame not completed within 0.3 s: closing the connection");
+      expect((await client.reply()).error).toBe(
+        "frame not completed within 300ms (streams.riemann.frame-timeout): closing the connection",
+      );
       await client.closed;
     } finally {
       clearInterval(trickle);
@@ -630,6 +691,26 @@ describe("bad input", () => {
     // Closed by the deadline of the first bytes, whatever came after them.
     expect(Date.now() - started).toBeLessThan(1_500);
     expect(counts.error).toBe(1);
+  });
+
+  it("destroys a connection whose frame is not completed in time even when its client keeps its side open", async () => {
+    const { port, counts, server } = await start(undefined, {}, 200);
+    const socket = await rawConnect(port);
+    const prefix = Buffer.alloc(4);
+    prefix.writeUInt32BE(100_000);
+    socket.write(Buffer.concat([prefix, Buffer.alloc(50_000)]));
+    await until(async () => (server.buffered === 50_004 ? true : undefined), "the partial frame to be held");
+    const started = Date.now();
+    // The client reads the error reply and the server's end, and never ends its own side.
+    await serverEnded(socket, 5_000);
+    expect(server.buffered).toBe(0);
+    await until(
+      async () => (counts.connections === 0 ? true : undefined),
+      "the connection to be destroyed",
+      CLOSE_GRACE_MS + 3_000,
+    );
+    expect(Date.now() - started).toBeLessThan(CLOSE_GRACE_MS + 3_000);
+    expect(socket.destroyed).toBe(false);
   });
 
   it("gives each frame its own deadline and keeps idle connections open", async () => {
@@ -685,6 +766,66 @@ describe("bad input", () => {
   });
 });
 
+describe("max-buffered-bytes", () => {
+  /** The first `bytes` bytes of a frame that declares `declared` bytes of body. */
+  const unfinished = (declared: number, bytes: number) => {
+    const prefix = Buffer.alloc(4);
+    prefix.writeUInt32BE(declared);
+    return Buffer.concat([prefix, Buffer.alloc(bytes)]);
+  };
+
+  it("closes the connection whose unfinished frame waited longest, with an error reply, and serves the others", async () => {
+    const limit = 1024 * 1024;
+    const { connect, counts, bounds, server, engine } = await start(undefined, {
+      "max-frame-size": limit,
+      "max-buffered-bytes": limit,
+    });
+    const idle = await connect();
+    const slow = await connect();
+    const fast = await connect();
+    slow.write(unfinished(1_000_000, 600_000));
+    await until(async () => (server.buffered === 600_004 ? true : undefined), "the slow client's bytes");
+    // About 930 kB of events: 600 kB held for the slow client and 500 kB of this one go over 1 MiB.
+    const frame = frameOf({
+      events: Array.from({ length: 3_000 }, (_, i) => ({ host: "h".repeat(300), service: `s${i}`, time: 1 })),
+    });
+    expect(frame.length).toBeLessThan(limit);
+    fast.write(frame.subarray(0, 500_000));
+    expect(await slow.reply()).toEqual({
+      ok: false,
+      error: `the input holds more than ${limit} bytes for its clients (streams.riemann.max-buffered-bytes) and this connection's unfinished frame waited longest: closing the connection`,
+      events: [],
+    });
+    await slow.closed;
+    expect(bounds.closed).toEqual({ "max-buffered-bytes": 1 });
+    fast.write(frame.subarray(500_000));
+    expect(await fast.reply()).toEqual({ ok: true, events: [] });
+    expect(indexed(engine)).toHaveLength(3_000);
+    expect(await idle.send({ events: [{ host: "idle", time: 2 }] })).toMatchObject({ ok: true });
+    expect(server.buffered).toBe(0);
+    expect(bounds.buffered).toBe(0);
+    await until(async () => (counts.connections === 2 ? true : undefined), "the slow client to be counted out");
+  });
+
+  it("destroys a client that does not read its replies once they hold more than the limit", async () => {
+    const { server, engine, connect, bounds, counts } = await start(undefined, { "max-buffered-bytes": 1024 * 1024 });
+    // About 9 MB of answer: more than the loopback's socket buffers take.
+    const description = "x".repeat(60_000);
+    engine
+      .get("main")
+      ?.push(Array.from({ length: 150 }, (_, i) => ({ host: "h", service: `s${i}`, time: 1, description })));
+    const client = await connect();
+    client.socket.pause();
+    client.write(frameOf({ query: "true" }));
+    // The client does not read, so it does not see the end: the server's count shows it.
+    await until(async () => (counts.connections === 0 ? true : undefined), "the connection to be destroyed", 5_000);
+    expect(bounds.closed).toEqual({ "max-buffered-bytes": 1 });
+    expect(server.buffered).toBe(0);
+    const other = await connect();
+    expect(await other.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
+  });
+});
+
 describe("listening and closing", () => {
   it("rejects with the address when the port is taken", async () => {
     const blocker = createServer();
@@ -717,6 +858,30 @@ describe("listening and closing", () => {
     await until(async () => (counts.connections === 1 ? true : undefined), "one connection");
     const fourth = await connect();
     expect(await fourth.send({ events: [{ host: "b", time: 2 }] })).toMatchObject({ ok: true });
+  });
+
+  it("closes connections beyond max-connections-per-address as they arrive, each address counted apart", async () => {
+    const { connect, counts, bounds, logs } = await start(undefined, { "max-connections-per-address": 3 });
+    const mine = [await connect(), await connect(), await connect()];
+    await until(async () => (counts.connections === 3 ? true : undefined), "three connections");
+    const fourth = await connect();
+    const fifth = await connect();
+    await Promise.all([fourth.closed, fifth.closed]);
+    expect(counts.connections).toBe(3);
+    expect(bounds.refused).toEqual({ "max-connections-per-address": 2 });
+    // Logged once, not once per refusal.
+    expect(logs.map((entry) => entry.msg)).toEqual([
+      "riemann: connection refused, streams.riemann.max-connections-per-address reached (logged at most once a minute)",
+    ]);
+    // Another client (another loopback address) is served.
+    const other = await connect(undefined, "127.0.0.2");
+    expect(await other.send({ events: [{ host: "b", time: 2 }] })).toMatchObject({ ok: true });
+    // The first ones are served, and a slot freed by one of them can be taken again.
+    expect(await mine[0]?.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
+    mine[1]?.destroy();
+    await until(async () => (counts.connections === 3 ? true : undefined), "one connection fewer");
+    const again = await connect();
+    expect(await again.send({ events: [{ host: "c", time: 3 }] })).toMatchObject({ ok: true });
   });
 
   it("ends open connections on close, after the frame being handled", async () => {
@@ -823,6 +988,62 @@ describe.skipIf(OPENSSL_MISSING !== undefined)("the Riemann input over TLS", () 
     await server.close();
     await ended;
     expect(Date.now() - started).toBeLessThan(CLOSE_GRACE_MS + 1_000);
+  });
+
+  it("destroys sockets whose handshake times out, so that max-connections frees for real clients", async () => {
+    const certificates = generateCertificates();
+    const { connect, port, bounds } = await start(undefined, {
+      "tls-cert": certificates.serverCert,
+      "tls-key": certificates.serverKey,
+      "max-connections": 20,
+      "handshake-timeout": ms(300),
+    });
+    // Every slot taken by TCP connections that never start TLS; half of them ended their side (the
+    // server's end of those sits in CLOSE-WAIT).
+    const silent = await Promise.all(Array.from({ length: 20 }, () => rawConnect(port)));
+    silent.forEach((socket, i) => {
+      if (i % 2 === 1) socket.end();
+    });
+    // Each sees the server close its connection; none closes its own.
+    await Promise.all(silent.map((socket) => serverEnded(socket, 5_000)));
+    expect(bounds.refused).toEqual({ "handshake-timeout": 20 });
+    const client = await connect({ ca: certificates.read(certificates.caCert) });
+    expect(await client.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
+  });
+
+  it("destroys a socket whose handshake fails at once, before the handshake timeout", async () => {
+    const certificates = generateCertificates();
+    const { port, bounds } = await start(undefined, {
+      "tls-cert": certificates.serverCert,
+      "tls-key": certificates.serverKey,
+    });
+    const socket = await rawConnect(port);
+    socket.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    await serverEnded(socket, 3_000);
+    expect(bounds.refused).toEqual({ "tls-handshake": 1 });
+  });
+
+  it("counts handshakes in progress against max-connections-per-address", async () => {
+    const certificates = generateCertificates();
+    const ca = certificates.read(certificates.caCert);
+    const { connect, port, bounds } = await start(undefined, {
+      "tls-cert": certificates.serverCert,
+      "tls-key": certificates.serverKey,
+      "max-connections-per-address": 2,
+    });
+    await rawConnect(port);
+    await rawConnect(port);
+    const refused = await RiemannClient.connect(port, { ca }).then(
+      (client) => {
+        clients.push(client);
+        return false;
+      },
+      () => true,
+    );
+    expect(refused).toBe(true);
+    expect(bounds.refused).toEqual({ "max-connections-per-address": 1 });
+    const other = await connect({ ca }, "127.0.0.2");
+    expect(await other.send({ events: [{ host: "a", time: 1 }] })).toMatchObject({ ok: true });
   });
 
   it("serves TLS without client certificates when tls-ca is not set", async () => {
