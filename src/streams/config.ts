@@ -249,7 +249,11 @@ const riemann: Validator<RiemannSettings> = (value, path) => {
 
 /** The streams section of the configuration (besides `enabled`). */
 export const streamsShape = {
-  /** Directories of streams files; the first one receives streams created with `:persist true`. */
+  /**
+   * Directories of streams files, the operator's: Vigie reads their `*.edn` files and never writes
+   * them. Streams created through the API with `:persist true` go to the `.vigie-api`
+   * subdirectory of the first one, which only Vigie writes.
+   */
   directories: withDefault(array(string({ min: 1 })), [] as string[]),
   /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (platform.md §2). */
   "ingestion-body-limit": withDefault(size(), 32 * 1024 * 1024),
