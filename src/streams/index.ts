@@ -126,6 +126,7 @@ export const streamsModule = defineModule({
     const hub: ChannelHub = new ChannelHub({
       metrics: channelMetrics(context.metrics, () => hub.subscriberCounts()),
       maxSubscribers: section["max-subscribers"],
+      maxSubscriptionsPerClient: section["max-subscriptions-per-client"],
     });
     const queueMetrics = asyncQueueMetrics(context.metrics, () => queues.backlog());
     const queues: AsyncQueues = new AsyncQueues(section["async-queues"], {
