@@ -1,6 +1,8 @@
 // Publish/subscribe benchmark (streams-io.md §6): the real server in one process, the WebSocket
 // subscribers (`ws` clients) in a child process, everything on loopback, each phase bounded.
-//   (a) 1 000 subscribers on one channel, 100 events/s published (100 000 frames/s delivered);
+//   (a) 1 000 subscribers on one channel, 100 events/s published (100 000 frames/s delivered), the
+//       subscribers spread over 127.0.0.2-127.0.0.21 (50 each) because one client address holds at
+//       most 100 subscriptions;
 //   (b) 100 subscribers, 1 000 events/s (100 000 frames/s).
 // Each beside a baseline measured in the same run: the same publish rate to a channel nobody
 // listens to. Per phase: whether every subscriber received every event exactly once and in the same
@@ -42,8 +44,11 @@ async function open({ url, count }) {
   for (const socket of sockets.splice(0)) socket.terminate();
   let opened = 0;
   // 50 handshakes at a time: the server's accept backlog stays small.
+  // Spread over 127.0.0.2-127.0.0.21: one client address holds at most 100 subscriptions.
+  let next = 0;
   const openOne = () => new Promise((resolve, reject) => {
-    const socket = new WebSocket(url, { perMessageDeflate: false });
+    const localAddress = "127.0.0." + (2 + (next++ % 20));
+    const socket = new WebSocket(url, { perMessageDeflate: false, localAddress });
     const state = fresh();
     socket.on("message", (data, isBinary) => {
       if (isBinary) binary++;

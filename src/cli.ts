@@ -33,7 +33,7 @@ import { allMigrations, buildServer, modules } from "./server.js";
 import {
   declarationsOf,
   formatStreamTestResults,
-  loadStreamDirectories,
+  loadConfiguredStreams,
   NO_DECLARATIONS,
   runStreamTests,
   streamsModule,
@@ -271,9 +271,9 @@ async function testStreams(files: string[], options: { config?: string }): Promi
   const config = await configFrom(options.config);
   const section = sectionOf(config, streamsModule);
   const declarations = section === undefined ? NO_DECLARATIONS : declarationsOf(section);
-  let streams: Awaited<ReturnType<typeof loadStreamDirectories>>;
+  let streams: Awaited<ReturnType<typeof loadConfiguredStreams>>;
   try {
-    streams = await loadStreamDirectories(section?.directories ?? [], declarations);
+    streams = await loadConfiguredStreams(section?.directories ?? [], declarations);
   } catch (error) {
     fail((error as Error).message, EXIT_FAILURE);
   }

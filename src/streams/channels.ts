@@ -14,6 +14,10 @@
  *   `slowCloseMs` (30 s) is closed with 1008 (policy violation, RFC 6455 §7.4.1).
  * - One timer pings every subscriber every `pingIntervalMs` (30 s); one that did not answer the
  *   previous ping with a pong (RFC 6455 §5.5.2–5.5.3) is terminated.
+ * - One client (a token, or a client address without tokens) holds at most
+ *   `maxSubscriptionsPerClient` subscriptions; one more is closed with 1008. A connection carries
+ *   exactly one subscription (the channel of its URL; what the client sends is never read), so the
+ *   bound per connection is one.
  */
 import type { Flow } from "./action.js";
 import type { Predicate } from "./condition.js";
@@ -27,7 +31,10 @@ import type { ChannelMetrics } from "./metrics.js";
 export const CloseCode = {
   /** 1001: the server is stopping. */
   goingAway: 1001,
-  /** 1008: the subscriber broke a rule (stayed over the buffer limit too long). */
+  /**
+   * 1008: the subscriber broke a rule (stayed over the buffer limit too long, or its client holds
+   * as many subscriptions as one may).
+   */
   policyViolation: 1008,
   /** 1013: Try Again Later, the server holds as many subscribers as it accepts. */
   tryAgainLater: 1013,
@@ -63,6 +70,11 @@ export interface ChannelHubOptions {
   readonly metrics: ChannelMetrics;
   /** Subscribers the hub holds at once, every channel together (`streams.max-subscribers`). */
   readonly maxSubscribers: number;
+  /**
+   * Subscriptions one client holds at once, every channel together
+   * (`streams.max-subscriptions-per-client`); default {@link defaultSubscriptionsPerClient}.
+   */
+  readonly maxSubscriptionsPerClient?: number | undefined;
   /** A subscriber whose socket buffers more than this many bytes misses events; default 1 MiB. */
   readonly bufferLimitBytes?: number;
   /** How long a subscriber may stay over the buffer limit before it is closed, in ms; default 30 000. */
@@ -73,9 +85,35 @@ export interface ChannelHubOptions {
   readonly clock?: () => number;
 }
 
+/**
+ * Who holds a subscription, for the bound per client: the token that opened it (with
+ * `security.require-token`), or else the client's address. `id` is compared only, never shown: the
+ * route gives a digest of the token, not the token.
+ */
+export interface SubscriberClient {
+  readonly kind: "token" | "address";
+  readonly id: string;
+}
+
+/**
+ * The default bound per client: a quarter of `maxSubscribers`, at most 100 and at least 1, so that
+ * no single client can take every slot of the server.
+ */
+export function defaultSubscriptionsPerClient(maxSubscribers: number): number {
+  return Math.max(1, Math.min(100, Math.floor(maxSubscribers / 4)));
+}
+
+/** The subscriptions one client holds now. */
+interface ClientCount {
+  readonly key: string;
+  count: number;
+}
+
 /** One subscriber of one channel. */
 interface Subscriber {
   readonly socket: SubscriberSocket;
+  /** Its client's count, `undefined` for a subscriber the route did not attribute (tests). */
+  readonly client: ClientCount | undefined;
   /** Only events it accepts are sent; `undefined` sends every event. */
   readonly matches: Predicate | undefined;
   readonly channel: Channel;
@@ -127,6 +165,9 @@ export class ChannelHub {
   readonly #channels = new Map<string, Channel>();
   readonly #metrics: ChannelMetrics;
   readonly #maxSubscribers: number;
+  readonly #maxPerClient: number;
+  /** Subscriptions per client (`kind:id`), clients with at least one only. */
+  readonly #clients = new Map<string, ClientCount>();
   readonly #bufferLimit: number;
   readonly #slowCloseMs: number;
   readonly #pingIntervalMs: number;
@@ -151,6 +192,7 @@ export class ChannelHub {
   constructor(options: ChannelHubOptions) {
     this.#metrics = options.metrics;
     this.#maxSubscribers = options.maxSubscribers;
+    this.#maxPerClient = options.maxSubscriptionsPerClient ?? defaultSubscriptionsPerClient(options.maxSubscribers);
     this.#bufferLimit = options.bufferLimitBytes ?? MIB;
     this.#slowCloseMs = options.slowCloseMs ?? DEFAULT_SLOW_CLOSE_MS;
     this.#pingIntervalMs = options.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
@@ -167,22 +209,40 @@ export class ChannelHub {
     return !this.#closed && this.#count < this.#maxSubscribers;
   }
 
+  /** Counts a subscription the route refused before the upgrade, {@link hasRoom} being false. */
+  countRefusedFull(): void {
+    this.#metrics.refused("max-subscribers");
+  }
+
   /**
    * Adds an open socket to a channel's subscribers until it closes. A full hub closes the socket
    * with 1013 (Try Again Later), a closed one with 1001 (Going Away): the route checks
-   * {@link hasRoom} before the upgrade, this covers upgrades that raced past that check. Nothing is
-   * returned: either way the socket is taken care of, and the caller has nothing left to do.
+   * {@link hasRoom} before the upgrade, this covers upgrades that raced past that check. A client
+   * that holds `maxSubscriptionsPerClient` subscriptions already gets 1008 (Policy Violation) and a
+   * reason naming the bound. Nothing is returned: either way the socket is taken care of, and the
+   * caller has nothing left to do.
    * @param channel a channel name (stream-name rule, checked by the route)
    * @param matches only events it accepts are sent; `undefined` for every event
+   * @param client who subscribes; `undefined` leaves the subscription out of the bound per client
    */
-  subscribe(channel: string, socket: SubscriberSocket, matches?: Predicate): void {
+  subscribe(channel: string, socket: SubscriberSocket, matches?: Predicate, client?: SubscriberClient): void {
     if (this.#closed) {
       socket.close(CloseCode.goingAway, "server stopping");
       return;
     }
     if (this.#count >= this.#maxSubscribers) {
+      this.#metrics.refused("max-subscribers");
       socket.close(CloseCode.tryAgainLater, "too many subscribers");
       return;
+    }
+    let counted: ClientCount | undefined;
+    if (client !== undefined) {
+      counted = this.#clientCount(client);
+      if (counted.count >= this.#maxPerClient) {
+        this.#metrics.refused("max-subscriptions-per-client");
+        socket.close(CloseCode.policyViolation, this.#perClientReason(client));
+        return;
+      }
     }
     let target = this.#channels.get(channel);
     if (target === undefined) {
@@ -194,8 +254,13 @@ export class ChannelHub {
       };
       this.#channels.set(channel, target);
     }
+    if (counted !== undefined) {
+      if (counted.count === 0) this.#clients.set(counted.key, counted);
+      counted.count++;
+    }
     const subscriber: Subscriber = {
       socket,
+      client: counted,
       matches,
       channel: target,
       slot: target.subscribers.length,
@@ -232,6 +297,18 @@ export class ChannelHub {
         this.#publish(target, value);
       }
     };
+  }
+
+  /** The count of a client's subscriptions; a new one (count 0, not kept yet) for a new client. */
+  #clientCount(client: SubscriberClient): ClientCount {
+    const key = `${client.kind}:${client.id}`;
+    return this.#clients.get(key) ?? { key, count: 0 };
+  }
+
+  /** The close reason of a subscription beyond the bound per client (at most 123 bytes). */
+  #perClientReason(client: SubscriberClient): string {
+    const holder = client.kind === "token" ? "for this token" : "from this client address";
+    return `too many subscriptions ${holder}: at most ${this.#maxPerClient} (streams.max-subscriptions-per-client)`;
   }
 
   /** Subscriber counts per channel with at least one subscriber (`stream_subscribers{channel}`). */
@@ -375,6 +452,8 @@ export class ChannelHub {
     }
     subscriber.slot = -1;
     this.#count--;
+    const client = subscriber.client;
+    if (client !== undefined && --client.count === 0) this.#clients.delete(client.key);
     if (subscribers.length === 0) this.#channels.delete(subscriber.channel.name);
   }
 }

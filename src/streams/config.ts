@@ -293,7 +293,11 @@ const riemann: Validator<RiemannSettings> = (value, path) => {
 
 /** The streams section of the configuration (besides `enabled`). */
 export const streamsShape = {
-  /** Directories of streams files; the first one receives streams created with `:persist true`. */
+  /**
+   * Directories of streams files, the operator's: Vigie reads their `*.edn` files and never writes
+   * them. Streams created through the API with `:persist true` go to the `.vigie-api`
+   * subdirectory of the first one, which only Vigie writes.
+   */
   directories: withDefault(array(string({ min: 1 })), [] as string[]),
   /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (platform.md §2). */
   "ingestion-body-limit": withDefault(size(), 32 * 1024 * 1024),
@@ -309,6 +313,13 @@ export const streamsShape = {
   riemann,
   /** WebSocket subscribers an instance accepts at once, all channels together (streams-io.md §3). */
   "max-subscribers": withDefault(integer(1, 1_000_000), 10_000),
+  /**
+   * WebSocket subscriptions one client holds at once, all channels together: per token with
+   * `security.require-token`, per client address otherwise (the address `http.trust-proxy` gives).
+   * One more is accepted, then closed with code 1008 and a reason naming this key. Each connection
+   * carries one subscription. Default: a quarter of `max-subscribers`, at most 100 and at least 1.
+   */
+  "max-subscriptions-per-client": optional(integer(1, 1_000_000)),
   /** How long a graceful stop waits for the outputs' queues to empty. */
   "drain-timeout": withDefault(duration(0), seconds(5)),
 };

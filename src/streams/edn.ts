@@ -161,9 +161,40 @@ export function parseEdn(text: string): EdnValue {
   }
 }
 
-/** Serialises a value to EDN text. */
+/**
+ * Serialises a value to EDN text that {@link parseEdn} reads back as the same value, regular
+ * expression literals included (`#"..."`, which edn-data holds as a tag without a name and would
+ * print as `# "..."`, text that parseEdn refuses).
+ */
 export function toEdn(value: EdnValue): string {
-  return toEDNString(value);
+  return joinRegexLiterals(toEDNString(value));
+}
+
+/**
+ * Turns every `# "` outside a string into `#"`: edn-data prints a tag, its name, a space and the
+ * value, and only a regular expression literal has an empty name. Strings and character literals
+ * (`\"`) are skipped over.
+ */
+function joinRegexLiterals(text: string): string {
+  if (!text.includes('# "')) return text;
+  let joined = "";
+  let from = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (inString) {
+      if (char === "\\") i++;
+      else if (char === '"') inString = false;
+    } else if (char === '"') {
+      inString = true;
+    } else if (char === "\\") {
+      i++;
+    } else if (char === "#" && text[i + 1] === " " && text[i + 2] === '"') {
+      joined += text.slice(from, i + 1);
+      from = i + 2;
+    }
+  }
+  return joined + text.slice(from);
 }
 
 /** Whether `value` is a keyword; with `name`, whether it is that keyword. */

@@ -21,7 +21,10 @@ import { StreamIndex } from "./stream-index.js";
 /** How deep reinjection may nest (a stream reinjecting into itself would otherwise never end). */
 export const MAX_REINJECT_DEPTH = 16;
 
-/** Where a stream comes from: the API (kept in memory or persisted) or a stream directory file. */
+/**
+ * Where a stream comes from: the API (kept in memory, or persisted to the API streams directory, or
+ * stored in the database in cluster mode) or a stream directory file, which the operator owns.
+ */
 export type StreamOrigin = { readonly kind: "api" } | { readonly kind: "file"; readonly file: string };
 
 /** Observers of the engine: counters and logs. All optional; defaults do nothing. */
@@ -284,6 +287,27 @@ export function applyFileStreams(engine: StreamEngine, loaded: ReadonlyMap<strin
   }
 }
 
+/**
+ * Starts the streams persisted through the API (the API streams directory) that are not running,
+ * at start-up and on SIGHUP, after {@link applyFileStreams}. A running one is left as it is: the
+ * API keeps its file and the running stream in step. A name that a stream directory file defines is
+ * the operator's: its persisted stream is not started, and returned so that the caller can say so.
+ * @returns the persisted streams left out, with the operator's file that defines each
+ */
+export function applyPersistedStreams(
+  engine: StreamEngine,
+  persisted: ReadonlyMap<string, FileStream>,
+  files: ReadonlyMap<string, FileStream>,
+): Array<{ readonly name: string; readonly file: string; readonly definedIn: string }> {
+  const shadowed: Array<{ name: string; file: string; definedIn: string }> = [];
+  for (const [name, entry] of persisted) {
+    const operator = files.get(name);
+    if (operator !== undefined) shadowed.push({ name, file: entry.file, definedIn: operator.file });
+    else if (engine.get(name) === undefined) engine.add(name, entry.config, { kind: "api" });
+  }
+  return shadowed;
+}
+
 /** What applying shared streams logs (a pino logger fits). */
 export interface SharedStreamsLogger {
   error(details: object, message: string): void;
@@ -293,8 +317,8 @@ export interface SharedStreamsLogger {
  * Cluster mode (scale-out.md §4): applies the streams stored by the API of any instance. Each
  * stored stream whose configuration differs from the running one is compiled and (re)started; each
  * API stream among `names` (or among all, when `names` is undefined) that is no longer stored is
- * removed. A stored configuration that no longer compiles (outputs renamed since) is logged and
- * left out.
+ * removed. A stored configuration that no longer compiles (outputs renamed since), or whose name a
+ * stream directory file defines (the operator's configuration wins), is logged and left out.
  * @param names the streams that changed, or undefined for all of them
  */
 export function applySharedStreams(
@@ -311,6 +335,11 @@ export function applySharedStreams(
   for (const { name, config: text } of stored) {
     const running = engine.get(name);
     if (running?.origin.kind === "api" && toEdn(running.config) === text) continue;
+    // A stream directory file defines it: the operator's configuration wins.
+    if (running?.origin.kind === "file") {
+      logger.error({ stream: name }, `stored stream ${name} was not started: ${running.origin.file} defines it`);
+      continue;
+    }
     try {
       const config = parseEdn(text);
       engine.add(name, config, { kind: "api" });

@@ -4,6 +4,7 @@
  * remote write and OpenTelemetry traces ingestion, the Riemann protocol input, outputs, async
  * queues and WebSocket publish/subscribe.
  */
+import type { FastifyBaseLogger } from "fastify";
 import { type Cluster, changedNames } from "../platform/cluster/index.js";
 import { ConfigError, configErrorMessage } from "../platform/config.js";
 import { defineModule } from "../platform/module.js";
@@ -14,7 +15,7 @@ import { ChannelHub } from "./channels.js";
 import { StreamCluster } from "./cluster.js";
 import { checkOutputFiles, streamsShape } from "./config.js";
 import { toEdn } from "./edn.js";
-import { applyFileStreams, applySharedStreams, StreamEngine } from "./engine.js";
+import { applyFileStreams, applyPersistedStreams, applySharedStreams, StreamEngine } from "./engine.js";
 import { declarationsOf, type StreamIo } from "./io.js";
 import {
   asyncQueueMetrics,
@@ -31,11 +32,17 @@ import { RiemannServer } from "./riemann/server.js";
 import { channelRoutes } from "./routes/channels.js";
 import { ingestionRoutes } from "./routes/ingestion.js";
 import { answerQuery, type StreamRoutesCluster, streamRoutes } from "./routes/streams.js";
-import { loadStreamDirectories, SharedStreamStore, streamsMigrations } from "./storage.js";
+import {
+  apiStreamsDirectory,
+  loadStreamDirectories,
+  moveLegacyApiFiles,
+  SharedStreamStore,
+  streamsMigrations,
+} from "./storage.js";
 
 export { streamsShape } from "./config.js";
 export { declarationsOf, NO_DECLARATIONS } from "./io.js";
-export { loadStreamDirectories } from "./storage.js";
+export { loadConfiguredStreams, loadStreamDirectories } from "./storage.js";
 export { formatStreamTestResults, runStreamTests } from "./stream-test.js";
 
 /** The change topic of API streams between instances (scale-out.md §4). */
@@ -62,10 +69,26 @@ function routesCluster(cluster: Cluster, shared: SharedStreamStore, streams: Str
 }
 
 /**
- * The module, for the `modules` list of src/server.ts. Its plugin loads the stream directories,
- * reloads them on SIGHUP (every file read and compiled before anything changes, so an invalid file
- * changes nothing), serves the stream, index, ingestion and channel routes (behind the API guard
- * with `security.require-token`), starts the outputs, async queues and the Riemann input, and on
+ * Moves the files that earlier versions wrote for `:persist true` beside the operator's to the API
+ * streams directory (see `moveLegacyApiFiles`), and logs what it did: each move at info, each file
+ * that could not be moved (it then loads as one of the operator's) at warn.
+ */
+async function moveLegacyFiles(first: string, persistDirectory: string, logger: FastifyBaseLogger): Promise<void> {
+  const { moved, failed } = await moveLegacyApiFiles(first, persistDirectory);
+  for (const { from, to } of moved) {
+    logger.info({ file: to }, `stream file ${from}, written through the API, moved to ${to}`);
+  }
+  for (const { file, error } of failed) {
+    logger.warn({ file }, `stream file ${file}, written through the API, could not be moved: ${error.message}`);
+  }
+}
+
+/**
+ * The module, for the `modules` list of src/server.ts. Its plugin loads the stream directories and
+ * the API streams directory, reloads them on SIGHUP (every file read and compiled before anything
+ * changes, so an invalid file changes nothing), serves the stream, index, ingestion and channel
+ * routes (behind the API guard with `security.require-token`), starts the outputs, async queues
+ * and the Riemann input, and on
  * close stops the Riemann input, runs what the async queues hold (bounded) and drains the outputs for at most
  * `streams.drain-timeout`.
  */
@@ -103,6 +126,7 @@ export const streamsModule = defineModule({
     const hub: ChannelHub = new ChannelHub({
       metrics: channelMetrics(context.metrics, () => hub.subscriberCounts()),
       maxSubscribers: section["max-subscribers"],
+      maxSubscriptionsPerClient: section["max-subscriptions-per-client"],
     });
     const queueMetrics = asyncQueueMetrics(context.metrics, () => queues.backlog());
     const queues: AsyncQueues = new AsyncQueues(section["async-queues"], {
@@ -135,7 +159,22 @@ export const streamsModule = defineModule({
       );
       streamCluster.subscribeChannels((channel, value) => hub.publisher(channel)(value));
     }
-    applyFileStreams(engine, await loadStreamDirectories(section.directories, io.declarations));
+    // The API streams directory of the start-up configuration; cluster mode keeps API streams in
+    // the database instead, and leaves files alone.
+    const persistDirectory = cluster === undefined ? apiStreamsDirectory(section.directories) : undefined;
+    if (persistDirectory !== undefined) {
+      await moveLegacyFiles(section.directories[0] as string, persistDirectory, context.logger);
+    }
+    const loadStreams = async (directories: readonly string[]) => {
+      const files = await loadStreamDirectories(directories, io.declarations);
+      const persisted =
+        persistDirectory === undefined ? new Map() : await loadStreamDirectories([persistDirectory], io.declarations);
+      applyFileStreams(engine, files);
+      for (const { name, file, definedIn } of applyPersistedStreams(engine, persisted, files)) {
+        context.logger.warn({ stream: name }, `stream ${name} of ${file} was not started: ${definedIn} defines it`);
+      }
+    };
+    await loadStreams(section.directories);
     const syncShared = async (names: readonly string[] | undefined) => {
       if (shared === undefined) return;
       applySharedStreams(engine, await shared.list(names), names, context.logger);
@@ -159,7 +198,7 @@ export const streamsModule = defineModule({
       return true;
     });
     onReload(async (fresh) => {
-      applyFileStreams(engine, await loadStreamDirectories(fresh.directories, io.declarations));
+      await loadStreams(fresh.directories);
     });
 
     const riemann = section.riemann.enabled
@@ -183,7 +222,7 @@ export const streamsModule = defineModule({
     });
     await streamRoutes(app, {
       engine,
-      persistDirectory: section.directories[0],
+      persistDirectory,
       ingestionBodyLimit: section["ingestion-body-limit"],
       guard,
       ...(cluster === undefined || shared === undefined || streamCluster === undefined

@@ -179,7 +179,15 @@ export interface ChannelMetrics {
   published(channel: string): () => void;
   /** `stream_publish_dropped_total{channel}`: events a slow subscriber missed. */
   dropped(channel: string): () => void;
+  /**
+   * `stream_subscriptions_refused_total{bound}` + 1: a subscription refused because the server
+   * holds `max-subscribers` already, or its client `max-subscriptions-per-client`.
+   */
+  refused(bound: SubscriptionBound): void;
 }
+
+/** The bounds a subscription may be refused by (the `bound` label). */
+export type SubscriptionBound = "max-subscribers" | "max-subscriptions-per-client";
 
 /**
  * Registers the publish/subscribe metrics; `subscribers` is read at scrape time for
@@ -215,6 +223,12 @@ export function channelMetrics(
       registers: [registry],
     }),
   );
+  const refused = new Counter({
+    name: "stream_subscriptions_refused_total",
+    help: "WebSocket subscriptions refused, by the bound they would have exceeded.",
+    labelNames: ["bound"] as const,
+    registers: [registry],
+  });
   return {
     published(channel) {
       const child = published(channel);
@@ -223,6 +237,9 @@ export function channelMetrics(
     dropped(channel) {
       const child = dropped(channel);
       return () => child.inc(1);
+    },
+    refused(bound) {
+      refused.inc({ bound }, 1);
     },
   };
 }

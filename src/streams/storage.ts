@@ -1,8 +1,11 @@
 /**
  * The streams module's storage (streams.md §6): streams keep no table (their state and index live
  * in memory), only files. Every `*.edn` file of `streams.directories` is a streams file, an EDN map
- * from stream name to configuration. Streams created through the API with `:persist true` are
- * written to `<first directory>/<name>.edn` durably (see `writeStreamFile`).
+ * from stream name to configuration, written by the operator: Vigie reads these and never changes
+ * them. Streams created through the API with `:persist true` are written apart, one file each, to
+ * the API streams directory `<first directory>/.vigie-api/<name>.edn` (see {@link apiStreamsDirectory},
+ * `writeStreamFile`), which only Vigie writes. Files that earlier versions wrote for the API beside
+ * the operator's are moved there once, at start-up ({@link moveLegacyApiFiles}).
  */
 import { randomBytes } from "node:crypto";
 import { type FileHandle, open, readdir, readFile, rename, rm } from "node:fs/promises";
@@ -135,6 +138,25 @@ export async function loadStreamDirectories(
 }
 
 /**
+ * The streams a single instance with these stream directories starts: those of the directories
+ * ({@link loadStreamDirectories}), and those persisted through the API ({@link apiStreamsDirectory})
+ * that no directory file defines. What `vigie stream test` runs.
+ * @throws StreamFileError as {@link loadStreamDirectories}
+ */
+export async function loadConfiguredStreams(
+  directories: readonly string[],
+  declarations: Declarations = NO_DECLARATIONS,
+): Promise<Map<string, FileStream>> {
+  const streams = await loadStreamDirectories(directories, declarations);
+  const persistDirectory = apiStreamsDirectory(directories);
+  if (persistDirectory === undefined) return streams;
+  for (const [name, stream] of await loadStreamDirectories([persistDirectory], declarations)) {
+    if (!streams.has(name)) streams.set(name, stream);
+  }
+  return streams;
+}
+
+/**
  * Parses and compiles the streams of one file's text.
  * @throws StreamFileError naming the file
  */
@@ -165,20 +187,47 @@ export function parseStreamsFile(
   });
 }
 
-/** The file a persisted stream lives in. */
+/**
+ * The subdirectory of the first stream directory that holds the streams persisted through the API,
+ * one `<name>.edn` file each. Only Vigie writes there. The loader of stream directories reads the
+ * files of each directory, not its subdirectories, so these are never taken for the operator's; the
+ * leading dot keeps the operator's own tools (globs, `ls`) off it.
+ */
+export const API_STREAMS_SUBDIRECTORY = ".vigie-api";
+
+/**
+ * The API streams directory: `<first of directories>/.vigie-api`, or `undefined` without stream
+ * directories (`:persist true` is then refused).
+ */
+export function apiStreamsDirectory(directories: readonly string[]): string | undefined {
+  const first = directories[0];
+  return first === undefined ? undefined : join(first, API_STREAMS_SUBDIRECTORY);
+}
+
+/** The file a persisted stream lives in, in the API streams directory. */
 export function persistedFile(directory: string, name: string): string {
   return join(directory, `${name}.edn`);
 }
 
 /**
- * Writes `{:<name> <config>}` (UTF-8 EDN text, one line) to `<directory>/<name>.edn`, replacing any
- * file of that name, atomically and durably: the text goes to a temporary file in the same directory
+ * The text of a persisted stream's file: `{:<name> <config>}` and a line break, on one line. Names
+ * that start with a digit are not valid EDN keywords: they are written as strings (`{"1m" ...}`).
+ */
+export function persistedText(name: string, config: EdnValue): string {
+  const key = /^[A-Za-z._-]/.test(name) && !/^[._-]?\d/.test(name) ? `:${name}` : JSON.stringify(name);
+  return `{${key} ${toEdn(config)}}\n`;
+}
+
+/**
+ * Writes {@link persistedText} to `<directory>/<name>.edn`, replacing any file of that name,
+ * atomically and durably: the text goes to a temporary file in the same directory
  * (`<name>.edn.<random>.tmp`, which the loader ignores), is flushed to disk, is renamed over
  * `<name>.edn`, and the directory is flushed so the rename itself is on disk. A killed process or an
  * operating-system crash therefore leaves either the previous file or the complete new one, never a
  * half-written or empty one; once the promise resolves the new file survives both. The file is mode
  * 0600: an output's credentials may be in it.
- * @param directory the first of `streams.directories`; created (with its parents, mode 0700) when missing
+ * @param directory the API streams directory ({@link apiStreamsDirectory}), never an operator's
+ *   stream directory; created (mode 0700, with its parents) when missing
  * @returns the path of the written file
  * @throws the file-system error (`EACCES`, `ENOSPC`, `EIO`...) when creating the directory, writing, flushing or renaming fails; the temporary file is removed and an existing
  * `<name>.edn` is left untouched. A failure to flush the directory after the rename is thrown too
@@ -187,19 +236,16 @@ export function persistedFile(directory: string, name: string): string {
  */
 export async function writeStreamFile(directory: string, name: string, config: EdnValue): Promise<string> {
   const file = persistedFile(directory, name);
-  // Names that start with a digit are not valid EDN keywords: use a string key for them.
-  const key = /^[A-Za-z._-]/.test(name) && !/^[._-]?\d/.test(name) ? `:${name}` : JSON.stringify(name);
   const temporary = `${file}.${randomBytes(6).toString("hex")}.tmp`;
-  // A configured directory that does not exist yet reads as empty at start-up; create it on first use.
-  // A stream's configuration may hold an output's credentials: the directory Vigie creates and
-  // the files it writes are its user's only (0700, 0600).
+  // Vigie's own data, created on first use: a stream's configuration may hold an output's
+  // credentials, so the directory and the files are its user's only (0700, 0600).
   await makePrivateDirectory(directory);
   // "wx": a temporary file is only ever ours, so removing it on failure never removes another's.
   const handle = await open(temporary, "wx", PRIVATE_FILE_MODE);
   try {
     try {
       await handle.chmod(PRIVATE_FILE_MODE);
-      await handle.writeFile(`{${key} ${toEdn(config)}}\n`, "utf8");
+      await handle.writeFile(persistedText(name, config), "utf8");
       // The file system may put the rename on disk before the data: without this flush, a crash of
       // the machine could leave an empty <name>.edn where the previous version was.
       await handle.sync();
@@ -213,6 +259,84 @@ export async function writeStreamFile(directory: string, name: string, config: E
   }
   await syncDirectory(directory);
   return file;
+}
+
+/**
+ * Whether a file of the first stream directory is one that earlier versions wrote there for
+ * `:persist true`. Those files are recognised by their exact bytes: the file `<name>.edn` (a valid
+ * stream name, not `default`) holds {@link persistedText} of `name` and of the one configuration it
+ * defines, byte for byte: a single line `{:<name> <config>}` ending in a line break, the
+ * configuration as Vigie prints EDN. A file written or edited by hand practically never matches;
+ * one that does defines just that stream, as the API would have.
+ */
+export function isLegacyApiFile(entry: string, text: string): boolean {
+  if (!entry.endsWith(".edn")) return false;
+  const name = entry.slice(0, -".edn".length);
+  if (!isStreamName(name) || name === DEFAULT_STREAM) return false;
+  // Cheap checks first: most operator files fail them without being parsed.
+  if (text.indexOf("\n") !== text.length - 1 || !text.endsWith("}\n")) return false;
+  let value: EdnValue;
+  try {
+    value = parseEdn(text);
+  } catch {
+    return false;
+  }
+  if (!isMap(value) || value.map.length !== 1) return false;
+  const [key, config] = value.map[0] as [EdnValue, EdnValue];
+  return nameOf(key) === name && text === persistedText(name, config);
+}
+
+/** What {@link moveLegacyApiFiles} did. */
+export interface LegacyApiFilesMove {
+  /** The files moved: where each was, and its path in the API streams directory. */
+  readonly moved: ReadonlyArray<{ readonly from: string; readonly to: string }>;
+  /** The files recognised but left in place (a read-only directory...), with the error. */
+  readonly failed: ReadonlyArray<{ readonly file: string; readonly error: Error }>;
+}
+
+/**
+ * Moves the files that earlier versions wrote for `:persist true` into the first stream directory
+ * ({@link isLegacyApiFile}) to the API streams directory, keeping their names, so that they load
+ * as before and stay the API's to replace and delete. A file of the same name already there is
+ * replaced (the one beside the operator's files is then the newer one, written by an earlier
+ * version after this one had run). A file that cannot be moved is left in place and reported: it
+ * still loads, as one of the operator's. Run at start-up, before the directories are loaded.
+ * @throws the file-system error when the first directory exists but cannot be listed
+ */
+export async function moveLegacyApiFiles(firstDirectory: string, apiDirectory: string): Promise<LegacyApiFilesMove> {
+  let entries: string[];
+  try {
+    entries = (await readdir(firstDirectory)).filter((entry) => entry.endsWith(".edn")).sort();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { moved: [], failed: [] };
+    throw error;
+  }
+  const moved: Array<{ from: string; to: string }> = [];
+  const failed: Array<{ file: string; error: Error }> = [];
+  for (const entry of entries) {
+    const file = join(firstDirectory, entry);
+    let text: string;
+    try {
+      text = await readFile(file, "utf8");
+    } catch {
+      continue; // not readable as a file: the loader reports it
+    }
+    if (!isLegacyApiFile(entry, text)) continue;
+    try {
+      await makePrivateDirectory(apiDirectory);
+      const to = join(apiDirectory, entry);
+      await rename(file, to);
+      moved.push({ from: file, to });
+    } catch (error) {
+      failed.push({ file, error: error as Error });
+    }
+  }
+  if (moved.length > 0) {
+    // The new entries first: a crash in between leaves a file in both places, moved again next time.
+    await syncDirectory(apiDirectory);
+    await syncDirectory(firstDirectory);
+  }
+  return { moved, failed };
 }
 
 /**
@@ -247,10 +371,16 @@ async function syncDirectory(directory: string): Promise<void> {
 /**
  * Removes a persisted stream's file (nothing when there is none), durably: the directory is flushed
  * so that a removed stream does not come back after an operating-system crash.
+ * @throws the file-system error of the removal or of the flush (`EACCES`, `EIO`...)
+ * @param directory the API streams directory ({@link apiStreamsDirectory}), never an operator's
  */
 export async function removeStreamFile(directory: string, name: string): Promise<void> {
-  await rm(persistedFile(directory, name), { force: true });
-  await syncDirectory(directory).catch((error: unknown) => {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  });
+  try {
+    await rm(persistedFile(directory, name));
+  } catch (error) {
+    // Most streams were never persisted: nothing to remove, nothing to flush.
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  await syncDirectory(directory);
 }

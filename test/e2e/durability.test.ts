@@ -25,7 +25,7 @@ function solve(question: string): string {
 /** What one server needs to be started again on the same state. */
 interface Installation {
   readonly directory: string;
-  /** The first (and only) stream directory, where `:persist true` streams are written. */
+  /** The first (and only) stream directory; `:persist true` streams go to its `.vigie-api`. */
   readonly streams: string;
   readonly configFile: string;
   readonly port: number;
@@ -137,7 +137,7 @@ const writeHealthcheck: Writer = async (baseUrl, installation, tag) => {
   };
 };
 
-/** A stream created with `:persist true`: written to the stream directory and loaded at start-up. */
+/** A stream created with `:persist true`: written to the API streams directory, loaded at start-up. */
 const writeStream: Writer = async (baseUrl, installation, tag) => {
   const name = `kept-${tag}`;
   const config = "{:persist true :actions {:action :index :params [[:host]]}}";
@@ -152,10 +152,9 @@ const writeStream: Writer = async (baseUrl, installation, tag) => {
       expect(text).toContain(":persist true");
       expect(text).toContain(":action :index");
       // The whole file, and no temporary file left behind.
-      expect(readFileSync(join(installation.streams, `${name}.edn`), "utf8")).toMatch(
-        new RegExp(`^\\{:${name} \\{.*\\}\\}\\n$`),
-      );
-      expect(readdirSync(installation.streams).filter((entry) => entry.endsWith(".tmp"))).toEqual([]);
+      const apiStreams = join(installation.streams, ".vigie-api");
+      expect(readFileSync(join(apiStreams, `${name}.edn`), "utf8")).toMatch(new RegExp(`^\\{:${name} \\{.*\\}\\}\\n$`));
+      expect(readdirSync(apiStreams).filter((entry) => entry.endsWith(".tmp"))).toEqual([]);
     },
   };
 };

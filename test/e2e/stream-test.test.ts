@@ -52,6 +52,32 @@ describe("vigie stream test", () => {
     expect(result.stdout).not.toContain("good");
   });
 
+  it("runs the streams persisted through the API too, those of the operator's files first", async () => {
+    const directory = temporaryDirectory();
+    const streams = join(directory, "streams");
+    const api = join(streams, ".vigie-api");
+    mkdirSync(api, { recursive: true });
+    const tapping = (tap: string) => `{:persist true :actions {:action :tap :params [:${tap}]}}`;
+    writeFileSync(join(api, "api.edn"), `{:api ${tapping("from-api")}}\n`);
+    writeFileSync(join(api, "both.edn"), `{:both ${tapping("shadowed")}}\n`);
+    writeFileSync(join(streams, "ops.edn"), "{:both {:actions {:action :tap :params [:from-file]}}}");
+    writeFileSync(join(directory, "vigie.yaml"), `streams:\n  directories: [${streams}]\n`);
+    writeFileSync(
+      join(directory, "tests.edn"),
+      `{:api {:target :api :input [{:metric 1}] :taps {:from-api [{:metric 1}]}}
+        :both {:target :both :input [{:metric 2}] :taps {:from-file [{:metric 2}]}}}`,
+    );
+    const result = await runCli([
+      "stream",
+      "test",
+      "--config",
+      join(directory, "vigie.yaml"),
+      join(directory, "tests.edn"),
+    ]);
+    expect(result.stdout).toBe("All tests successful\n");
+    expect(result.code).toBe(0);
+  });
+
   it("exits 1 naming the file when a streams file does not compile", async () => {
     const directory = temporaryDirectory();
     writeFileSync(join(directory, "broken.edn"), "{:s {:actions {:action :fooo}}}");

@@ -1,9 +1,10 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
+const CPU_FILE = "{:cpu {:default true :actions {:action :index :params [[:host]]}}}";
 
 describe("streams against the real process", () => {
   let vigie: VigieProcess | undefined;
@@ -16,7 +17,7 @@ describe("streams against the real process", () => {
     const directory = temporaryDirectory();
     const streams = join(directory, "streams");
     mkdirSync(streams);
-    writeFileSync(join(streams, "cpu.edn"), "{:cpu {:default true :actions {:action :index :params [[:host]]}}}");
+    writeFileSync(join(streams, "cpu.edn"), CPU_FILE);
     const port = await freePort();
     const configFile = join(directory, "vigie.yaml");
     writeFileSync(configFile, `http:\n  port: ${port}\nstreams:\n  directories: [${streams}]\n`);
@@ -42,6 +43,20 @@ describe("streams against the real process", () => {
         config: b64("{:persist true :actions {:action :index :params [[:host]]}}"),
       }),
     ).toEqual({ status: 201, body: { message: "stream added" } });
+
+    // The operator's file is the operator's: the API neither deletes nor overwrites it.
+    const cpuFile = join(streams, "cpu.edn");
+    expect(await json("/api/v1/stream/cpu", { method: "DELETE" })).toEqual({
+      status: 409,
+      body: {
+        error: `stream cpu is defined in the configuration file ${cpuFile}: delete it there and reload (SIGHUP)`,
+      },
+    });
+    expect(
+      (await send("POST", "/api/v1/stream/cpu", { config: b64("{:persist true :actions {:action :sdo}}") })).status,
+    ).toBe(409);
+    expect(readFileSync(cpuFile, "utf8")).toBe(CPU_FILE);
+    expect(readdirSync(join(streams, ".vigie-api"))).toEqual(["kept.edn"]);
 
     writeFileSync(join(streams, "more.edn"), "{:extra {:actions {:action :sdo}}}");
     vigie.child.kill("SIGHUP");

@@ -4,7 +4,13 @@
  */
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ChannelHub, type ChannelHubOptions, CloseCode, type SubscriberSocket } from "../../src/streams/channels.js";
+import {
+  ChannelHub,
+  type ChannelHubOptions,
+  CloseCode,
+  defaultSubscriptionsPerClient,
+  type SubscriberSocket,
+} from "../../src/streams/channels.js";
 import { compileCondition } from "../../src/streams/condition.js";
 import { parseEdn } from "../../src/streams/edn.js";
 import type { Event } from "../../src/streams/event.js";
@@ -332,6 +338,79 @@ describe("ChannelHub", () => {
     expect(hub.size).toBe(2);
     second.disconnect();
     expect(hub.hasRoom()).toBe(true);
+  });
+
+  describe("the bound per client", () => {
+    const token = (id: string) => ({ kind: "token", id }) as const;
+    const address = (id: string) => ({ kind: "address", id }) as const;
+    async function refused(bound: string): Promise<number | undefined> {
+      const values = (await registry.getSingleMetric("stream_subscriptions_refused_total")?.get())?.values ?? [];
+      return values.find((value) => value.labels.bound === bound)?.value;
+    }
+
+    it("is a quarter of maxSubscribers by default, at most 100 and at least 1", () => {
+      expect(defaultSubscriptionsPerClient(10_000)).toBe(100);
+      expect(defaultSubscriptionsPerClient(400)).toBe(100);
+      expect(defaultSubscriptionsPerClient(399)).toBe(99);
+      expect(defaultSubscriptionsPerClient(8)).toBe(2);
+      expect(defaultSubscriptionsPerClient(3)).toBe(1);
+      expect(defaultSubscriptionsPerClient(1)).toBe(1);
+      makeHub({ maxSubscribers: 8 });
+      const sockets = [new FakeSocket(), new FakeSocket(), new FakeSocket()];
+      for (const socket of sockets) hub.subscribe("a", socket, undefined, address("10.0.0.1"));
+      expect(sockets.map((socket) => socket.closedWith?.code)).toEqual([undefined, undefined, 1008]);
+    });
+
+    it("closes a client's subscription beyond it with 1008 naming the bound, counting every channel", async () => {
+      makeHub({ maxSubscriptionsPerClient: 2 });
+      const first = new FakeSocket();
+      hub.subscribe("a", first, undefined, token("t1"));
+      hub.subscribe("b", new FakeSocket(), undefined, token("t1"));
+      const third = new FakeSocket();
+      hub.subscribe("c", third, undefined, token("t1"));
+      expect(third.closedWith).toEqual({
+        code: CloseCode.policyViolation,
+        reason: "too many subscriptions for this token: at most 2 (streams.max-subscriptions-per-client)",
+      });
+      expect(hub.size).toBe(2);
+      // Other clients are counted apart, a token and an address of the same id too.
+      const others = [new FakeSocket(), new FakeSocket(), new FakeSocket(), new FakeSocket()];
+      hub.subscribe("a", others[0] as FakeSocket, undefined, token("t2"));
+      hub.subscribe("a", others[1] as FakeSocket, undefined, address("t1"));
+      hub.subscribe("a", others[2] as FakeSocket, undefined, address("t1"));
+      hub.subscribe("a", others[3] as FakeSocket, undefined, address("t1"));
+      expect(others.map((socket) => socket.closedWith?.reason)).toEqual([
+        undefined,
+        undefined,
+        undefined,
+        "too many subscriptions from this client address: at most 2 (streams.max-subscriptions-per-client)",
+      ]);
+      expect(await refused("max-subscriptions-per-client")).toBe(2);
+      // Once one closes, the client has room again; once all close, it is forgotten.
+      first.disconnect();
+      first.disconnect();
+      const again = new FakeSocket();
+      hub.subscribe("c", again, undefined, token("t1"));
+      expect(again.closedWith).toBeUndefined();
+      const last = new FakeSocket();
+      hub.subscribe("c", last, undefined, token("t1"));
+      expect(last.closedWith?.code).toBe(1008);
+      expect(hub.size).toBe(5);
+    });
+
+    it("is freed by every way a subscriber leaves: slow, silent, server stop", () => {
+      vi.useFakeTimers();
+      makeHub({ maxSubscriptionsPerClient: 1, pingIntervalMs: 1_000 });
+      const silent = new FakeSocket();
+      hub.subscribe("a", silent, undefined, address("x"));
+      vi.advanceTimersByTime(2_000);
+      expect(silent.terminated).toBe(true);
+      const next = new FakeSocket();
+      hub.subscribe("a", next, undefined, address("x"));
+      expect(next.closedWith).toBeUndefined();
+      hub.close();
+      expect(hub.size).toBe(0);
+    });
   });
 
   it("closes every subscriber with 1001 on close, stops its timer and refuses later subscriptions", () => {

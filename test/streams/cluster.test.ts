@@ -345,6 +345,18 @@ describe("applySharedStreams", () => {
     expect(messages[1]?.[0]).toEqual({ stream: "unparsable" });
   });
 
+  it("leaves a stream of the operator's files running when a stored one has its name, and logs it", () => {
+    const engine = engineWithStreams();
+    const fileStream = engine.get("file-a");
+    const log = logger();
+    applySharedStreams(engine, [stored("file-a", config("stored"))], ["file-a"], log);
+    expect(engine.get("file-a")).toBe(fileStream);
+    expect(log.error).toHaveBeenCalledWith(
+      { stream: "file-a" },
+      "stored stream file-a was not started: /etc/vigie/streams/a.edn defines it",
+    );
+  });
+
   it("runs a pushed event through the streams it applied", () => {
     const taps: string[] = [];
     const engine = new StreamEngine({ tap: (stream) => void taps.push(stream) });

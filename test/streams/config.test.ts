@@ -246,3 +246,12 @@ describe("streams.riemann", () => {
     ).not.toThrow();
   });
 });
+
+describe("streams.max-subscriptions-per-client", () => {
+  it("is left to the hub's default when absent, and a positive integer when given", () => {
+    expect(section({})["max-subscriptions-per-client"]).toBeUndefined();
+    expect(section({ "max-subscriptions-per-client": 5 })["max-subscriptions-per-client"]).toBe(5);
+    expect(refusal({ "max-subscriptions-per-client": 0 })).toContain("streams.max-subscriptions-per-client");
+    expect(refusal({ "max-subscriptions-per-client": "many" })).toContain("streams.max-subscriptions-per-client");
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EdnError, ednToJson, MAX_EDN_NESTING, parseEdn } from "../../src/streams/edn.js";
+import { EdnError, ednToJson, MAX_EDN_NESTING, parseEdn, toEdn } from "../../src/streams/edn.js";
 
 describe("parseEdn", () => {
   it("reads one value, lists inside maps included", () => {
@@ -61,6 +61,16 @@ describe("parseEdn", () => {
       `invalid EDN: collections nested deeper than ${MAX_EDN_NESTING} levels at line 1, column ${MAX_EDN_NESTING + 1}`,
     );
     expect(() => parseEdn(deep(100_000))).toThrow(EdnError);
+  });
+});
+
+describe("toEdn", () => {
+  it("prints text that parseEdn reads back as the same value, regular expression literals included", () => {
+    const text =
+      '{:where [:regex :service #"^a\\"b.*"] :s "# \\"kept\\" #\\"too\\"" :c \\z :t #inst "2026-01-01T00:00:00.000Z" :r #"\\\\"}';
+    const value = parseEdn(text);
+    expect(toEdn(value)).toBe(text);
+    expect(parseEdn(toEdn(value))).toEqual(value);
   });
 });
 

@@ -223,11 +223,11 @@ describe("streams API", () => {
     });
   });
 
-  it("persists streams with :persist true to the first directory and removes the file on DELETE", async () => {
+  it("persists streams with :persist true to <first directory>/.vigie-api and removes the file on DELETE", async () => {
     await start();
     const config = "{:persist true :actions {:action :index :params [[:host]]}}";
     expect((await addStream("kept", config)).status).toBe(201);
-    const file = join(directory, "kept.edn");
+    const file = join(directory, ".vigie-api", "kept.edn");
     expect(parseEdn(readFileSync(file, "utf8"))).toEqual(parseEdn(`{:kept ${config}}`));
     // Replacing it with a stream that is not persisted removes the file.
     await addStream("kept", INDEXING);
@@ -304,7 +304,7 @@ describe("streams API", () => {
     server = await startTestServer({ modules: [streamsModule], config: { streams: { directories: [missing] } } });
     try {
       expect((await addStream("kept", "{:persist true :actions {:action :sdo}}")).status).toBe(201);
-      expect(existsSync(join(missing, "kept.edn"))).toBe(true);
+      expect(existsSync(join(missing, ".vigie-api", "kept.edn"))).toBe(true);
     } finally {
       rmSync(parent, { recursive: true, force: true });
     }

@@ -45,6 +45,8 @@ export interface SubscribeOptions {
    * does by default; `false` plays a client that is gone without the server knowing.
    */
   readonly autoPong?: boolean;
+  /** The loopback address the client connects from (`127.0.0.2`...), to play another client. */
+  readonly localAddress?: string;
 }
 
 /**
@@ -58,7 +60,11 @@ export async function subscribe(
   headers: Record<string, string> = {},
   options: SubscribeOptions = {},
 ): Promise<TestSubscriber> {
-  const socket = new WebSocket(url, { headers, autoPong: options.autoPong ?? true });
+  const socket = new WebSocket(url, {
+    headers,
+    autoPong: options.autoPong ?? true,
+    ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
+  });
   const events: unknown[] = [];
   let binaryFrames = 0;
   let pings = 0;

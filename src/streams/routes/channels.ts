@@ -7,16 +7,21 @@
  * answer in the error format and no socket is ever opened for it: the platform's Host (421) and
  * cross-origin (403) checks (onRequest), the token guard with `security.require-token` (401/403,
  * the token in `Authorization` or `?token=`), the channel name and the query (400), and the
- * subscriber limit (503). A plain GET is answered 426 with `Upgrade: websocket`.
+ * subscriber limit (503). A plain GET is answered 426 with `Upgrade: websocket`. The bound per
+ * client is the hub's, after the upgrade (a close with 1008, which a browser page can read): the
+ * route tells it who subscribes, the token (a digest of it) when the guard checked one, else the
+ * client address (`request.ip`, which `http.trust-proxy` may take from `X-Forwarded-For`).
  *
  * The URL may hold a token: nothing here logs it (nor the URL).
  */
+import { createHash } from "node:crypto";
 import { Socket } from "node:net";
 import websocket, { type WebSocket } from "@fastify/websocket";
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
+import { readToken } from "../../platform/auth.js";
 import { HttpError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
-import type { ChannelHub, SubscriberSocket } from "../channels.js";
+import type { ChannelHub, SubscriberClient, SubscriberSocket } from "../channels.js";
 import type { Predicate } from "../condition.js";
 import { isStreamName, STREAM_NAME_RULE } from "../names.js";
 import { compileWhereQuery } from "./where-query.js";
@@ -64,6 +69,7 @@ const boundedServers = new WeakSet<object>();
 interface Subscription {
   readonly channel: string;
   readonly matches: Predicate | undefined;
+  readonly client: SubscriberClient;
 }
 
 /**
@@ -110,9 +116,10 @@ export async function channelRoutes(app: FastifyInstance, options: ChannelRoutes
       const matches = query === undefined ? undefined : compileWhereQuery(query);
       if (request.ws) {
         if (!hub.hasRoom()) {
+          hub.countRefusedFull();
           throw new HttpError(503, "too many WebSocket subscribers: the server accepts no more for now");
         }
-        subscriptions.set(request, { channel, matches });
+        subscriptions.set(request, { channel, matches, client: clientOf(request, guard !== undefined) });
       }
       done();
     } catch (error) {
@@ -140,7 +147,10 @@ export async function channelRoutes(app: FastifyInstance, options: ChannelRoutes
       subscriptions.delete(request);
       // Cannot happen (prepare runs before every upgrade); close rather than serve unfiltered.
       if (subscription === undefined) socket.close(1011, "subscription not prepared");
-      else hub.subscribe(subscription.channel, new WebSocketSubscriber(socket, connection), subscription.matches);
+      else {
+        const subscriber = new WebSocketSubscriber(socket, connection);
+        hub.subscribe(subscription.channel, subscriber, subscription.matches, subscription.client);
+      }
     },
   });
 }
@@ -196,6 +206,22 @@ function isChannelName(channel: string): boolean {
 }
 
 const INDEX_SUFFIX = "-index";
+
+/**
+ * Who subscribes: with tokens (the guard let the request through), the token, by its SHA-256
+ * digest so that no token stays in memory; without, the client address. The token is read where
+ * the guard reads it: `Authorization`, else `?token=`.
+ */
+function clientOf(request: FastifyRequest, byToken: boolean): SubscriberClient {
+  if (byToken) {
+    let token = readToken(request.headers.authorization);
+    if (token === undefined && isPlainObject(request.query) && typeof request.query.token === "string") {
+      token = request.query.token;
+    }
+    if (token !== undefined) return { kind: "token", id: createHash("sha256").update(token).digest("base64url") };
+  }
+  return { kind: "address", id: request.ip };
+}
 
 /** A string parameter of `request.params`, or `undefined`. */
 function stringParameter(params: unknown, name: string): string | undefined {

@@ -1,5 +1,10 @@
 /**
  * The streams HTTP API (streams.md §6): stream configurations, pushes, index searches.
+ *
+ * Streams that a stream directory file defines belong to the operator: POST and DELETE of their
+ * names answer 409 naming the file, and the API never writes, replaces or removes such a file.
+ * Streams created with `:persist true` are written to the API streams directory, one file each
+ * (`<first stream directory>/.vigie-api/<name>.edn`), or stored in the database in cluster mode.
  */
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
 import { HttpError } from "../../platform/errors.js";
@@ -12,13 +17,16 @@ import type { Stream, StreamEngine } from "../engine.js";
 import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
 import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
-import { persistedFile, removeStreamFile, writeStreamFile } from "../storage.js";
+import { removeStreamFile, writeStreamFile } from "../storage.js";
 import { compileWhereQuery, decodeBase64Text, parseRequestEdn } from "./where-query.js";
 
 /** What the routes need besides the engine. */
 export interface StreamRoutesOptions {
   readonly engine: StreamEngine;
-  /** The first stream directory (where `:persist true` writes), if any. */
+  /**
+   * The API streams directory (`<first stream directory>/.vigie-api`, where `:persist true` writes),
+   * or `undefined` without stream directories. Unused in cluster mode (the database holds them).
+   */
   readonly persistDirectory: string | undefined;
   /** Body limit of pushes, in bytes. */
   readonly ingestionBodyLimit: number;
@@ -43,9 +51,17 @@ export interface StreamRoutesCluster {
   ask(name: string, query: { kind: "search"; query: unknown } | { kind: "current-time" }): Promise<unknown>;
 }
 
-/** Whether a stream lives in its own persisted file (other streams files are the operator's). */
-function isPersisted(stream: Stream | undefined, directory: string): boolean {
-  return stream?.origin.kind === "file" && stream.origin.file === persistedFile(directory, stream.name);
+/**
+ * Refuses to change a stream that a stream directory file defines: that file is the operator's,
+ * and the API never writes to it (nor would a change of the running stream outlast a reload).
+ * @throws HttpError 409 naming the file
+ */
+function refuseOperatorStream(stream: Stream | undefined, change: "replace" | "delete"): void {
+  if (stream?.origin.kind !== "file") return;
+  throw new HttpError(
+    409,
+    `stream ${stream.name} is defined in the configuration file ${stream.origin.file}: ${change} it there and reload (SIGHUP)`,
+  );
 }
 
 function notFound(name: string): HttpError {
@@ -167,7 +183,7 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
       "invalid stream config",
     );
     if (!isMap(config)) throw new HttpError(400, "invalid stream config: the configuration must be an EDN map");
-    const previous = engine.get(name);
+    refuseOperatorStream(engine.get(name), "replace");
     let compiled: CompiledConfig;
     try {
       compiled = engine.compile(config);
@@ -184,14 +200,13 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
       if (persistDirectory === undefined) {
         throw new HttpError(400, "invalid stream config: :persist needs streams.directories to be configured");
       }
-      const file = await writeStreamFile(persistDirectory, name, config);
-      engine.add(name, config, { kind: "file", file }, compiled);
-    } else {
+      await writeStreamFile(persistDirectory, name, config);
       engine.add(name, config, { kind: "api" }, compiled);
-      // A stream replaced by one that is not persisted must not come back at the next start.
-      if (persistDirectory !== undefined && isPersisted(previous, persistDirectory)) {
-        await removeStreamFile(persistDirectory, name);
-      }
+    } else {
+      // A stream replaced by one that is not persisted must not come back at the next start; the
+      // file goes first, so that a failure to remove it changes nothing.
+      if (persistDirectory !== undefined) await removeStreamFile(persistDirectory, name);
+      engine.add(name, config, { kind: "api" }, compiled);
     }
     reply.code(201);
     return { message: "stream added" };
@@ -210,15 +225,14 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
 
   app.delete("/api/v1/stream/:name", routeOptions, async (request) => {
     const { name } = request.params as { name: string };
-    const stream = streamOf(name);
-    if (cluster !== undefined && stream.origin.kind === "api") {
+    refuseOperatorStream(streamOf(name), "delete");
+    if (cluster !== undefined) {
       await cluster.remove(name, () => engine.remove(name));
       return { message: "stream removed" };
     }
+    // The file first: a reload in between would otherwise start the stream again from it.
+    if (persistDirectory !== undefined) await removeStreamFile(persistDirectory, name);
     engine.remove(name);
-    if (persistDirectory !== undefined && isPersisted(stream, persistDirectory)) {
-      await removeStreamFile(persistDirectory, name);
-    }
     return { message: "stream removed" };
   });
 

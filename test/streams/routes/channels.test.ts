@@ -56,8 +56,8 @@ describe("GET /api/v1/channel/<channel>", () => {
     return server;
   };
   const ws = (path: string) => `ws://127.0.0.1:${port}${path}`;
-  const open = async (path: string, headers: Record<string, string> = {}) => {
-    const subscriber = await subscribe(ws(path), headers);
+  const open = async (path: string, headers: Record<string, string> = {}, localAddress?: string) => {
+    const subscriber = await subscribe(ws(path), headers, localAddress === undefined ? {} : { localAddress });
     subscribers.push(subscriber);
     return subscriber;
   };
@@ -159,7 +159,8 @@ describe("GET /api/v1/channel/<channel>", () => {
   it("refuses subscribers beyond streams.max-subscribers with 503, and accepts again once one left", async () => {
     await start({ streams: { "max-subscribers": 2 } });
     const first = await open("/api/v1/channel/a");
-    await open("/api/v1/channel/b");
+    // From another address: one client may hold a quarter of max-subscribers, at least one.
+    await open("/api/v1/channel/b", {}, "127.0.0.2");
     const refusal = await refusedUpgrade(ws("/api/v1/channel/a"));
     expect(refusal.status).toBe(503);
     expect(refusal.body).toEqual({ error: "too many WebSocket subscribers: the server accepts no more for now" });
@@ -173,6 +174,51 @@ describe("GET /api/v1/channel/<channel>", () => {
       "a free slot",
     );
     subscribers.push(again);
+  });
+
+  it("closes a subscription beyond streams.max-subscriptions-per-client with 1008 naming it, per client address", async () => {
+    await start({ streams: { "max-subscriptions-per-client": 3 } });
+    const publishing = b64(
+      "{:actions {:action :sdo :children [{:action :publish :params [:c0]} {:action :publish :params [:c1]}]}}",
+    );
+    expect((await inject("POST", "/api/v1/stream/s", { config: publishing })).status).toBe(201);
+    const held = [await open("/api/v1/channel/c0"), await open("/api/v1/channel/c1"), await open("/api/v1/channel/c1")];
+    const fourth = await open("/api/v1/channel/c0");
+    expect(await fourth.closed).toEqual({
+      code: 1008,
+      reason: "too many subscriptions from this client address: at most 3 (streams.max-subscriptions-per-client)",
+    });
+    // Another address is another client.
+    const elsewhere = await open("/api/v1/channel/c0", {}, "127.0.0.2");
+    await push("s", [{ host: "a", time: 1 }]);
+    for (const subscriber of [...held, elsewhere])
+      expect(await subscriber.received(1)).toEqual([{ host: "a", time: 1 }]);
+    expect(await metrics()).toContain('stream_subscriptions_refused_total{bound="max-subscriptions-per-client"} 1');
+
+    // Once one of its subscriptions is gone, the client may open another.
+    await held[0]?.close();
+    await until(
+      async () => ((await metrics()).includes('stream_subscribers{channel="c0"} 1') ? true : undefined),
+      "the subscription to be gone",
+    );
+    const again = await open("/api/v1/channel/c0");
+    await push("s", [{ host: "b", time: 2 }]);
+    expect(await again.received(1)).toEqual([{ host: "b", time: 2 }]);
+    expect(await elsewhere.received(2)).toEqual([
+      { host: "a", time: 1 },
+      { host: "b", time: 2 },
+    ]);
+  });
+
+  it("bounds a client to a quarter of streams.max-subscribers by default", async () => {
+    await start({ streams: { "max-subscribers": 8 } });
+    await open("/api/v1/channel/a");
+    await open("/api/v1/channel/a");
+    const third = await open("/api/v1/channel/b");
+    expect(await third.closed).toEqual({
+      code: 1008,
+      reason: "too many subscriptions from this client address: at most 2 (streams.max-subscriptions-per-client)",
+    });
   });
 
   it("keeps the platform's Host (421) and cross-origin WebSocket (403) checks on this route", async () => {
@@ -286,6 +332,54 @@ describe("GET /api/v1/channel/<channel> with security.require-token", () => {
     expect(await byQuery.received(1)).toEqual([events[0]]);
     byHeader.socket.terminate();
     byQuery.socket.terminate();
+  });
+
+  it("bounds the subscriptions of each token, however it is sent, whatever the address", async () => {
+    const registry = createRegistryModule({
+      environment: { VIGIE_ADMIN_NAME: "root", VIGIE_ADMIN_PASSWORD: "root-password" },
+    });
+    server = await startTestServer({
+      modules: [registry, streamsModule],
+      config: { security: { "require-token": true }, streams: { "max-subscriptions-per-client": 2 } },
+    });
+    await server.app.listen({ host: "127.0.0.1", port: 0 });
+    const address = server.app.server.address();
+    port = typeof address === "object" && address !== null ? address.port : 0;
+    const url = `ws://127.0.0.1:${port}/api/v1/channel/alerts`;
+    const client = new RegistryClient(server.app);
+    const admin = await client.token("root", "root-password");
+    await client.user(admin, { name: "tina", password: "tina-password", role: "tech" });
+    // Two tokens of one user: two clients.
+    const first = await client.token("tina", "tina-password");
+    const second = await client.token("tina", "tina-password");
+    const opened: TestSubscriber[] = [];
+    const open = async (target: string, headers: Record<string, string> = {}, localAddress?: string) => {
+      const subscriber = await subscribe(target, headers, localAddress === undefined ? {} : { localAddress });
+      opened.push(subscriber);
+      return subscriber;
+    };
+    try {
+      const byHeader = await open(url, { authorization: `Bearer ${first}` });
+      const byQuery = await open(`${url}?token=${first}`, {}, "127.0.0.2");
+      const beyond = await open(url, { authorization: `Bearer ${first}` }, "127.0.0.3");
+      expect(await beyond.closed).toEqual({
+        code: 1008,
+        reason: "too many subscriptions for this token: at most 2 (streams.max-subscriptions-per-client)",
+      });
+      const other = [await open(url, { authorization: `Bearer ${second}` }), await open(`${url}?token=${second}`)];
+      const config = b64("{:actions {:action :publish :params [:alerts]}}");
+      const headers = { authorization: `Bearer ${first}` };
+      expect(
+        (await server.app.inject({ method: "POST", url: "/api/v1/stream/s", headers, payload: { config } })).statusCode,
+      ).toBe(201);
+      const events = [{ host: "a", time: 1 }];
+      expect(
+        (await server.app.inject({ method: "PUT", url: "/api/v1/stream/s", headers, payload: { events } })).statusCode,
+      ).toBe(200);
+      for (const subscriber of [byHeader, byQuery, ...other]) expect(await subscriber.received(1)).toEqual(events);
+    } finally {
+      for (const subscriber of opened) subscriber.socket.terminate();
+    }
   });
 
   it("never writes the token of the URL to the logs, even at trace level", async () => {
