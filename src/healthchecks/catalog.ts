@@ -26,7 +26,7 @@ import {
 } from "./definition.js";
 import type { Execution, Executor } from "./execute.js";
 import type { CheckSeries, HealthcheckMetrics } from "./metrics.js";
-import { redactLabels, redactMessage } from "./redaction.js";
+import { redactLabels, redactMessage, type SecretSource } from "./redaction.js";
 import type { HealthcheckResult, ResultStore } from "./results.js";
 import type { Scheduler } from "./scheduler.js";
 import type { HealthcheckStorage } from "./storage.js";
@@ -101,9 +101,9 @@ type Change = "added" | "changed" | "unchanged";
 /** What a run that does nothing answers. */
 const DONE: Promise<void> = Promise.resolve();
 
-/** The headers of an http check, whose secret values are scrubbed from messages. */
-function headersOf(definition: Definition): Readonly<Record<string, string>> | undefined {
-  return definition.kind === "http" ? definition.headers : undefined;
+/** What of a check holds secrets scrubbed from its messages: an http check's headers, query, path and body. */
+function secretSourceOf(definition: Definition): SecretSource | undefined {
+  return definition.kind === "http" ? definition : undefined;
 }
 
 function byName(a: { name: string }, b: { name: string }): number {
@@ -357,7 +357,7 @@ export class Catalog {
       source: "api",
       stop: this.#stopController.signal,
     });
-    return { ...execution, message: redactMessage(execution.message, headersOf(definition)) };
+    return { ...execution, message: redactMessage(execution.message, secretSourceOf(definition)) };
   }
 
   /** Stops every schedule and abandons executions in flight (the module is closing). */
@@ -446,7 +446,7 @@ export class Catalog {
       // A success says `success`: only failure messages quote what a target or command said.
       message: execution.success
         ? execution.message
-        : redactMessage(execution.message, headersOf(registration.definition)),
+        : redactMessage(execution.message, secretSourceOf(registration.definition)),
       duration: execution.duration,
     };
     if (registration.labels !== undefined) result.labels = registration.labels;

@@ -400,13 +400,14 @@ export function validateDefinition<K extends Kind>(
       set("target", field("target", required(target)));
       set("port", field("port", required(port)));
       set("protocol", field("protocol", withDefault(oneOf(["http", "https"]), "http")));
-      set("path", field("path", withDefault(httpPath, "/")));
+      // The path's query, the query and the body may hold secrets: no error quotes them.
+      set("path", field("path", withDefault(secret(httpPath), "/")));
       set("method", field("method", withDefault(oneOf(HTTP_METHODS), "GET")));
       set("valid-status", field("valid-status", required(array(integer(100, 599), { min: 1 }))));
       set("redirect", field("redirect", withDefault(boolean(), false)));
       set("headers", field("headers", optional(headers)));
-      set("query", field("query", optional(record(string()))));
-      set("body", field("body", optional(string())));
+      set("query", field("query", optional(secret(record(string())))));
+      set("body", field("body", optional(secret(string()))));
       set("body-regexp", field("body-regexp", optional(array(linearRegexPattern))));
       set("host", field("host", optional(nonEmpty)));
       tlsFields();
@@ -449,7 +450,8 @@ export function toJson(definition: Definition): Record<string, unknown> {
 
 /**
  * The view the API returns (healthchecks.md §1): {@link toJson} plus `source`, with secrets
- * replaced by `<redacted>` (platform.md §8: secret header values, URL passwords; redaction.ts). Every
+ * replaced by `<redacted>` (platform.md §8: values of secret headers, query parameters and JSON
+ * body fields, URL passwords; redaction.ts). Every
  * GET route shows definitions through it: `GET /healthcheck`, `GET /healthcheck/<name>` and the
  * `configuration` of results.
  */

@@ -2,9 +2,19 @@
  * The tls executor (healthchecks.md §3): a TLS handshake, with the peer's chain and name verified
  * unless insecure, and the earliest expiry of the peer chain compared with expiration-delay. The
  * connection and the handshake are bounded by the check's timeout.
+ *
+ * With TLS 1.3 (RFC 8446 §4.4.2–4.4.4) the client's handshake is over once it sends its Finished,
+ * before the server has judged the client's certificate: a server that refuses it (mutual TLS)
+ * answers afterwards, with an alert (`certificate required`, `unknown ca` …) or by closing the
+ * connection. So after a TLS 1.3 handshake, and after any handshake in which the check presented a
+ * client certificate (a server may judge it only once its handshake is done), the check waits for
+ * the server's first word: a session ticket (RFC 8446 §4.6.1, sent once the server accepts the
+ * client) or data mean success; an alert, a reset, or a close while a client certificate was
+ * presented mean failure; silence means success after {@link postHandshakeWaitMs}.
  */
 import { isIP } from "node:net";
-import { connect, type DetailedPeerCertificate } from "node:tls";
+import { performance } from "node:perf_hooks";
+import { connect, type DetailedPeerCertificate, type TLSSocket } from "node:tls";
 import { startDeadline } from "./deadline.js";
 import type { TlsDefinition } from "./definition.js";
 import { endpoint, failure, type Outcome, SUCCESS } from "./outcome.js";
@@ -36,14 +46,62 @@ function serverName(definition: TlsDefinition): string | undefined {
   return isIP(definition.target) === 0 ? definition.target : undefined;
 }
 
+/** The shortest wait for the server's verdict after a handshake that needs one, in milliseconds. */
+export const POST_HANDSHAKE_MIN_WAIT_MS = 250;
+
+/**
+ * How long a check waits, after a TLS 1.3 handshake or one with a client certificate, for the
+ * server's first word when none came yet: twice the handshake's duration (which took about one round trip, and an alert needs about
+ * half of one plus the server's verification), at least {@link POST_HANDSHAKE_MIN_WAIT_MS} (250
+ * ms) for jitter, and never past the check's timeout. A server that accepts and says nothing (no
+ * session ticket, no data) thus costs the check this wait, not its whole timeout; one that sends a
+ * ticket at once (OpenSSL-based servers and Node.js do by default) answers within a round trip.
+ *
+ * @param handshakeMs milliseconds from the start of the connection to the end of the handshake
+ * @param remainingMs milliseconds left before the check's timeout
+ * @returns milliseconds, at least 0
+ */
+export function postHandshakeWaitMs(handshakeMs: number, remainingMs: number): number {
+  return Math.max(0, Math.min(remainingMs, Math.max(POST_HANDSHAKE_MIN_WAIT_MS, 2 * handshakeMs)));
+}
+
+/**
+ * Resolves once the server has shown it accepted a finished handshake — a session ticket or data,
+ * or nothing for `waitMs` — and rejects, naming the refusal, on an alert, a reset, or (when the
+ * client presented a certificate) a close before any ticket or data: a Node.js server refusing a
+ * client certificate that does not verify closes the connection without an alert.
+ *
+ * @param presented whether the client sent a certificate of its own
+ */
+function serverVerdict(socket: TLSSocket, waitMs: number, presented: boolean): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const settle = (error?: Error) => {
+      clearTimeout(timer);
+      if (error === undefined) resolve();
+      else reject(new Error(`refused by the server after the handshake: ${error.message}`));
+    };
+    const timer = setTimeout(settle, waitMs);
+    socket.once("session", () => settle());
+    socket.once("data", () => settle());
+    socket.once("end", () =>
+      settle(presented ? new Error("it closed the connection without accepting the client certificate") : undefined),
+    );
+    socket.once("error", settle);
+    // Reading is what makes OpenSSL process what the server sent (tickets, alerts).
+    socket.resume();
+  });
+}
+
 /**
  * Executes one tls check. Never throws.
  *
  * @param stop aborted when the module stops; the handshake is abandoned
  * @param files how `key`, `cert` and `cacert` lead to files: paths as given (configuration-file
  *   checks, the default) or names under `healthchecks.tls-directory` (API checks, platform.md §8)
- * @returns success, or `TLS handshake failed on host:port: <reason>` (the TLS or socket error,
- *   `timeout after 2s`, or `cannot read cacert ca.pem: not a regular file` for a TLS file that
+ * @returns success, or `TLS handshake failed on host:port: <reason>` (the TLS or socket error;
+ *   `refused by the server after the handshake: … tlsv13 alert certificate required` when a TLS 1.3
+ *   server refuses the client certificate; `timeout after 2s`; or `cannot read cacert ca.pem: not a
+ *   regular file` for a TLS file that
  *   cannot be read or is not a regular file of at most 1 MiB), or `the certificate for host:port
  *   expires at <RFC 3339 time>` when the earliest certificate of the chain expires within
  *   expiration-delay
@@ -55,6 +113,7 @@ export async function runTls(
 ): Promise<Outcome> {
   const where = endpoint(definition.target, definition.port);
   const deadline = startDeadline(definition.timeout.milliseconds, stop);
+  const begun = performance.now();
   const aborted = new Promise<never>((_resolve, reject) => {
     deadline.onAbort(() => reject(deadline.signal.reason));
   });
@@ -65,6 +124,7 @@ export async function runTls(
     // read is bounded in size too, and a FIFO or a device is refused without being read.
     const contents = await Promise.race([readTlsFiles(definition, files), aborted]);
     const name = serverName(definition);
+    const started = performance.now();
     expiry = await new Promise<number | undefined>((resolve, reject) => {
       const socket = connect({
         host: definition.target,
@@ -78,14 +138,28 @@ export async function runTls(
         socket.destroy();
         reject(deadline.signal.reason);
       });
-      socket.once("secureConnect", () => {
-        const found = earliestExpiry(socket.getPeerCertificate(true));
-        socket.destroy();
-        resolve(found);
-      });
-      socket.once("error", (error) => {
+      const onError = (error: Error) => {
         socket.destroy();
         reject(error);
+      };
+      socket.once("error", onError);
+      socket.once("secureConnect", () => {
+        const found = earliestExpiry(socket.getPeerCertificate(true));
+        const presented = definition.cert !== undefined;
+        // Before TLS 1.3 the server's Finished follows its verdict, unless it judges the client's
+        // certificate after the handshake (Node.js servers do): waiting matters with a certificate only.
+        if (socket.getProtocol() !== "TLSv1.3" && !presented) {
+          socket.destroy();
+          resolve(found);
+          return;
+        }
+        socket.off("error", onError);
+        const now = performance.now();
+        // 1 ms short of the timeout, so that the deadline does not fail a handshake that succeeded.
+        const remaining = definition.timeout.milliseconds - (now - begun) - 1;
+        void serverVerdict(socket, postHandshakeWaitMs(now - started, remaining), presented)
+          .then(() => resolve(found), reject)
+          .finally(() => socket.destroy());
       });
     });
   } catch (error) {

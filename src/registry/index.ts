@@ -2,18 +2,19 @@
  * The registry module (registry.md): users, roles and API tokens. Its tokens also guard the admin
  * APIs of the other modules, through the verifier it registers with the platform's auth hook.
  *
- * Configuration: `registry: {enabled: true}`; no other key. Environment: `VIGIE_ADMIN_NAME` and
+ * Configuration: `registry: {enabled: true, cargo: {…}, sign-in: {…}}` (see cargo/config.ts and
+ * sign-in-limit.ts). Environment: `VIGIE_ADMIN_NAME` and
  * `VIGIE_ADMIN_PASSWORD` create the first admin at start-up (registry.md §4).
  */
 import { defineModule, type VigieModule } from "../platform/module.js";
-import type { RateLimitPolicy } from "../platform/rate-limit.js";
 import { bootstrapAdminFrom, createBootstrapAdmin } from "./bootstrap.js";
 import { cargoMigrations, cargoSection, checkCargoPublicUrl, setUpCargo } from "./cargo/index.js";
 import { LastUsedRecorder } from "./last-used.js";
 import { countAuthOutcomes } from "./metrics.js";
 import { dummyPasswordHash } from "./passwords.js";
 import { registerRegistryRoutes } from "./routes.js";
-import { FailureLimiter, registryMigrations, TOKEN_FAILURE_POLICY, TokenStore, UserStore } from "./storage.js";
+import { SignInLimiter, type SignInLimits, signInLimitsOf, signInSection } from "./sign-in-limit.js";
+import { FailureLimiter, registryMigrations, TokenStore, UserStore } from "./storage.js";
 import { TokenCache } from "./token-cache.js";
 import { isInvalidation, RegistryVerifier } from "./verifier.js";
 
@@ -31,8 +32,11 @@ export { hashPassword } from "./passwords.js";
 export { registryMigrations, UserStore } from "./storage.js";
 export { userDescription, userName, userPassword, userRole } from "./users.js";
 
-/** The keys of the `registry` section besides `enabled`: the Cargo registry's (cargo.md). */
-const registryShape = { cargo: cargoSection };
+/**
+ * The keys of the `registry` section besides `enabled`: the Cargo registry's (cargo.md) and
+ * `sign-in`, the rate limit of failed token creations (sign-in-limit.ts).
+ */
+const registryShape = { cargo: cargoSection, "sign-in": signInSection };
 
 /** The change topic of token and user invalidations between instances. */
 const REGISTRY_TOPIC = "registry.tokens";
@@ -45,8 +49,11 @@ export interface RegistryModuleOptions {
   readonly now?: () => number;
   /** How long this process trusts a token lookup, in milliseconds; default 5000, 0 disables the cache. */
   readonly cacheTtlMs?: number;
-  /** The rate limit of failed token creations; default 10 per 15 minutes. */
-  readonly failurePolicy?: RateLimitPolicy;
+  /**
+   * The rate limit of failed token creations, instead of the one of `registry.sign-in` (default 10
+   * per 15 minutes per address, 10 per user, then 1 per user and address; see sign-in-limit.ts).
+   */
+  readonly signInLimits?: SignInLimits;
 }
 
 /**
@@ -68,6 +75,7 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
       const bootstrapAdmin = bootstrapAdminFrom(options.environment ?? process.env);
       const { auth, database, logger } = context;
       const users = new UserStore(database);
+      const limits = options.signInLimits ?? signInLimitsOf(section["sign-in"]);
       const tokens = new TokenStore(database);
       const lastUsed = new LastUsedRecorder({
         write: (tokenId, at) => tokens.touch(tokenId, at),
@@ -101,7 +109,7 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
       registerRegistryRoutes(app, {
         users,
         tokens,
-        limiter: new FailureLimiter(database, options.failurePolicy ?? TOKEN_FAILURE_POLICY),
+        limiter: new SignInLimiter(new FailureLimiter(database, SignInLimiter.keepMs(limits)), limits),
         verifier,
         requireAdmin: auth.require("admin"),
         requireUser: auth.require("tech"),

@@ -11,7 +11,8 @@ import type { Principal } from "../platform/auth.js";
 import { HttpError } from "../platform/errors.js";
 import { optional, ValidationError } from "../platform/validation.js";
 import { dummyPasswordHash, hashPassword, verifyPassword } from "./passwords.js";
-import type { FailureLimiter, TokenStore, UserStore } from "./storage.js";
+import type { SignInLimiter } from "./sign-in-limit.js";
+import type { TokenStore, UserStore } from "./storage.js";
 import { newTokenBody, tokenView } from "./tokens.js";
 import { newUserBody, setsAdminOnlyField, type User, userName, userNotFound, userUpdateBody } from "./users.js";
 import type { RegistryVerifier } from "./verifier.js";
@@ -20,7 +21,8 @@ import type { RegistryVerifier } from "./verifier.js";
 export interface RegistryRoutesOptions {
   readonly users: UserStore;
   readonly tokens: TokenStore;
-  readonly limiter: FailureLimiter;
+  /** The rate limit of failed token creations (sign-in-limit.ts). */
+  readonly limiter: SignInLimiter;
   readonly verifier: RegistryVerifier;
   /** Guards of the routes for admins only, and for any active user. */
   readonly requireAdmin: preHandlerHookHandler;
@@ -111,9 +113,8 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
 
   app.post(TOKENS, async (request, reply) => {
     const body = newTokenBody(request.body, "");
-    const keys = [`user:${body.user}`, `address:${request.ip}`];
     // Checked before the password, so a limited attacker gets no answer about it.
-    const wait = await limiter.check(keys, now());
+    const wait = await limiter.refusal(body.user, request.ip, now());
     if (wait !== undefined) {
       throw new HttpError(429, `too many failed attempts, retry in ${wait} seconds`, { "retry-after": String(wait) });
     }
@@ -121,7 +122,7 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
     // An unknown user costs the same Argon2 verification as a wrong password (same timing).
     const matches = await verifyPassword(user?.passwordHash ?? (await dummyPasswordHash()), body.password);
     if (user === undefined || !matches) {
-      await limiter.record(keys, now());
+      await limiter.failed(body.user, request.ip, now());
       throw new HttpError(401, "invalid user or password");
     }
     if (!user.active) throw new HttpError(403, "user is not active");

@@ -80,7 +80,7 @@ export interface TokenTable {
  * In the database, not in process memory, so instances sharing a PostgreSQL database share limits.
  */
 export interface TokenFailureTable {
-  /** What was limited: `user:<name>` or `address:<client address>`. */
+  /** What was limited: `user:<name>`, `address:<client address>` or `user-address:<name> <address>`. */
   key: string;
   /** Milliseconds since the epoch. */
   at: number;
@@ -493,53 +493,49 @@ export class TokenStore {
   }
 }
 
-/** registry.md §3: at most 10 failed token creations per 15 minutes per user name and per address. */
-export const TOKEN_FAILURE_POLICY: RateLimitPolicy = { limit: 10, windowMs: 15 * 60_000 };
-
 /**
- * The rate limit of failed token creations (registry.md §3), a sliding window per key: a key is
- * limited while it has `limit` failures or more within the last `windowMs`. Refused attempts are
- * not failures (nobody's password was checked), so a limited key is free again `windowMs` after its
- * `limit`-th most recent failure. Concurrent attempts may check before any of them records its
- * failure, so a burst can exceed the limit by the number of attempts in flight; the next attempt is
- * refused.
+ * The memory of failed token creations, a sliding window per key (see sign-in-limit.ts for the
+ * rule that reads it): {@link wait} tells how long a key stays limited under a policy, {@link record}
+ * remembers one failure under several keys. Refused attempts are not failures (nobody's password was
+ * checked), so a limited key is free again `windowMs` after its `limit`-th most recent failure.
+ * Concurrent attempts may check before any of them records its failure, so a burst can exceed a
+ * limit by the number of attempts in flight; the next attempt is refused.
  */
 export class FailureLimiter {
   readonly #db: RegistryDb;
 
+  /**
+   * @param keepMs how long a failure is kept, in milliseconds: the longest window any policy
+   *   reads (older failures are swept by {@link record})
+   */
   constructor(
     database: Database,
-    readonly policy: RateLimitPolicy = TOKEN_FAILURE_POLICY,
+    readonly keepMs: number,
   ) {
     this.#db = registryDb(database);
   }
 
   /**
-   * Whether an attempt is refused because one of `keys` is limited.
+   * How long `key` stays limited under `policy`.
    *
-   * @param keys `user:<name>`, `address:<ip>`
+   * @param key at most 200 characters (the column's width)
    * @param now milliseconds since the epoch
-   * @returns the longest wait in whole seconds among the limited keys, or `undefined` when none is
+   * @returns whole seconds until the key is free, or `undefined` when it is not limited
    */
-  async check(keys: readonly string[], now: number): Promise<number | undefined> {
-    let longest: number | undefined;
-    for (const key of keys) {
-      const rows = await this.#db
-        .selectFrom("registry_token_failure")
-        .select("at")
-        .where("key", "=", key)
-        .where("at", ">", now - this.policy.windowMs)
-        .orderBy("at", "desc")
-        .limit(this.policy.limit)
-        .execute();
-      const wait = retryAfterSeconds(rows[this.policy.limit - 1]?.at, now, this.policy);
-      if (wait !== undefined && (longest === undefined || wait > longest)) longest = wait;
-    }
-    return longest;
+  async wait(key: string, policy: RateLimitPolicy, now: number): Promise<number | undefined> {
+    const rows = await this.#db
+      .selectFrom("registry_token_failure")
+      .select("at")
+      .where("key", "=", key)
+      .where("at", ">", now - policy.windowMs)
+      .orderBy("at", "desc")
+      .limit(policy.limit)
+      .execute();
+    return retryAfterSeconds(rows[policy.limit - 1]?.at, now, policy);
   }
 
   /**
-   * Records one failure under each key, and forgets failures that left the window (of every key,
+   * Records one failure under each key, and forgets failures older than `keepMs` (of every key,
    * so the table stays as small as the recent failures).
    *
    * @param now milliseconds since the epoch
@@ -551,7 +547,7 @@ export class FailureLimiter {
       .execute();
     await this.#db
       .deleteFrom("registry_token_failure")
-      .where("at", "<=", now - this.policy.windowMs)
+      .where("at", "<=", now - this.keepMs)
       .execute();
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Certificates generated at test time with the `openssl` command: a CA, a server certificate for
- * `localhost` and 127.0.0.1 valid 30 days, one valid 1 day (expiration-delay tests) and a client
- * certificate (mutual TLS). Tests that need them skip, with the reason, when openssl is missing.
+ * `localhost` and 127.0.0.1 valid 30 days, one valid 1 day (expiration-delay tests), a client
+ * certificate (mutual TLS) and a client certificate of another CA (one a server refuses). Tests that need them skip, with the reason, when openssl is missing.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -18,6 +18,9 @@ export interface Certificates {
   readonly shortCert: string;
   readonly clientKey: string;
   readonly clientCert: string;
+  /** A client certificate (with its key) signed by the other CA: a server trusting `ca` refuses it. */
+  readonly strangerKey: string;
+  readonly strangerCert: string;
   /** A second CA that signed nothing we serve: verification against it fails. */
   readonly otherCaCert: string;
   /** Reads a file of this set. */
@@ -38,7 +41,14 @@ function openssl(directory: string, args: string[]): void {
   execFileSync("openssl", args, { cwd: directory, stdio: ["ignore", "ignore", "pipe"] });
 }
 
-function signed(directory: string, name: string, days: number, extensions: string, key = `${name}.key`): void {
+function signed(
+  directory: string,
+  name: string,
+  days: number,
+  extensions: string,
+  key = `${name}.key`,
+  ca = "ca",
+): void {
   openssl(directory, ["req", "-new", "-key", key, "-subj", `/CN=${name}`, "-out", `${name}.csr`]);
   writeFileSync(join(directory, `${name}.ext`), extensions);
   openssl(directory, [
@@ -47,9 +57,9 @@ function signed(directory: string, name: string, days: number, extensions: strin
     "-in",
     `${name}.csr`,
     "-CA",
-    "ca.pem",
+    `${ca}.pem`,
     "-CAkey",
-    "ca.key",
+    `${ca}.key`,
     "-CAcreateserial",
     "-days",
     String(days),
@@ -108,7 +118,10 @@ export function generateCertificates(): Certificates {
   signed(directory, "server", 30, serverExtensions);
   signed(directory, "short", 1, serverExtensions, "server.key");
   ecKey(directory, "client.key");
-  signed(directory, "client", 30, "extendedKeyUsage = clientAuth\nbasicConstraints = CA:FALSE\n");
+  const clientExtensions = "extendedKeyUsage = clientAuth\nbasicConstraints = CA:FALSE\n";
+  signed(directory, "client", 30, clientExtensions);
+  ecKey(directory, "stranger.key");
+  signed(directory, "stranger", 30, clientExtensions, "stranger.key", "other-ca");
   return {
     directory,
     caCert: join(directory, "ca.pem"),
@@ -117,6 +130,8 @@ export function generateCertificates(): Certificates {
     shortCert: join(directory, "short.pem"),
     clientKey: join(directory, "client.key"),
     clientCert: join(directory, "client.pem"),
+    strangerKey: join(directory, "stranger.key"),
+    strangerCert: join(directory, "stranger.pem"),
     otherCaCert: join(directory, "other-ca.pem"),
     read: (path) => readFileSync(path),
   };

@@ -104,6 +104,31 @@ describe("the healthchecks section", () => {
     );
   });
 
+  it("never quotes an http check's path, query or body, which may hold secrets", () => {
+    const http = (fields: Record<string, unknown>) => ({
+      "http-checks": [
+        {
+          name: "site",
+          target: "example.org",
+          port: 443,
+          "valid-status": [200],
+          timeout: "5s",
+          interval: "30s",
+          ...fields,
+        },
+      ],
+    });
+    expect(refusal(http({ path: "access_token=s3cret" }))).toBe(
+      "invalid configuration: healthchecks.http-checks[0].path: must start with / and contain only printable ASCII",
+    );
+    expect(refusal(http({ query: { api_key: 12345678 } }))).toBe(
+      "invalid configuration: healthchecks.http-checks[0].query.api_key: must be a string",
+    );
+    expect(refusal(http({ body: { password: "s3cret" } }))).toBe(
+      "invalid configuration: healthchecks.http-checks[0].body: must be a string",
+    );
+  });
+
   it("validates the checks of each list, naming the path", () => {
     expect(
       refusal({

@@ -143,15 +143,15 @@ describe("redactSecrets", () => {
 describe("redactMessage", () => {
   it("hides URL passwords and the check's own secret header values", () => {
     const headers = { Authorization: "Bearer abcdefgh", "X-Api-Key": "k3y-value", Accept: "text/plain" };
-    expect(redactMessage("status 500. Body: 'you sent Bearer abcdefgh and k3y-value, text/plain'", headers)).toBe(
+    expect(redactMessage("status 500. Body: 'you sent Bearer abcdefgh and k3y-value, text/plain'", { headers })).toBe(
       `status 500. Body: 'you sent ${REDACTED} and ${REDACTED}, text/plain'`,
     );
-    expect(redactMessage("token abcdefgh refused", headers)).toBe(`token ${REDACTED} refused`);
+    expect(redactMessage("token abcdefgh refused", { headers })).toBe(`token ${REDACTED} refused`);
     expect(redactMessage("curl: cannot reach https://ann:pw@example.org")).toBe(
       `curl: cannot reach https://ann:${REDACTED}@example.org`,
     );
     // Values shorter than 4 characters would hide ordinary words.
-    expect(redactMessage("status 500", { "X-Key": "500" })).toBe("status 500");
+    expect(redactMessage("status 500", { headers: { "X-Key": "500" } })).toBe("status 500");
   });
 });
 
@@ -215,5 +215,94 @@ describe("restoreRedacted (GET → edit → POST round-trips)", () => {
   it("resolves a stored string that itself contains <redacted>", () => {
     const literal = { description: `we write ${REDACTED} here` };
     expect(restoreRedacted(literal, literal)).toEqual(literal);
+  });
+});
+
+describe("secrets outside headers (query parameters, path, JSON body fields)", () => {
+  const body =
+    '{\n  "user": "ann",\n  "Api_Key": "k-123",\n  "nested": {"password": "stays"},\n  "n": 1.50,\n  "token": {"a": [1, "}"]}\n}';
+  const stored = {
+    name: "web",
+    path: "/v1/items?page=2&access_token=t%20ok&x=https://u:p@h#top",
+    query: { api_key: "q-secret", lang: "en", "https://u:p@x": "https://u:p@x" },
+    body,
+  };
+
+  it("redact query values whose name follows the header rule, keeping the others", () => {
+    expect(redactSecrets(stored).query).toEqual({
+      api_key: REDACTED,
+      lang: "en",
+      "https://u:p@x": `https://u:${REDACTED}@x`,
+    });
+  });
+
+  it("redact the path's secret query parameters and URL passwords, the rest kept", () => {
+    expect(redactSecrets(stored).path).toBe(`/v1/items?page=2&access_token=${REDACTED}&x=https://u:${REDACTED}@h#top`);
+    expect(redactSecrets({ path: "/plain" }).path).toBe("/plain");
+    expect(redactSecrets({ path: "/x?Password=a&password" }).path).toBe(`/x?Password=${REDACTED}&password`);
+    expect(redactSecrets({ path: "/x?my%5Ftoken=a+b&secret" }).path).toBe(`/x?my%5Ftoken=${REDACTED}&secret`);
+  });
+
+  it("redact the top-level secret fields of a JSON object body whatever their type, every other byte kept", () => {
+    expect(redactSecrets(stored).body).toBe(
+      '{\n  "user": "ann",\n  "Api_Key": "<redacted>",\n  "nested": {"password": "stays"},\n  "n": 1.50,\n  "token": "<redacted>"\n}',
+    );
+    // Not a JSON object: an array, a form, invalid JSON, text.
+    for (const other of ['[{"token": "t"}]', "token=t&user=u", '{"token": "t"', "hello"]) {
+      expect(redactSecrets({ body: other }).body).toBe(other);
+    }
+    // A repeated name is redacted each time; escapes in names are read.
+    expect(redactSecrets({ body: '{"t\\u006fken": 1, "token": 2}' }).body).toBe(
+      `{"t\\u006fken": "${REDACTED}", "token": "${REDACTED}"}`,
+    );
+    // Only definition fields: a label named body or path is a label.
+    expect(redactSecrets({ labels: { body: '{"token": "t"}', path: "/x?token=t" } })).toEqual({
+      labels: { body: '{"token": "t"}', path: "/x?token=t" },
+    });
+  });
+
+  it("round-trip: <redacted> posted back keeps the stored values, other edits of the body are kept", () => {
+    const posted = redactSecrets(stored);
+    expect(containsRedacted(posted)).toBe(true);
+    expect(restoreRedacted(posted, stored)).toEqual(stored);
+    const edited = { ...posted, body: (posted.body as string).replace('"ann"', '"bob"').replace("1.50", "2") };
+    expect(restoreRedacted(edited, stored)).toEqual({
+      ...stored,
+      body: body.replace('"ann"', '"bob"').replace("1.50", "2"),
+    });
+    // Fields reordered and reformatted: each takes its own stored value.
+    expect(restoreRedacted({ body: `{"token":"${REDACTED}","Api_Key":"${REDACTED}"}` }, stored)).toEqual({
+      body: '{"token":{"a": [1, "}"]},"Api_Key":"k-123"}',
+    });
+    const refusal = (value: unknown) => validationError(() => restoreRedacted(value, stored));
+    // A secret field the stored body does not have, or a non-secret field said <redacted>.
+    expect(refusal({ body: `{"password": "${REDACTED}"}` }).path).toBe("body");
+    expect(refusal({ body: `{"user": "${REDACTED}"}` }).path).toBe("body");
+    expect(refusal({ query: { lang: REDACTED } }).path).toBe("query.lang");
+    // The path round-trips whole.
+    expect(refusal({ path: `/v2?access_token=${REDACTED}` }).path).toBe("path");
+  });
+
+  it("are scrubbed from messages as sent, percent-encoded, form-encoded and HTML-escaped", () => {
+    const source = {
+      path: "/x?access_token=p%40th%20s3cret",
+      query: { api_key: "q&s3cret" },
+      body: '{"password": "b0dy-\\"s3cret\\"", "user": "ann"}',
+    };
+    const echoes = [
+      "/x?access_token=p%40th+s3cret&api_key=q%26s3cret",
+      "/x?access_token=p%40th%20s3cret",
+      "raw p@th s3cret and q&s3cret",
+      "html q&amp;s3cret",
+      'body {"password": "b0dy-\\"s3cret\\"", "user": "ann"}',
+      "html body {&quot;password&quot;: &quot;b0dy-\\&quot;s3cret\\&quot;&quot;}",
+      'decoded b0dy-"s3cret"',
+    ];
+    for (const echo of echoes) {
+      const message = redactMessage(`failed: ${echo}`, source);
+      expect(message, echo).not.toContain("s3cret");
+      expect(message).toContain(REDACTED);
+    }
+    expect(redactMessage('failed: {"user": "ann"}', source)).toBe('failed: {"user": "ann"}');
   });
 });

@@ -26,17 +26,26 @@ const URL_PASSWORD = "hunter2-pw";
 /** Every secret of the checks of these tests: none may appear in a response. */
 const SECRETS = [TOKEN, "s3cr3t-t0ken", API_KEY, URL_PASSWORD, "c00kie-value"];
 
-/** Requests the web server received: path and Authorization header. */
-const seen: Array<{ url: string; authorization: string | undefined; apiKey: string | undefined }> = [];
+/** Requests the web server received: path, Authorization and X-Api-Key headers, body. */
+const seen: Array<{ url: string; authorization: string | undefined; apiKey: string | undefined; body: string }> = [];
 let web: Listening;
 beforeAll(async () => {
   web = await listen(
-    createServer((request: IncomingMessage, response) => {
+    createServer(async (request: IncomingMessage, response) => {
+      let body = "";
+      for await (const chunk of request) body += chunk;
       seen.push({
         url: request.url ?? "",
         authorization: request.headers.authorization,
         apiKey: request.headers["x-api-key"] as string | undefined,
+        body,
       });
+      if (request.url?.startsWith("/mirror")) {
+        // An error page that echoes the request line and body.
+        response.writeHead(500);
+        response.end(`you asked for ${request.url} with ${body}`);
+        return;
+      }
       if (request.url?.startsWith("/echo")) {
         // An error page that echoes the request, as debugging endpoints do.
         response.writeHead(500);
@@ -207,6 +216,112 @@ describe("no secrets in responses (platform.md §8)", () => {
       });
       expect(response.statusCode).toBe(400);
     }
+  });
+});
+
+/** Secrets outside headers: a query parameter, a parameter of the path, a field of a JSON body. */
+const QUERY_SECRET = "q-s3cret-value";
+const PATH_SECRET = "p@th s3cret";
+const BODY_SECRET = 'b0dy-"s3cret"';
+const BODY = `{"user": "ann",\n "password": ${JSON.stringify(BODY_SECRET)}, "id": 12345678901234567890, "api_key": {"v": 1}}`;
+
+/** An http check with secrets in its query, its path and its JSON body. */
+function fieldSecretCheck(name: string, fields: Record<string, unknown> = {}) {
+  return {
+    name,
+    target: "127.0.0.1",
+    port: web.port,
+    path: `/${name}?page=2&access_token=${encodeURIComponent(PATH_SECRET)}`,
+    method: "POST",
+    "valid-status": [200],
+    timeout: "1s",
+    interval: "1s",
+    query: { api_key: QUERY_SECRET, lang: "en" },
+    body: BODY,
+    ...fields,
+  };
+}
+
+function expectNoFieldSecret(text: string): void {
+  for (const secret of [QUERY_SECRET, PATH_SECRET, encodeURIComponent(PATH_SECRET), "s3cret"]) {
+    expect(text).not.toContain(secret);
+  }
+}
+
+describe("query parameters and JSON body fields named like secrets (platform.md §8)", () => {
+  let server: VigieServer;
+  let api: ReturnType<typeof client>;
+  beforeAll(async () => {
+    server = await startTestServer({
+      modules: [healthchecksModule],
+      config: { healthchecks: { "min-interval": "100ms" } },
+    });
+    api = client(server);
+  });
+  afterAll(() => server.close());
+
+  it("are redacted on GET, the check running with the real values", async () => {
+    expect((await api.post("/healthcheck/http", fieldSecretCheck("fields"))).status).toBe(201);
+    const view = await api.get("/healthcheck/fields");
+    expect(view.body).toMatchObject({
+      path: "/fields?page=2&access_token=<redacted>",
+      query: { api_key: "<redacted>", lang: "en" },
+      // The rest of the body byte for byte: spacing, and a number beyond double precision.
+      body: '{"user": "ann",\n "password": "<redacted>", "id": 12345678901234567890, "api_key": "<redacted>"}',
+    });
+    expectNoFieldSecret(view.text);
+    expectNoFieldSecret((await api.get("/healthcheck")).text);
+    const received = await until(
+      async () => seen.find((request) => request.url.startsWith("/fields?")),
+      "a request of the check",
+    );
+    const url = new URL(received.url, "http://x");
+    expect([url.searchParams.get("access_token"), url.searchParams.get("api_key")]).toEqual([
+      PATH_SECRET,
+      QUERY_SECRET,
+    ]);
+    expect(received.body).toBe(BODY);
+    await until(() => api.result("fields"), "a result");
+    expectNoFieldSecret((await api.get("/result/fields")).text);
+  });
+
+  it("are scrubbed from result messages and one-off answers, encoded or escaped as a target echoes them", async () => {
+    const mirror = fieldSecretCheck("mirror");
+    expect((await api.post("/healthcheck/http", mirror)).status).toBe(201);
+    const result = await until(() => api.result("mirror"), "a result");
+    expect(result.message).toMatch(/^HTTP request failed: status 500\. Body: 'you asked for \/mirror\?/);
+    expect(result.message).toContain("<redacted>");
+    expectNoFieldSecret(String(result.message));
+    expectNoFieldSecret((await api.get("/result")).text);
+    const once = await api.post("/healthcheck/http", { ...mirror, name: "mirror-once", "one-off": true });
+    expect(once.status).toBe(500);
+    expectNoFieldSecret(once.text);
+  });
+
+  it("round-trip GET → edit → POST: <redacted> keeps the stored value, other edits of the body are kept", async () => {
+    await api.post("/healthcheck/http", fieldSecretCheck("edit", { interval: "1h" }));
+    const view = editable((await api.get("/healthcheck/edit")).body);
+    const edited = {
+      ...view,
+      interval: "1s",
+      body: (view.body as string).replace('"ann"', '"bob"'),
+      query: { ...(view.query as Record<string, string>), lang: "fr" },
+    };
+    expect(await api.post("/healthcheck/http", edited)).toMatchObject({ status: 201 });
+    const received = await until(
+      async () => seen.find((request) => request.url.startsWith("/edit?") && request.url.includes("lang=fr")),
+      "a request of the edited check",
+    );
+    const url = new URL(received.url, "http://x");
+    expect([url.searchParams.get("access_token"), url.searchParams.get("api_key")]).toEqual([
+      PATH_SECRET,
+      QUERY_SECRET,
+    ]);
+    expect(received.body).toBe(BODY.replace('"ann"', '"bob"'));
+    // A <redacted> field the stored body does not have is refused, naming the field.
+    expect(
+      await api.post("/healthcheck/http", { ...edited, body: '{"user": "bob", "token": "<redacted>"}' }),
+    ).toMatchObject({ status: 400, body: { error: `invalid healthcheck: body: ${UNRESOLVED}` } });
   });
 });
 
@@ -473,7 +588,9 @@ describe("TLS files through the API (platform.md §8: no file paths from the net
         rejectUnauthorized: true,
       };
       https = await listen(createHttpsServer(options, (_request, response) => response.end("ok")));
-      tls = await listen(createTlsServer(options, (socket) => socket.end()));
+      // Greets the client it accepted: a close alone right after the handshake is how a Node.js
+      // server refuses a client certificate, and the tls check reports it so.
+      tls = await listen(createTlsServer(options, (socket) => socket.end("hello\n")));
       targets.push(https, tls);
     });
 

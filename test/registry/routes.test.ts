@@ -627,7 +627,7 @@ describe.each(DATABASE_KINDS)("registry API on $kind", ({ kind, skip }) => {
         expect(await listed()).toBe(second);
       });
 
-      it("rate limits failed token creations per user: 10 per 15 minutes, then 429 with Retry-After", async () => {
+      it("rate limits failed token creations per user: after 10 in 15 minutes, 429 with Retry-After from an address that failed", async () => {
         await bob();
         for (let attempt = 0; attempt < 10; attempt += 1) {
           const answer = await client.call("POST", TOKENS, {
@@ -636,10 +636,10 @@ describe.each(DATABASE_KINDS)("registry API on $kind", ({ kind, skip }) => {
           });
           expect(answer.status).toBe(401);
         }
-        // Even the right password is refused now, before it is checked.
+        // Even the right password is refused now, before it is checked, from an address that failed.
         const limited = await client.call("POST", TOKENS, {
           body: { name: "a", user: "bob", password: BOB_PASSWORD },
-          address: "10.0.1.1",
+          address: "10.0.0.3",
         });
         expect(limited.status).toBe(429);
         expect(limited.body.error).toMatch(/^too many failed attempts, retry in \d+ seconds$/);
@@ -654,8 +654,52 @@ describe.each(DATABASE_KINDS)("registry API on $kind", ({ kind, skip }) => {
         // 15 minutes later bob may try again.
         offset = 15 * 60_000;
         expect(
-          (await client.call("POST", TOKENS, { body: { name: "a", user: "bob", password: BOB_PASSWORD } })).status,
+          (
+            await client.call("POST", TOKENS, {
+              body: { name: "a", user: "bob", password: BOB_PASSWORD },
+              address: "10.0.0.3",
+            })
+          ).status,
         ).toBe(201);
+      });
+
+      it("never locks the real user out: failures from other addresses leave a fresh address its check", async () => {
+        // Eleven wrong passwords for root, from addresses that are not root's (the eleventh, from an
+        // address that had not failed, is checked too).
+        for (let attempt = 0; attempt < 11; attempt += 1) {
+          const answer = await client.call("POST", TOKENS, {
+            body: { name: "a", user: "root", password: `wrong-${attempt}` },
+            address: `198.51.100.${attempt}`,
+          });
+          expect(answer.status).toBe(401);
+        }
+        // The right password from an address that has not failed creates the token.
+        const fresh = await client.call("POST", TOKENS, {
+          body: { name: "admin-laptop", user: "root", password: ROOT_PASSWORD },
+          address: "203.0.113.9",
+        });
+        expect(fresh.status).toBe(201);
+        // Guessing is still limited: every address that failed is refused before its password is
+        // checked (the right one included), and a fresh address gets one check only.
+        for (const address of ["198.51.100.0", "198.51.100.10"]) {
+          const refused = await client.call("POST", TOKENS, {
+            body: { name: "b", user: "root", password: ROOT_PASSWORD },
+            address,
+          });
+          expect(refused.status).toBe(429);
+          expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+        }
+        const guess = await client.call("POST", TOKENS, {
+          body: { name: "b", user: "root", password: "another-guess" },
+          address: "198.51.100.200",
+        });
+        expect(guess.status).toBe(401);
+        const again = await client.call("POST", TOKENS, {
+          body: { name: "b", user: "root", password: ROOT_PASSWORD },
+          address: "198.51.100.200",
+        });
+        expect(again.status).toBe(429);
+        expect(again.body.error).toBe(`too many failed attempts, retry in ${again.headers["retry-after"]} seconds`);
       });
 
       it("rate limits failed token creations per client address", async () => {

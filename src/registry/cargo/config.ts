@@ -6,24 +6,52 @@ import type { PlatformConfig } from "../../platform/config.js";
 import {
   boolean,
   type Infer,
+  integer,
   object,
   optional,
   size,
   string,
   ValidationError,
+  type Validator,
   withDefault,
 } from "../../platform/validation.js";
+import { DEFAULT_MAX_FEATURES, DEFAULT_MAX_INDEX_LINE } from "./publish.js";
 
 /** The default largest `.crate` accepted (cargo.md: `max-crate-size`), in bytes: 10 MiB, crates.io's. */
 export const DEFAULT_MAX_CRATE_SIZE = 10 * 1024 * 1024;
 
-/** `registry.cargo`: `enabled`, `auth-required`, `max-crate-size` (bytes) and `storage` (a directory). */
+/** A size of at least 1 KiB: a smaller index line could not even hold a version without features. */
+const lineSize: Validator<number> = (value, path) => {
+  const bytes = size()(value, path);
+  if (bytes < 1024) throw new ValidationError(path, "must be at least 1KiB", value);
+  return bytes;
+};
+
+/** The default memory of rendered index files, in bytes: 64 MiB. */
+export const DEFAULT_INDEX_CACHE_SIZE = 64 * 1024 * 1024;
+
+/**
+ * `registry.cargo`: `enabled`, `auth-required`, `max-crate-size` (bytes), `max-features`,
+ * `max-index-line` (bytes), `index-cache-size` (bytes) and `storage` (a directory).
+ */
 export const cargoSection = object(
   {
     enabled: withDefault(boolean(), false),
     /** True: the index and downloads need a token too (a private registry). */
     "auth-required": withDefault(boolean(), false),
     "max-crate-size": withDefault(size(), DEFAULT_MAX_CRATE_SIZE),
+    /**
+     * Features per published version, entries of one feature and features one dependency turns
+     * on; default 300, crates.io's.
+     */
+    "max-features": withDefault(integer(1, 100_000), DEFAULT_MAX_FEATURES),
+    /** Bytes of one version's index line (its dependencies and features); default 256 KiB. */
+    "max-index-line": withDefault(lineSize, DEFAULT_MAX_INDEX_LINE),
+    /**
+     * Bytes of rendered index files (plain and gzip) kept in memory; default 64 MiB, 0 keeps none.
+     * The least recently served go first.
+     */
+    "index-cache-size": withDefault(size(), DEFAULT_INDEX_CACHE_SIZE),
     /** Where the `.crate` files live; default `<data directory>/crates`. */
     storage: optional(string({ min: 1 })),
   },

@@ -11,6 +11,7 @@ import type { UserStore } from "../storage.js";
 import { checkCrateFiles, hasDisagreements, ORPHAN_GRACE_MS, reportLines } from "./check.js";
 import type { CargoSettings } from "./config.js";
 import { CrateFiles } from "./files.js";
+import { IndexCache } from "./index-cache.js";
 import { registerCargoMetrics } from "./metrics.js";
 import { registerCargoRoutes } from "./routes.js";
 import { CargoStore } from "./storage.js";
@@ -70,14 +71,20 @@ export async function setUpCargo(
     await flush();
   });
 
+  const indexCache = new IndexCache(settings["index-cache-size"]);
   registerCargoRoutes(app, {
     settings,
+    indexCache,
     publicUrl: context.config.http["public-url"].replace(/\/$/, ""),
     store,
     files,
     users,
     auth: context.auth,
-    metrics: registerCargoMetrics(context.metrics, () => store.counts()),
+    metrics: registerCargoMetrics(
+      context.metrics,
+      () => store.counts(),
+      () => indexCache.bytes,
+    ),
     countDownload: (versionId) => downloads.set(versionId, (downloads.get(versionId) ?? 0) + 1),
     now,
   });

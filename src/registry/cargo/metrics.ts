@@ -1,7 +1,8 @@
 /**
  * The Cargo registry's metrics (cargo.md §5): `registry_crates` and `registry_crate_versions`
  * (gauges read from the database at scrape time, so every instance sharing it reports the same),
- * `registry_downloads_total` and `registry_publish_total{outcome}`.
+ * `registry_downloads_total` and `registry_publish_total{outcome}`; and `registry_index_cache_bytes`,
+ * the memory this instance gives to rendered index files (bounded by `index-cache-size`).
  */
 import { Counter, Gauge, type Registry } from "prom-client";
 
@@ -37,10 +38,12 @@ export interface CargoMetrics {
 /**
  * Registers the Cargo metrics in `registry`.
  * @param counts reads the numbers of crates and versions, at each scrape
+ * @param indexCacheBytes reads the bytes of the index cache, at each scrape
  */
 export function registerCargoMetrics(
   registry: Registry,
   counts: () => Promise<{ crates: number; versions: number }>,
+  indexCacheBytes: () => number,
 ): CargoMetrics {
   // One read serves both gauges of a scrape.
   let pending: Promise<{ crates: number; versions: number }> | undefined;
@@ -64,6 +67,14 @@ export function registerCargoMetrics(
     registers: [registry],
     async collect() {
       this.set((await read()).versions);
+    },
+  });
+  new Gauge({
+    name: "registry_index_cache_bytes",
+    help: "Bytes of rendered sparse index files (plain and gzip) this instance keeps in memory.",
+    registers: [registry],
+    collect() {
+      this.set(indexCacheBytes());
     },
   });
   const downloads = new Counter({

@@ -51,6 +51,83 @@ export function crateName(value: unknown, what = "crate name"): string {
 }
 
 /**
+ * Windows device names, which no file or directory may take on Windows (`con`, `con.rs` …): a
+ * crate of that name could not be unpacked there. crates.io reserves them (its migrations
+ * `reserve_windows_crate_names` and `reserve_com0_lpt0`, https://github.com/rust-lang/crates.io).
+ */
+const WINDOWS_DEVICE_NAMES: ReadonlySet<string> = new Set([
+  "con",
+  "prn",
+  "aux",
+  "nul",
+  ...Array.from({ length: 10 }, (_, digit) => `com${digit}`),
+  ...Array.from({ length: 10 }, (_, digit) => `lpt${digit}`),
+]);
+
+/**
+ * Names of Rust's own crates (the standard library, the compiler and its old tools) that crates.io
+ * keeps from publishers (its migration `create_reserved_crate_names`), in canonical form.
+ */
+const RUST_CRATE_NAMES: ReadonlySet<string> = new Set(
+  [
+    "alloc",
+    "arena",
+    "ast",
+    "builtins",
+    "collections",
+    "compiler-builtins",
+    "compiler-rt",
+    "compiletest",
+    "core",
+    "coretest",
+    "debug",
+    "driver",
+    "flate",
+    "fmt_macros",
+    "grammar",
+    "graphviz",
+    "macro",
+    "macros",
+    "proc_macro",
+    "rbml",
+    "rust-installer",
+    "rustbook",
+    "rustc",
+    "rustc_back",
+    "rustc_borrowck",
+    "rustc_driver",
+    "rustc_llvm",
+    "rustc_resolve",
+    "rustc_trans",
+    "rustc_typeck",
+    "rustdoc",
+    "rustllvm",
+    "rustuv",
+    "serialize",
+    "std",
+    "syntax",
+    "test",
+    "unicode",
+  ].map((name) => canonicalCrateName(name)),
+);
+
+/**
+ * Why a valid crate name may not be published, as crates.io rules: a Windows device name (`con`,
+ * `prn`, `aux`, `nul`, `com0`–`com9`, `lpt0`–`lpt9`) or one of Rust's own crates (`std`, `core`,
+ * `proc_macro` …), compared as {@link canonicalCrateName} does (any case, `-` and `_` alike).
+ *
+ * @returns the rule it breaks (`is a Windows device name, reserved as on crates.io`), or undefined
+ */
+export function reservedCrateName(name: string): string | undefined {
+  const canonical = canonicalCrateName(name);
+  if (WINDOWS_DEVICE_NAMES.has(canonical)) {
+    return "is a Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9), reserved as on crates.io";
+  }
+  if (RUST_CRATE_NAMES.has(canonical)) return "is the name of one of Rust's own crates, reserved as on crates.io";
+  return undefined;
+}
+
+/**
  * The form under which two names are the same crate (cargo.md §3): lower-cased, `_` replaced by
  * `-` (`Foo_bar` and `foo-bar` → `foo-bar`). Expects a valid name (ASCII only).
  */

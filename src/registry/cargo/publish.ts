@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import semver from "semver";
 import { HttpError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
-import { crateName, quoted } from "./names.js";
+import { crateName, quoted, reservedCrateName } from "./names.js";
 
 function refuse(sentence: string): never {
   throw new HttpError(400, sentence);
@@ -172,18 +172,39 @@ export const MAX_URL_LENGTH = 1024;
 export const MAX_README_BYTES = 1024 * 1024;
 /** Ours, in characters: the `links` library name. */
 export const MAX_LINKS_LENGTH = 256;
-/** Ours. */
+/** crates.io: at most 500 dependencies (its publish limits' default). */
 export const MAX_DEPENDENCIES = 500;
-/** Ours: generated crates (bindings) can have hundreds of features. */
-export const MAX_FEATURES = 1000;
-/** Ours: entries of one feature, and features turned on in one dependency. */
-export const MAX_FEATURE_VALUES = 1000;
+/**
+ * crates.io's default (its publish limits, `features: 300`): at most 300 features per version, and
+ * at most 300 features enabled by one feature. The default of `registry.cargo.max-features`, which
+ * also bounds the features one dependency turns on.
+ */
+export const DEFAULT_MAX_FEATURES = 300;
+/**
+ * Ours: the most bytes of UTF-8 one version's index line may take, 256 KiB (the default of
+ * `registry.cargo.max-index-line`). Every version's line is in its crate's index file, which
+ * cargo fetches whole, so one huge line weighs on every later fetch; the largest lines on
+ * crates.io (crates generated from platform APIs) stay far below.
+ */
+export const DEFAULT_MAX_INDEX_LINE = 256 * 1024;
 /** Ours, in characters: a feature name, or one entry of a feature (`dep:x`, `x?/y`). */
 export const MAX_FEATURE_LENGTH = 200;
 /** Ours, in characters: a version requirement. */
 export const MAX_VERSION_REQ_LENGTH = 256;
 /** Ours, in characters: a dependency's `target` (`cfg(...)` or a triple). */
 export const MAX_TARGET_LENGTH = 256;
+
+/** The configurable bounds of a publish (`registry.cargo`). */
+export interface PublishLimits {
+  /**
+   * Features per version, entries of one feature and features one dependency turns on
+   * (`max-features`); default {@link DEFAULT_MAX_FEATURES}.
+   */
+  readonly maxFeatures: number;
+}
+
+/** The defaults: crates.io's. */
+export const DEFAULT_PUBLISH_LIMITS: PublishLimits = { maxFeatures: DEFAULT_MAX_FEATURES };
 
 /** crates.io's keyword rule (Cargo manifest reference): ASCII letters, digits, `_`, `-`, `+`. */
 const KEYWORD = /^[A-Za-z0-9][A-Za-z0-9_+-]*$/;
@@ -310,13 +331,12 @@ function featureValue(entry: string, field: string): string | undefined {
   return undefined;
 }
 
-function dependency(value: unknown, index: number): PublishDependency {
+function dependency(value: unknown, index: number, limits: PublishLimits): PublishDependency {
   if (!isPlainObject(value)) refuse(`dependency ${index + 1} must be a JSON object`);
   const name = crateName(own(value, "name"), "dependency name");
   const versionReq = versionRequirement(own(value, "version_req"), name);
-  const features = stringList(own(value, "features"), `dependency ${name}: features`, MAX_FEATURE_VALUES, (entry) =>
-    featureValue(entry, `dependency ${name}: features`),
-  );
+  const field = `dependency ${name}: features`;
+  const features = stringList(own(value, "features"), field, limits.maxFeatures, (entry) => featureValue(entry, field));
   const optional = optionalBoolean(own(value, "optional"), `dependency ${name}: optional`, false);
   const defaultFeatures = optionalBoolean(own(value, "default_features"), `dependency ${name}: default_features`, true);
   const target = optionalText(own(value, "target"), `dependency ${name}: target`, MAX_TARGET_LENGTH);
@@ -335,12 +355,14 @@ function dependency(value: unknown, index: number): PublishDependency {
   return { name, versionReq, features, optional, defaultFeatures, target, kind, registry, explicitNameInToml };
 }
 
-function featureMap(value: unknown): Record<string, readonly string[]> {
+function featureMap(value: unknown, limits: PublishLimits): Record<string, readonly string[]> {
   if (value === undefined || value === null) return {};
   if (!isPlainObject(value)) refuse("features must be a JSON object of feature name → list of strings");
   const entries = Object.entries(value);
-  if (entries.length > MAX_FEATURES) {
-    refuse(`features has ${entries.length} features: at most ${MAX_FEATURES} are allowed`);
+  if (entries.length > limits.maxFeatures) {
+    refuse(
+      `features has ${entries.length} features: at most ${limits.maxFeatures} are allowed (the registry's max-features)`,
+    );
   }
   const checked: [string, readonly string[]][] = [];
   for (const [feature, list] of entries) {
@@ -350,7 +372,7 @@ function featureMap(value: unknown): Record<string, readonly string[]> {
       );
     }
     const field = `feature ${feature}`;
-    checked.push([feature, stringList(list, field, MAX_FEATURE_VALUES, (entry) => featureValue(entry, field))]);
+    checked.push([feature, stringList(list, field, limits.maxFeatures, (entry) => featureValue(entry, field))]);
   }
   // fromEntries defines own properties, so a feature named `__proto__` stays a feature.
   return Object.fromEntries(checked);
@@ -379,22 +401,27 @@ function category(entry: string): string | undefined {
  * `registry` that is absent/null (this registry) or crates.io's index. Cargo always sends `deps`,
  * `features`, `keywords` and `categories`; absent or null they read as empty, and a dependency's
  * `optional`/`default_features`/`kind` as false/true/normal. Unknown keys are ignored. Text fields
- * are bounded (the `MAX_*` constants; crates.io's limits where it documents them).
+ * are bounded (the `MAX_*` constants; crates.io's limits where it documents them), and so are
+ * features (`limits`, crates.io's 300 by default). The name must not be reserved
+ * ({@link reservedCrateName}: Windows device names and the names crates.io keeps for Rust's own
+ * crates).
  *
  * @throws HttpError 400 with a sentence naming the field and the rule, e.g. `dependency a comes
  *   from registry "https://example.com/index": only this registry and crates.io are allowed`
  */
-export function publishMetadata(value: unknown): PublishMetadata {
+export function publishMetadata(value: unknown, limits: PublishLimits = DEFAULT_PUBLISH_LIMITS): PublishMetadata {
   if (!isPlainObject(value)) refuse(`publish metadata must be a JSON object, not ${jsonKind(value)}`);
   const name = crateName(own(value, "name"));
+  const reserved = reservedCrateName(name);
+  if (reserved !== undefined) refuse(`invalid crate name ${quoted(name)}: ${reserved}`);
   const vers = publishVersion(own(value, "vers"));
   const rawDeps = own(value, "deps") ?? [];
   if (!Array.isArray(rawDeps)) refuse("deps must be a list of dependencies");
   if (rawDeps.length > MAX_DEPENDENCIES) {
     refuse(`deps has ${rawDeps.length} dependencies: at most ${MAX_DEPENDENCIES} are allowed`);
   }
-  const deps = rawDeps.map(dependency);
-  const features = featureMap(own(value, "features"));
+  const deps = rawDeps.map((dep, index) => dependency(dep, index, limits));
+  const features = featureMap(own(value, "features"), limits);
   const links = optionalText(own(value, "links"), "links", MAX_LINKS_LENGTH);
   const rustVersion = optionalText(own(value, "rust_version"), "rust_version", 32);
   if (rustVersion !== null && !RUST_VERSION.test(rustVersion)) {
@@ -520,6 +547,26 @@ export function indexEntry(metadata: PublishMetadata, cksum: string): IndexEntry
     v: 2,
   };
   return metadata.rustVersion === null ? base : { ...base, rust_version: metadata.rustVersion };
+}
+
+/**
+ * The stored text of a version's index line: `JSON.stringify` of its {@link indexEntry}, refused
+ * when longer than `maxBytes` of UTF-8 (`registry.cargo.max-index-line`), before anything is
+ * written.
+ *
+ * @param maxBytes default {@link DEFAULT_MAX_INDEX_LINE}
+ * @throws HttpError 400 `the index line of this version would be 300000 bytes: at most 262144 are
+ *   allowed (the registry's max-index-line); fewer or shorter features or dependencies`
+ */
+export function indexLine(metadata: PublishMetadata, cksum: string, maxBytes = DEFAULT_MAX_INDEX_LINE): string {
+  const line = JSON.stringify(indexEntry(metadata, cksum));
+  const bytes = Buffer.byteLength(line, "utf8");
+  if (bytes > maxBytes) {
+    refuse(
+      `the index line of this version would be ${bytes} bytes: at most ${maxBytes} are allowed (the registry's max-index-line); fewer or shorter features or dependencies`,
+    );
+  }
+  return line;
 }
 
 /**

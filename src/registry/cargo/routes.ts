@@ -24,10 +24,11 @@ import type { UserStore } from "../storage.js";
 import type { CargoSettings } from "./config.js";
 import { checkCrateFile } from "./crate-file.js";
 import type { CrateFiles } from "./files.js";
+import type { IndexCache } from "./index-cache.js";
 import type { CargoMetrics } from "./metrics.js";
 import { publishOutcome } from "./metrics.js";
 import { canonicalCrateName, crateName, nameFromIndexPath } from "./names.js";
-import { indexEntry, parsePublishFrame, publishMetadata, publishVersion, sha256Hex, versionKey } from "./publish.js";
+import { indexLine, parsePublishFrame, publishMetadata, publishVersion, sha256Hex, versionKey } from "./publish.js";
 import { type CargoScope, missingScope } from "./scopes.js";
 import type { CargoStore, StoredCrate } from "./storage.js";
 
@@ -38,6 +39,8 @@ export interface CargoRoutesOptions {
   readonly publicUrl: string;
   readonly store: CargoStore;
   readonly files: CrateFiles;
+  /** Rendered index files, bounded by `index-cache-size`. */
+  readonly indexCache: IndexCache;
   readonly users: UserStore;
   readonly auth: Auth;
   readonly metrics: CargoMetrics;
@@ -52,9 +55,6 @@ const METADATA_ALLOWANCE = 1024 * 1024 + 8;
 
 /** Bytes of every other body under `/api/v1/crates` (an owners list). */
 const SMALL_BODY = 64 * 1024;
-
-/** Index files kept rendered in memory, by crate id; the cache starts over when full (a bound). */
-const INDEX_CACHE_MAX = 1_000;
 
 const gzipped = promisify(gzip);
 
@@ -99,7 +99,7 @@ function crateNotFound(name: string): HttpError {
 
 /** Registers every route of the Cargo registry. */
 export function registerCargoRoutes(app: FastifyInstance, options: CargoRoutesOptions): void {
-  const { settings, publicUrl, store, files, users, auth, metrics, countDownload, now } = options;
+  const { settings, publicUrl, store, files, indexCache: index, users, auth, metrics, countDownload, now } = options;
   const authRequired = settings["auth-required"];
   const loginUrl = `${publicUrl}/me`;
   const challenge = { "www-authenticate": `Cargo login_url="${loginUrl}"` };
@@ -192,8 +192,7 @@ export function registerCargoRoutes(app: FastifyInstance, options: CargoRoutesOp
   };
 
   // ---- The sparse index (cargo.md §1), Vigie's error format.
-  // Bodies kept as bytes: a 1 000-version file is ~170 kB, converted once, not per request.
-  const index = new Map<number, { etag: string; body: Buffer; gzip: Buffer }>();
+  // Bodies kept as bytes (a 1 000-version file is ~170 kB), converted once, not per request, in `index`.
   app.get("/api/v1/cargo/index/config.json", async (request, reply) => {
     await authenticate(request, authRequired);
     reply.header("cache-control", authRequired ? "private, no-cache" : "no-cache");
@@ -225,7 +224,6 @@ export function registerCargoRoutes(app: FastifyInstance, options: CargoRoutesOp
       const lines = await store.indexLines(crate.id);
       const body = Buffer.from(`${lines.join("\n")}\n`);
       cached = { etag: crate.indexEtag, body, gzip: await gzipped(body) };
-      if (index.size >= INDEX_CACHE_MAX) index.clear();
       index.set(crate.id, cached);
     }
     reply.type("text/plain; charset=utf-8").header("vary", "accept-encoding");
@@ -441,7 +439,7 @@ credential-provider = "cargo:token"</pre>
         `the .crate is ${frame.crate.length} bytes, over the registry's max-crate-size of ${settings["max-crate-size"]} bytes`,
       );
     }
-    const metadata = publishMetadata(frame.metadata);
+    const metadata = publishMetadata(frame.metadata, { maxFeatures: settings["max-features"] });
     const canonical = canonicalCrateName(metadata.name);
     const existing = await store.findCrate(canonical);
     if (existing !== undefined && existing.name !== metadata.name) {
@@ -461,6 +459,7 @@ credential-provider = "cargo:token"</pre>
     }
     await checkCrateFile(frame.crate, metadata.name, metadata.vers);
     const cksum = sha256Hex(frame.crate);
+    const line = indexLine(metadata, cksum, settings["max-index-line"]);
     const written = await files.write(canonical, metadata.vers, frame.crate);
     if (!written) {
       throw new HttpError(409, `crate ${metadata.name} version ${metadata.vers} is being published by another request`);
@@ -471,7 +470,7 @@ credential-provider = "cargo:token"</pre>
         canonical,
         vers: metadata.vers,
         versKey: versionKey(metadata.vers),
-        indexLine: JSON.stringify(indexEntry(metadata, cksum)),
+        indexLine: line,
         cksum,
         size: frame.crate.length,
         description: metadata.description ?? "",

@@ -150,21 +150,25 @@ describe.each(DATABASE_KINDS)("Cargo registry API on $kind", ({ kind, skip }) =>
     let bob: string;
     let carol: string;
 
-    const config = (authRequired: boolean, maxCrateSize: number | string = MAX_CRATE_SIZE) => ({
+    const config = (
+      authRequired: boolean,
+      maxCrateSize: number | string = MAX_CRATE_SIZE,
+      cargo: Record<string, unknown> = {},
+    ) => ({
       database: { url: testDatabase.url },
       // Far below max-crate-size: a publish's limit is max-crate-size plus 1 MiB of metadata, not this.
       http: { "public-url": PUBLIC_URL, "body-limit": "16KiB" },
       registry: {
         enabled: true,
-        cargo: { enabled: true, "auth-required": authRequired, "max-crate-size": maxCrateSize, storage },
+        cargo: { enabled: true, "auth-required": authRequired, "max-crate-size": maxCrateSize, storage, ...cargo },
       },
     });
-    const start = (authRequired: boolean) =>
+    const start = (authRequired: boolean, cargo: Record<string, unknown> = {}) =>
       startTestServer({
         modules: [
           createRegistryModule({ environment: { VIGIE_ADMIN_NAME: "root", VIGIE_ADMIN_PASSWORD: ROOT_PASSWORD } }),
         ],
-        config: config(authRequired),
+        config: config(authRequired, MAX_CRATE_SIZE, cargo),
       });
 
     /** A token of `user` through the registry API, with optional Cargo scopes. */
@@ -529,6 +533,59 @@ describe.each(DATABASE_KINDS)("Cargo registry API on $kind", ({ kind, skip }) =>
             body: publishBody(metadataOf("ba.d", "0.2.0"), await validCrate("ba.d", "0.2.0")),
             status: 400,
             detail: /invalid crate name "ba\.d"/,
+          },
+          ...["Con", "nul", "COM1", "lpt9"].map((name) => ({
+            what: `the Windows device name ${name}`,
+            body: publishBody(metadataOf(name, "0.1.0"), good),
+            status: 400,
+            detail: new RegExp(`^invalid crate name "${name}": is a Windows device name .*reserved as on crates\\.io$`),
+          })),
+          {
+            what: "the name of one of Rust's own crates",
+            body: publishBody(metadataOf("proc-macro", "0.1.0"), good),
+            status: 400,
+            detail:
+              /^invalid crate name "proc-macro": is the name of one of Rust's own crates, reserved as on crates\.io$/,
+          },
+          {
+            what: "301 features, over crates.io's 300",
+            body: publishBody(
+              metadataOf("bad", "0.2.0", {
+                features: Object.fromEntries(Array.from({ length: 301 }, (_, index) => [`f${index}`, []])),
+              }),
+              good,
+            ),
+            status: 400,
+            detail: /^features has 301 features: at most 300 are allowed \(the registry's max-features\)$/,
+          },
+          {
+            what: "a feature enabling 301 others",
+            body: publishBody(
+              metadataOf("bad", "0.2.0", {
+                features: { all: Array.from({ length: 301 }, (_, index) => `f${index}`) },
+              }),
+              good,
+            ),
+            status: 400,
+            detail: /^feature all has 301 entries: at most 300 are allowed$/,
+          },
+          {
+            // 100 features of 100 entries of 30 characters: about 330 kB of index line.
+            what: "an index line over max-index-line",
+            body: publishBody(
+              metadataOf("bad", "0.2.0", {
+                features: Object.fromEntries(
+                  Array.from({ length: 100 }, (_, feature) => [
+                    `f${feature}`,
+                    Array.from({ length: 100 }, (_, entry) => `e${entry}_${"x".repeat(26)}`),
+                  ]),
+                ),
+              }),
+              good,
+            ),
+            status: 400,
+            detail:
+              /^the index line of this version would be \d+ bytes: at most 262144 are allowed \(the registry's max-index-line\)/,
           },
           {
             what: "an invalid vers",
@@ -1127,6 +1184,45 @@ describe.each(DATABASE_KINDS)("Cargo registry API on $kind", ({ kind, skip }) =>
         expect(after.forbidden).toBe(before.forbidden + 1);
         expect(after.conflict).toBe(before.conflict + 1);
         expect(after.tooLarge).toBe(before.tooLarge + 3);
+      });
+    });
+
+    describe("with a small index cache", () => {
+      let small: VigieServer | undefined;
+
+      beforeAll(async () => {
+        // A second instance on the same database and storage, keeping at most 4 KiB of index files.
+        small = await start(false, { "index-cache-size": "4KiB" });
+      });
+      afterAll(async () => {
+        await small?.close();
+      });
+
+      it("keeps at most index-cache-size bytes of rendered index files, and serves every file right", async () => {
+        const smallApp = (small as VigieServer).app;
+        const cacheBytes = async (on: FastifyInstance) =>
+          sample((await call(on, "GET", "/metrics")).text, "registry_index_cache_bytes");
+        const names = Array.from({ length: 12 }, (_, index) => `cached-${index}`);
+        for (const name of names) {
+          for (const vers of ["0.1.0", "0.2.0", "0.3.0"]) await published(alice, name, vers);
+        }
+        for (let round = 0; round < 2; round += 1) {
+          for (const name of names) {
+            const plain = await call(smallApp, "GET", `/api/v1/cargo/index/${indexPath(name)}`);
+            expect(plain.status).toBe(200);
+            expect(plain.text.trimEnd().split("\n")).toHaveLength(3);
+            const zipped = await call(smallApp, "GET", `/api/v1/cargo/index/${indexPath(name)}`, {
+              headers: { "accept-encoding": "gzip" },
+            });
+            expect(gunzipSync(zipped.raw).toString()).toBe(plain.text);
+            const held = await cacheBytes(smallApp);
+            expect(held).toBeGreaterThan(0);
+            expect(held).toBeLessThanOrEqual(4096);
+          }
+        }
+        // The first instance, with the default 64 MiB, keeps them all.
+        for (const name of names) await get(`/api/v1/cargo/index/${indexPath(name)}`);
+        expect(await cacheBytes(app)).toBeGreaterThan(4096);
       });
     });
 

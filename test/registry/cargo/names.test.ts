@@ -8,6 +8,7 @@ import {
   indexPath,
   nameFromIndexPath,
   quoted,
+  reservedCrateName,
 } from "../../../src/registry/cargo/names.js";
 
 /** The HttpError `run` throws. */
@@ -82,6 +83,41 @@ describe("crateName", () => {
     expect(refusal(() => crateName("9", "dependency name"))).toBe(
       'invalid dependency name "9": must start with an ASCII letter',
     );
+  });
+});
+
+describe("reservedCrateName", () => {
+  it("reserves the Windows device names in any case, as crates.io", () => {
+    const devices = ["con", "prn", "aux", "nul"];
+    for (let digit = 0; digit <= 9; digit += 1) devices.push(`com${digit}`, `lpt${digit}`);
+    for (const name of devices.flatMap((device) => [
+      device,
+      device.toUpperCase(),
+      `${device[0]?.toUpperCase()}${device.slice(1)}`,
+    ])) {
+      expect(reservedCrateName(name), name).toMatch(/^is a Windows device name/);
+    }
+  });
+
+  it("reserves the names crates.io keeps for Rust's own crates, - and _ alike", () => {
+    for (const name of [
+      "std",
+      "Core",
+      "alloc",
+      "proc_macro",
+      "proc-macro",
+      "test",
+      "compiler_builtins",
+      "rustc-driver",
+    ]) {
+      expect(reservedCrateName(name), name).toBe("is the name of one of Rust's own crates, reserved as on crates.io");
+    }
+  });
+
+  it("leaves other names free, those that only start like a reserved one included", () => {
+    for (const name of ["console", "con-rs", "com10", "lpt", "nulls", "stdx", "serde", "auxiliary", "tests"]) {
+      expect(reservedCrateName(name), name).toBeUndefined();
+    }
   });
 });
 

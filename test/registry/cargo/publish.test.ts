@@ -3,7 +3,10 @@ import { describe, expect, it } from "vitest";
 import { HttpError } from "../../../src/platform/errors.js";
 import {
   CRATES_IO_INDEXES,
+  DEFAULT_MAX_FEATURES,
+  DEFAULT_MAX_INDEX_LINE,
   indexEntry,
+  indexLine,
   MAX_DEPENDENCIES,
   MAX_DESCRIPTION_LENGTH,
   MAX_README_BYTES,
@@ -432,15 +435,72 @@ describe("publishMetadata", () => {
       );
     });
 
-    it("bounds their number", () => {
-      const many = Object.fromEntries(Array.from({ length: 1001 }, (_, index) => [`f${index}`, []]));
-      expect(refusal(() => publishMetadata(metadataWith({ features: many })))).toBe(
-        "features has 1001 features: at most 1000 are allowed",
+    it("bounds their number as crates.io: 300 features, 300 entries each, 300 per dependency", () => {
+      expect(DEFAULT_MAX_FEATURES).toBe(300);
+      const features = (count: number) =>
+        Object.fromEntries(Array.from({ length: count }, (_, index) => [`f${index}`, []]));
+      const entries = (count: number) => Array.from({ length: count }, (_, index) => `f${index}`);
+      expect(Object.keys(publishMetadata(metadataWith({ features: features(300) })).features)).toHaveLength(300);
+      expect(refusal(() => publishMetadata(metadataWith({ features: features(301) })))).toBe(
+        "features has 301 features: at most 300 are allowed (the registry's max-features)",
       );
-      const long = Array.from({ length: 1001 }, (_, index) => `f${index}`);
-      expect(refusal(() => publishMetadata(metadataWith({ features: { all: long } })))).toBe(
-        "feature all has 1001 entries: at most 1000 are allowed",
+      expect(publishMetadata(metadataWith({ features: { all: entries(300) } })).features.all).toHaveLength(300);
+      expect(refusal(() => publishMetadata(metadataWith({ features: { all: entries(301) } })))).toBe(
+        "feature all has 301 entries: at most 300 are allowed",
       );
+      const dep = { name: "b", version_req: "1", features: entries(301) };
+      expect(refusal(() => publishMetadata(metadataWith({ deps: [dep] })))).toBe(
+        "dependency b: features has 301 entries: at most 300 are allowed",
+      );
+    });
+
+    it("takes the configured max-features", () => {
+      const limits = { maxFeatures: 3 };
+      expect(refusal(() => publishMetadata(metadataWith({ features: { a: [], b: [], c: [], d: [] } }), limits))).toBe(
+        "features has 4 features: at most 3 are allowed (the registry's max-features)",
+      );
+      expect(
+        Object.keys(publishMetadata(metadataWith({ features: { a: [], b: [], c: [] } }), limits).features),
+      ).toEqual(["a", "b", "c"]);
+    });
+  });
+
+  describe("reserved names", () => {
+    it("refuses Windows device names and Rust's own crates, as crates.io", () => {
+      expect(refusal(() => publishMetadata(metadataWith({ name: "Aux" })))).toBe(
+        'invalid crate name "Aux": is a Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9), reserved as on crates.io',
+      );
+      expect(refusal(() => publishMetadata(metadataWith({ name: "std" })))).toBe(
+        `invalid crate name "std": is the name of one of Rust's own crates, reserved as on crates.io`,
+      );
+      // A dependency may carry any valid name: crates.io keeps none of these names, so none is there.
+      expect(publishMetadata(metadataWith({ deps: [{ name: "con", version_req: "1" }] })).deps[0]?.name).toBe("con");
+    });
+  });
+
+  describe("index line", () => {
+    it("is refused over max-index-line (256 KiB by default) and kept otherwise", () => {
+      expect(DEFAULT_MAX_INDEX_LINE).toBe(256 * 1024);
+      const cksum = "0".repeat(64);
+      const small = publishMetadata(metadataWith({}));
+      expect(indexLine(small, cksum)).toBe(JSON.stringify(indexEntry(small, cksum)));
+      // 100 features of 100 entries of 30 characters: about 330 kB.
+      const wide = publishMetadata(
+        metadataWith({
+          features: Object.fromEntries(
+            Array.from({ length: 100 }, (_, feature) => [
+              `f${feature}`,
+              Array.from({ length: 100 }, (_, entry) => `e${entry}_${"x".repeat(26)}`),
+            ]),
+          ),
+        }),
+      );
+      const bytes = Buffer.byteLength(JSON.stringify(indexEntry(wide, cksum)));
+      expect(refusal(() => indexLine(wide, cksum))).toBe(
+        `the index line of this version would be ${bytes} bytes: at most 262144 are allowed (the registry's max-index-line); fewer or shorter features or dependencies`,
+      );
+      expect(indexLine(wide, cksum, bytes)).toHaveLength(bytes);
+      expect(() => indexLine(wide, cksum, bytes - 1)).toThrow(/at most \d+ are allowed/);
     });
   });
 
