@@ -4,14 +4,16 @@
  * invalid configuration or invalid usage.
  */
 import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
+import { resolve } from "node:path";
 import { Command, CommanderError } from "commander";
 import { BackupRefusal, backupSqlite } from "./platform/backup.js";
 import { ConfigError, loadConfig, type VigieConfig } from "./platform/config.js";
-import { type Database, openDatabase } from "./platform/database.js";
+import { type Database, openDatabase, sqlitePath } from "./platform/database.js";
 import { HttpError } from "./platform/errors.js";
+import { linkLines } from "./platform/home.js";
 import { sectionOf } from "./platform/module.js";
 import { ValidationError } from "./platform/validation.js";
+import { VERSION } from "./platform/version.js";
 import {
   CargoStore,
   type CheckReport,
@@ -50,8 +52,6 @@ const STOP_DEADLINE_MS = 10_000;
 /** Milliseconds the streams module's stop may take besides the outputs' drain (Riemann close, async queues). */
 const STREAMS_STOP_MARGIN_MS = 5_000;
 
-const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
-
 function fail(message: string, code: number): never {
   process.stderr.write(`vigie: ${message}\n`);
   process.exit(code);
@@ -89,6 +89,11 @@ async function serve(options: { config?: string }): Promise<void> {
     await server.close();
     process.exit(EXIT_FAILURE);
   }
+  // Where everything is, and how to turn on the rest (also GET /); where Vigie writes.
+  for (const line of linkLines(server.links, config.http["public-url"])) app.log.info(line);
+  const { database } = server.context;
+  if (database.dialect === "sqlite") app.log.info(`database: ${describeSqlite(config.database.url)}`);
+  app.log.info(`data directory: ${resolve(database.dataDirectory)}`);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -286,7 +291,7 @@ async function testStreams(files: string[], options: { config?: string }): Promi
 function program(): Command {
   const root = new Command("vigie")
     .description("Vigie: comments, healthchecks, event streams and a user registry behind one HTTP port.")
-    .version(version)
+    .version(VERSION)
     .exitOverride()
     .showHelpAfterError();
   root
@@ -339,6 +344,12 @@ function program(): Command {
     .option("-c, --config <file>", "YAML configuration file (default: $VIGIE_CONFIG)")
     .action(testStreams);
   return root;
+}
+
+/** The absolute path of an SQLite database, or that it is in memory. */
+function describeSqlite(url: string): string {
+  const path = sqlitePath(url);
+  return path === ":memory:" ? "in memory (nothing is kept)" : resolve(path);
 }
 
 /** Runs the CLI with `argv` (process.argv shape) and maps usage errors to exit code 2. */

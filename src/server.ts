@@ -20,12 +20,20 @@ import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
 import { HttpError, installErrorHandling } from "./platform/errors.js";
 import { EventRouter } from "./platform/events.js";
+import { homeRoute, serverLinks } from "./platform/home.js";
 import { HostOriginPolicy, installHostAndOriginChecks } from "./platform/host-origin.js";
 import { Lifecycle } from "./platform/lifecycle.js";
 import { createMetricsRegistry, Exposition, installHttpMetrics } from "./platform/metrics.js";
-import { type AnyModule, type ModuleContext, type SectionReload, sectionOf } from "./platform/module.js";
+import {
+  type AnyModule,
+  type ModuleContext,
+  type ModuleLink,
+  type SectionReload,
+  sectionOf,
+} from "./platform/module.js";
 import { REQUEST_LOG_SERIALIZERS, redactRequestUrl } from "./platform/redaction.js";
 import type { Shape } from "./platform/validation.js";
+import { VERSION } from "./platform/version.js";
 import { registryModule } from "./registry/index.js";
 import { streamsModule } from "./streams/index.js";
 
@@ -84,6 +92,8 @@ export interface VigieServer {
   readonly context: ModuleContext;
   /** Every route of the platform and the enabled modules (HEAD routes Fastify adds excluded). */
   readonly routes: readonly RouteEntry[];
+  /** What the server serves (and what is off), as `GET /` lists it. */
+  readonly links: readonly ModuleLink[];
   /**
    * Re-applies a freshly validated configuration to every module that registered a reload (SIGHUP).
    * @returns the modules whose reload failed, with the error (empty when all succeeded)
@@ -157,6 +167,7 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
         app,
         context,
         routes,
+        links: serverLinks(config, moduleList),
         reload: (fresh) => lifecycle.reload(fresh),
         close: async () => {
           try {
@@ -236,6 +247,7 @@ async function setUp(
     }
     return { message: "ok" };
   };
+  homeRoute(app, VERSION, serverLinks(config, moduleList), config.http["public-url"]);
   app.get("/healthz", health);
   app.get("/health", health);
   // The cluster view is behind the guard of the healthcheck API (scale-out.md §1).

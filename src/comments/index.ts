@@ -4,13 +4,14 @@
  */
 import { constantTimeEqual } from "../platform/auth.js";
 import { defineModule } from "../platform/module.js";
+import { ADMIN_PAGE_PATH } from "./admin-page.js";
 import { listQuestion, mathQuestion, type Question } from "./challenge.js";
 import { CommentPublisher } from "./comment-events.js";
 import { COMMENTS_ENVIRONMENT, commentsConfigShape } from "./config.js";
 import { LIST_CACHE_SHARED_TTL_MS, ListCache } from "./list-cache.js";
 import { CommentMetrics } from "./metrics.js";
 import { registerAdminRoutes } from "./routes/admin.js";
-import { registerAssetRoutes } from "./routes/assets.js";
+import { registerAssetRoutes, WIDGET_PATH } from "./routes/assets.js";
 import { registerPublicRoutes } from "./routes/public.js";
 import { resolveSecrets } from "./secrets.js";
 import { CommentStore, commentsMigrations } from "./storage.js";
@@ -26,6 +27,10 @@ export const commentsModule = defineModule({
   configShape: commentsConfigShape,
   environment: COMMENTS_ENVIRONMENT,
   migrations: commentsMigrations,
+  links: () => [
+    { title: "comment widget (embed in your pages)", path: WIDGET_PATH },
+    { title: "comment moderation page", path: ADMIN_PAGE_PATH },
+  ],
   plugin: async (app, { context, section }) => {
     const { adminToken, challengeSecret } = await resolveSecrets(
       context.database,

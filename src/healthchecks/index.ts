@@ -89,6 +89,15 @@ export const healthchecksModule = defineModule({
   name: "healthchecks",
   configShape: healthchecksShape,
   migrations: healthcheckMigrations,
+  links: (section) => [
+    { title: "healthcheck API", path: "/healthcheck" },
+    { title: "healthcheck results", path: "/result" },
+    {
+      title: "status page",
+      path: "/status",
+      ...(section["status-page"].enabled ? {} : { enableWith: "healthchecks.status-page.enabled: true" }),
+    },
+  ],
   plugin: async (app, { context, section, onReload }) => {
     const tlsDirectory = await tlsDirectoryOf(section["tls-directory"]);
     const rules: DefinitionRules = {

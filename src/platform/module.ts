@@ -63,6 +63,22 @@ export interface ModuleOptions<S extends Shape = Shape> {
   readonly onReload: (handler: SectionReload<S>) => void;
 }
 
+/**
+ * A place a module serves that a person would open or point a client at, listed by `GET /` and in
+ * the start-up log.
+ */
+export interface ModuleLink {
+  /** What is there, for people: `status page`, `stream API`. */
+  readonly title: string;
+  /** The path under `http.public-url` (`/status`), or a full address for another port (`tcp://…`). */
+  readonly path: string;
+  /**
+   * `undefined` when it is served; else the configuration that would serve it
+   * (`healthchecks.status-page.enabled: true`).
+   */
+  readonly enableWith?: string;
+}
+
 /** A module of Vigie. */
 export interface VigieModule<S extends Shape = Shape> {
   /** The configuration section and metric prefix: `comments`, `streams`, ... */
@@ -79,6 +95,11 @@ export interface VigieModule<S extends Shape = Shape> {
   readonly check?: (section: ModuleSection<S>, platform: PlatformConfig) => void;
   /** Migrations by unique name `<module>-<4-digit number>-<what>`; run even when disabled. */
   readonly migrations: Readonly<Record<string, Migration>>;
+  /**
+   * What the module serves, from its section (enabled or not; when the module is disabled the
+   * platform marks every link as needing `<name>.enabled: true`).
+   */
+  readonly links?: (section: ModuleSection<S>) => readonly ModuleLink[];
   /** Registers the module's routes; called only when the module is enabled. */
   readonly plugin: FastifyPluginAsync<ModuleOptions<S>>;
 }

@@ -71,6 +71,14 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
     configShape: registryShape,
     migrations: { ...registryMigrations, ...cargoMigrations },
     check: (section, platform) => checkCargoPublicUrl(section.cargo, platform),
+    links: (section) => [
+      { title: "registry API (users and tokens)", path: "/api/v1/registry/token" },
+      {
+        title: "Cargo registry index (for cargo: sparse+ this address)",
+        path: "/api/v1/cargo/index/",
+        ...(section.cargo.enabled ? {} : { enableWith: "registry.cargo.enabled: true" }),
+      },
+    ],
     plugin: async (app, { context, section }) => {
       const bootstrapAdmin = bootstrapAdminFrom(options.environment ?? process.env);
       const { auth, database, logger } = context;

@@ -96,6 +96,14 @@ export const streamsModule = defineModule({
   name: "streams",
   configShape: streamsShape,
   migrations: streamsMigrations,
+  links: (section) => [
+    { title: "stream API", path: "/api/v1/stream" },
+    {
+      title: "Riemann protocol input",
+      path: `tcp://${section.riemann.host}:${section.riemann.port}`,
+      ...(section.riemann.enabled ? {} : { enableWith: "streams.riemann.enabled: true" }),
+    },
+  ],
   check(section, platform) {
     const riemann = section.riemann;
     // Riemann's protocol carries no credentials: only client certificates can stand for a token.

@@ -43,6 +43,16 @@ describe("vigie serve (real process)", () => {
       .split("\n")
       .find((text) => text.includes("Server listening"));
     expect(line && JSON.parse(line)).toMatchObject({ level: 30, msg: expect.stringContaining("127.0.0.1") });
+    // Where everything is, what is off, and the absolute paths Vigie writes.
+    const messages = server
+      .output()
+      .split("\n")
+      .filter((text) => text.startsWith("{"))
+      .map((text) => (JSON.parse(text) as { msg: string }).msg);
+    expect(messages).toContain(`stream API: ${server.baseUrl}/api/v1/stream`);
+    expect(messages).toContain("status page is off (healthchecks.status-page.enabled: true)");
+    expect(messages).toContain(`database: ${join(directory, "state", "vigie.db")}`);
+    expect(messages).toContain(`data directory: ${join(directory, "state")}`);
 
     const started = Date.now();
     server.child.kill("SIGTERM");

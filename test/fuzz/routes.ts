@@ -376,6 +376,7 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
 
   return [
     route("GET", "/metrics"),
+    route("GET", "/"),
     route("GET", "/healthz"),
     route("GET", "/health"),
 

@@ -3,7 +3,7 @@
  * files and metrics, checks the files against the database at start-up (removing what a crash
  * left behind), and registers its routes. Enabled by `registry.cargo.enabled`.
  */
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { ModuleContext } from "../../platform/module.js";
 import { warnIfShared } from "../../platform/private-files.js";
@@ -44,6 +44,7 @@ export async function setUpCargo(
   const store = new CargoStore(database);
   const files = new CrateFiles(crateStorage(settings, database.dataDirectory));
   await warnIfShared(files.directory, "crate storage directory", (details, message) => logger.warn(details, message));
+  logger.info(`cargo registry: .crate files in ${resolve(files.directory)}`);
   // One instance uses an SQLite database alone: any orphan is a crash's. Instances sharing
   // PostgreSQL may be publishing right now: only old ones are.
   const grace = database.dialect === "sqlite" ? 0 : ORPHAN_GRACE_MS;
