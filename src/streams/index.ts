@@ -94,6 +94,14 @@ export const streamsModule = defineModule({
       indexSize: section["max-index-size"],
       forks: section["max-forks"],
       windowEvents: section["max-window-events"],
+      event: {
+        fields: section["max-event-fields"],
+        tags: section["max-event-tags"],
+        string: section["max-event-string"],
+        size: section["max-event-size"],
+      },
+      queryResults: section["max-query-results"],
+      queryBytes: section["max-query-bytes"],
     };
     const hooks = metricHooks(context.metrics, context.logger, () => engine);
     const outputs: Outputs = new Outputs(section.outputs, {
@@ -129,7 +137,7 @@ export const streamsModule = defineModule({
         cluster.streams,
         cluster.instanceId,
         cluster.leaseMs,
-        answerQuery,
+        (stream, query) => answerQuery(stream, query, limits),
         clusterMetrics(context.metrics),
         context.logger,
       );

@@ -1,9 +1,10 @@
 /**
  * The streams HTTP API (streams.md §6): stream configurations, pushes, index searches.
  */
-import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
 import { HttpError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
+import type { StreamLimits } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import type { CompiledConfig } from "../compiler.js";
 import type { Predicate } from "../condition.js";
@@ -11,6 +12,7 @@ import { type EdnValue, isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
 import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
+import { type AnswerBounds, jsonAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
 import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
 import { persistedFile, removeStreamFile, writeStreamFile } from "../storage.js";
 import { compileWhereQuery, decodeBase64Text, parseRequestEdn } from "./where-query.js";
@@ -134,16 +136,48 @@ async function searchQueryValue(request: FastifyRequest, bodyLimit: number): Pro
   return query;
 }
 
-/** What a stream's owner answers to a query (also for another instance, in cluster mode). */
-export function answerQuery(stream: Stream, query: { kind: string; query?: unknown }): unknown {
-  if (query.kind === "current-time") return stream.index.currentTime;
+/** The bounds of an index search's answer (HTTP). */
+export function searchBounds(limits: StreamLimits): AnswerBounds {
+  return {
+    results: limits.queryResults,
+    bytes: limits.queryBytes,
+    resultsSetting: "streams.max-query-results",
+    what: "index search",
+  };
+}
+
+/** Runs `answer`, turning an answer beyond a bound into a 400 naming the bound. */
+async function bounded<T>(answer: () => Promise<T>): Promise<T> {
+  try {
+    return await answer();
+  } catch (error) {
+    if (error instanceof QueryBoundError) throw new HttpError(400, error.message);
+    throw error;
+  }
+}
+
+/**
+ * What a stream's owner answers to a query (also for another instance, in cluster mode): the
+ * current time, or the events of an index search (a where-condition, or a Riemann query asked by
+ * another instance's Riemann input, with that input's `limit` of events).
+ * @throws HttpError 400 for an invalid query, or one matching more events than the bound
+ */
+export function answerQuery(
+  stream: Stream,
+  query: { kind: string; query?: unknown; limit?: unknown },
+  limits: StreamLimits,
+): Promise<unknown> {
+  if (query.kind === "current-time") return Promise.resolve(stream.index.currentTime);
+  const bounds = searchBounds(limits);
   // A query of the Riemann input (its own query language), asked by another instance.
   if (query.kind === "riemann-search") {
     if (typeof query.query !== "string") throw new HttpError(400, "a Riemann query must be text");
-    return stream.index.search(compileRiemannQuery(query.query));
+    const limit = typeof query.limit === "number" && query.limit >= 1 ? query.limit : bounds.results;
+    const predicate = compileRiemannQuery(query.query);
+    return bounded(() => searchIndexes([stream.index], predicate, { ...bounds, results: limit, what: "query" }));
   }
   const predicate: Predicate = compileWhereQuery(query.query);
-  return stream.index.search(predicate);
+  return bounded(() => searchIndexes([stream.index], predicate, bounds));
 }
 
 /** Registers the streams routes. */
@@ -231,14 +265,21 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     return { message: "ok" };
   });
 
-  const search = async (request: FastifyRequest) => {
+  // The answer is serialised here, a slice per turn of the event loop, within max-query-bytes.
+  const search = async (request: FastifyRequest, reply: FastifyReply) => {
     const stream = streamOf((request.params as { name: string }).name);
     const query = await searchQueryValue(request, app.initialConfig.bodyLimit ?? 1024 * 1024);
+    const bounds = searchBounds(engine.limits);
+    let events: unknown;
     if (cluster !== undefined && !cluster.owns(stream.name)) {
       compileWhereQuery(query); // an invalid query is a 400 here, without asking the owner
-      return { events: await cluster.ask(stream.name, { kind: "search", query }) };
+      events = await cluster.ask(stream.name, { kind: "search", query });
+    } else {
+      events = await answerQuery(stream, { kind: "search", query }, engine.limits);
     }
-    return { events: answerQuery(stream, { kind: "search", query }) };
+    const found = Array.isArray(events) ? (events as Event[]) : [];
+    const body = await bounded(() => jsonAnswer(found, bounds));
+    return reply.type("application/json; charset=utf-8").send(body);
   };
   app.get("/api/v1/index/:name/search", routeOptions, search);
   app.post("/api/v1/index/:name/search", routeOptions, search);
