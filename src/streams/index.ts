@@ -30,6 +30,7 @@ import { Outputs } from "./outputs/outputs.js";
 import { RiemannServer } from "./riemann/server.js";
 import { channelRoutes } from "./routes/channels.js";
 import { ingestionRoutes } from "./routes/ingestion.js";
+import { pushRoute } from "./routes/push.js";
 import { answerQuery, type StreamRoutesCluster, streamRoutes } from "./routes/streams.js";
 import { loadStreamDirectories, SharedStreamStore, streamsMigrations } from "./storage.js";
 
@@ -189,10 +190,10 @@ export const streamsModule = defineModule({
       bodyLimit: section["ingestion-body-limit"],
       guard,
     });
+    await app.register(pushRoute, { engine, bodyLimit: section["ingestion-body-limit"], guard });
     await streamRoutes(app, {
       engine,
       persistDirectory: section.directories[0],
-      ingestionBodyLimit: section["ingestion-body-limit"],
       guard,
       ...(cluster === undefined || shared === undefined || streamCluster === undefined
         ? {}

@@ -2,18 +2,12 @@
  * Bounded answers of index searches (HTTP) and queries (Riemann): at most `max-query-results`
  * events and `max-query-bytes` bytes per answer, beyond which the answer is an error naming the
  * setting, and never a long hold of the event loop: the indexes are searched, and the answer
- * serialised, a slice of work per turn of the event loop ({@link SLICE_MS}).
+ * serialised, a slice of work per turn of the event loop (slices.ts).
  */
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Predicate } from "./condition.js";
 import { type Event, timeOf } from "./event.js";
+import { SLICE_MS, TurnClock } from "./slices.js";
 import type { StreamIndex } from "./stream-index.js";
-
-/**
- * Milliseconds of searching or serialising between two turns of the event loop: well under the
- * 50 ms that no request may hold the loop, leaving room for one slow step (a long regex).
- */
-export const SLICE_MS = 10;
 
 /** An answer beyond a bound; the message names the setting. */
 export class QueryBoundError extends Error {
@@ -87,7 +81,7 @@ export async function encodeAnswer<T>(
 ): Promise<T> {
   const parts: Uint8Array[] = new Array(events.length);
   let size = overhead(events.length);
-  let sliceStart = performance.now();
+  const clock = new TurnClock();
   for (let i = 0; i < events.length; i++) {
     const part = encode(events[i] as Event);
     parts[i] = part;
@@ -98,10 +92,7 @@ export async function encodeAnswer<T>(
         `${bounds.what} answer is larger than ${bounds.bytes} bytes (streams.max-query-bytes)`,
       );
     }
-    if (performance.now() - sliceStart > SLICE_MS) {
-      await nextTurn();
-      sliceStart = performance.now();
-    }
+    if (clock.due()) await clock.turn();
   }
   return assemble(parts, size);
 }

@@ -1,5 +1,5 @@
 /**
- * The streams HTTP API (streams.md §6): stream configurations, pushes, index searches.
+ * The streams HTTP API (streams.md §6): stream configurations and index searches (pushes: push.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
 import { HttpError } from "../../platform/errors.js";
@@ -10,7 +10,7 @@ import type { CompiledConfig } from "../compiler.js";
 import type { Predicate } from "../condition.js";
 import { type EdnValue, isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
-import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
+import type { Event } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
 import { type AnswerBounds, jsonAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
 import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
@@ -22,8 +22,6 @@ export interface StreamRoutesOptions {
   readonly engine: StreamEngine;
   /** The first stream directory (where `:persist true` writes), if any. */
   readonly persistDirectory: string | undefined;
-  /** Body limit of pushes, in bytes. */
-  readonly ingestionBodyLimit: number;
   /** A guard for every route when `security.require-token` is true. */
   readonly guard: preHandlerHookHandler | undefined;
   /** Cluster mode (scale-out.md §4): shared API streams, and queries answered by owners. */
@@ -57,49 +55,6 @@ function notFound(name: string): HttpError {
 function bodyObject(body: unknown): Record<string, unknown> {
   if (!isPlainObject(body)) throw new HttpError(400, "request body must be a JSON object");
   return body;
-}
-
-/**
- * Checks pushed events and gives those without `time` the current time (streams.md §1); nothing
- * else is added. Events are the request's own objects, so setting `time` in place is safe.
- */
-export function acceptEvents(body: unknown, now: number): Event[] {
-  const object = bodyObject(body);
-  let events: unknown[];
-  let field: string;
-  if (object.events !== undefined) {
-    if (object.event !== undefined) throw new HttpError(400, 'request body must have "event" or "events", not both');
-    if (!Array.isArray(object.events)) throw new HttpError(400, "field events: must be an array of objects");
-    events = object.events;
-    field = "events";
-  } else if (object.event !== undefined) {
-    events = [object.event];
-    field = "event";
-  } else {
-    throw new HttpError(400, 'request body must have "event" (an object) or "events" (an array of objects)');
-  }
-  for (let i = 0; i < events.length; i++) {
-    const event = events[i];
-    const where = field === "event" ? "event" : `events[${i}]`;
-    if (!isPlainObject(event)) throw new HttpError(400, `field ${where}: must be an object`);
-    if (nestsDeeperThan(event, MAX_EVENT_NESTING)) {
-      throw new HttpError(
-        400,
-        `field ${where}: must not nest objects and arrays more than ${MAX_EVENT_NESTING} levels deep`,
-      );
-    }
-    const record: Event = event;
-    const time = record.time;
-    if (time === undefined || time === null) record.time = now;
-    else if (typeof time !== "number" || !Number.isFinite(time)) {
-      throw new HttpError(400, `field ${where}.time: must be a number of seconds`);
-    }
-    const ttl = record.ttl;
-    if (ttl !== undefined && ttl !== null && (typeof ttl !== "number" || !Number.isFinite(ttl))) {
-      throw new HttpError(400, `field ${where}.ttl: must be a number of seconds`);
-    }
-  }
-  return events as Event[];
 }
 
 /** Reads a GET request's body (Fastify does not parse bodies of GET requests). */
@@ -182,7 +137,7 @@ export function answerQuery(
 
 /** Registers the streams routes. */
 export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOptions): Promise<void> {
-  const { engine, persistDirectory, ingestionBodyLimit, guard, cluster } = options;
+  const { engine, persistDirectory, guard, cluster } = options;
   const routeOptions = guard === undefined ? {} : { preHandler: guard };
 
   const streamOf = (name: string) => {
@@ -254,15 +209,6 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
       await removeStreamFile(persistDirectory, name);
     }
     return { message: "stream removed" };
-  });
-
-  app.put("/api/v1/stream/:name", { ...routeOptions, bodyLimit: ingestionBodyLimit }, async (request) => {
-    const { name } = request.params as { name: string };
-    const events = acceptEvents(request.body, Date.now() / 1000);
-    // In cluster mode, the answer waits until the owner of each stream has the events (§4).
-    const forwarded = engine.deliver(name === DEFAULT_STREAM ? engine.defaults : [streamOf(name)], events);
-    if (forwarded !== undefined) await forwarded;
-    return { message: "ok" };
   });
 
   // The answer is serialised here, a slice per turn of the event loop, within max-query-bytes.
