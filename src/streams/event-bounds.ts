@@ -117,6 +117,13 @@ export class EventMeter {
     return this.#add(VALUE_BYTES);
   }
 
+  /** Fields and bytes measured apart: a part several events share (an OTLP resource). */
+  merge(fields: number, bytes: number): boolean {
+    this.fields += fields;
+    if (this.fields > this.bounds.fields) return this.#exceed("max-event-fields");
+    return this.#add(bytes);
+  }
+
   /** One more item of the top-level `tags` (its value is counted apart). */
   tag(): boolean {
     if (++this.tags > this.bounds.tags) return this.#exceed("max-event-tags");

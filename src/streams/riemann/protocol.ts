@@ -20,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 import type { Event } from "../event.js";
 import { type EventBound, type EventBounds, EventMeter } from "../event-bounds.js";
+import { WireCursor } from "../protobuf-wire.js";
 
 // The schema lives in proto/ at the root, three levels up from src/streams/riemann/ and from
 // dist/streams/riemann/.
@@ -203,9 +204,9 @@ export function measureEvent(
     seen |= bit;
     if (first && !meter.field(nameBytes)) return meter.exceeded;
     if (field === 7 && type === LENGTH_DELIMITED) {
-      if ((first && !meter.value()) || !meter.tag() || !meter.string(wire.skipBytes())) return meter.exceeded;
+      if ((first && !meter.value()) || !meter.tag() || !meter.string(lengthOf(wire))) return meter.exceeded;
     } else if (type === LENGTH_DELIMITED) {
-      if (!meter.string(wire.skipBytes())) return meter.exceeded;
+      if (!meter.string(lengthOf(wire))) return meter.exceeded;
     } else {
       wire.skip(type);
       if (first && !meter.value()) return meter.exceeded;
@@ -226,9 +227,10 @@ function measureAttribute(wire: WireCursor, meter: EventMeter): boolean {
     const tag = wire.varint();
     const type = tag & 7;
     if ((tag >>> 3 === 1 || tag >>> 3 === 2) && type === LENGTH_DELIMITED) {
-      const bytes = wire.skipBytes(end);
+      const start = wire.bytes(end);
+      const bytes = wire.position - start;
       if (tag >>> 3 === 1) {
-        keyStart = wire.position - bytes;
+        keyStart = start;
         keyBytes = bytes;
       } else {
         valueBytes = bytes;
@@ -242,60 +244,16 @@ function measureAttribute(wire: WireCursor, meter: EventMeter): boolean {
   return meter.field(keyBytes) && meter.string(valueBytes);
 }
 
+/** Skips a length-delimited field and returns its length. */
+function lengthOf(wire: WireCursor): number {
+  const start = wire.bytes();
+  return wire.position - start;
+}
+
 function isStreamKey(buffer: Uint8Array, start: number, length: number): boolean {
   if (length !== STREAM_KEY.length) return false;
   for (let i = 0; i < length; i++) if (buffer[start + i] !== STREAM_KEY[i]) return false;
   return true;
-}
-
-/** A position in protobuf bytes, reading varints and skipping fields without decoding them. */
-class WireCursor {
-  constructor(
-    readonly buffer: Uint8Array,
-    public position: number,
-    readonly end: number,
-  ) {}
-
-  /** A varint of up to 32 bits (tags and lengths); longer ones keep their low 32 bits, as protobufjs does. */
-  varint(): number {
-    let result = 0;
-    for (let shift = 0; shift < 70; shift += 7) {
-      if (this.position >= this.end) throw new RangeError("truncated varint");
-      const byte = this.buffer[this.position++] as number;
-      if (shift < 32) result |= (byte & 0x7f) << shift;
-      if (byte < 0x80) return result >>> 0;
-    }
-    throw new RangeError("varint too long");
-  }
-
-  /** Skips a length-delimited field's bytes (its length read here) and returns their count. */
-  skipBytes(end = this.end): number {
-    const length = this.varint();
-    if (this.position + length > end) throw new RangeError("field beyond the end of the event");
-    this.position += length;
-    return length;
-  }
-
-  /** Skips a field of wire type `type` (its tag read already). */
-  skip(type: number, end = this.end): void {
-    switch (type) {
-      case 0:
-        this.varint();
-        return;
-      case 1:
-        this.position += 8;
-        break;
-      case LENGTH_DELIMITED:
-        this.skipBytes(end);
-        return;
-      case 5:
-        this.position += 4;
-        break;
-      default:
-        throw new RangeError(`invalid wire type ${type}`);
-    }
-    if (this.position > end) throw new RangeError("field beyond the end of the event");
-  }
 }
 
 /**
