@@ -242,3 +242,26 @@ export function exceededBound(event: Event, bounds: EventBounds): EventBound | u
   // Between the lower and the upper bound of its size: count the bytes of every string.
   return exactSize(event, 1) > bounds.size ? "max-event-size" : undefined;
 }
+
+/**
+ * The events within the bounds, in order: the same array when all are (nothing is copied on the
+ * usual path), else a new one without the others, each of which is passed to `refuse`.
+ */
+export function withinBounds<E extends Event>(
+  events: readonly E[],
+  bounds: EventBounds,
+  refuse: (bound: EventBound) => void,
+): readonly E[] {
+  let kept: E[] | undefined;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i] as E;
+    const bound = exceededBound(event, bounds);
+    if (bound !== undefined) {
+      kept ??= events.slice(0, i);
+      refuse(bound);
+    } else {
+      kept?.push(event);
+    }
+  }
+  return kept ?? events;
+}

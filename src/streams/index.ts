@@ -15,6 +15,7 @@ import { StreamCluster } from "./cluster.js";
 import { checkOutputFiles, streamsShape } from "./config.js";
 import { toEdn } from "./edn.js";
 import { applyFileStreams, applySharedStreams, StreamEngine } from "./engine.js";
+import { withinBounds } from "./event-bounds.js";
 import { declarationsOf, type StreamIo } from "./io.js";
 import {
   asyncQueueMetrics,
@@ -112,6 +113,8 @@ export const streamsModule = defineModule({
     const hub: ChannelHub = new ChannelHub({
       metrics: channelMetrics(context.metrics, () => hub.subscriberCounts()),
       maxSubscribers: section["max-subscribers"],
+      matchBudgetMs: section["publish-match-budget"].milliseconds,
+      regexAllowance: section["max-event-size"],
     });
     const queueMetrics = asyncQueueMetrics(context.metrics, () => queues.backlog());
     const queues: AsyncQueues = new AsyncQueues(section["async-queues"], {
@@ -157,14 +160,13 @@ export const streamsModule = defineModule({
     }
     // Events of other modules (healthcheck results, comments) enter here (platform.md §9), once
     // the stream directories are loaded.
+    // They carry user data (check output, comment text): held to the event bounds like any push.
     context.events.connect((name, events) => {
-      if (name === DEFAULT_STREAM) {
-        engine.pushDefault(events);
-        return true;
-      }
-      const stream = engine.get(name);
-      if (stream === undefined) return false;
-      engine.deliver([stream], events, false);
+      const stream = name === DEFAULT_STREAM ? undefined : engine.get(name);
+      if (name !== DEFAULT_STREAM && stream === undefined) return false;
+      const admitted = withinBounds(events, limits.event, (bound) => engine.refuse(name, "event-sink", bound));
+      if (stream === undefined) engine.pushDefault(admitted);
+      else engine.deliver([stream], admitted, false);
       return true;
     });
     onReload(async (fresh) => {

@@ -4,7 +4,7 @@
  * setting, and never a long hold of the event loop: the indexes are searched, and the answer
  * serialised, a slice of work per turn of the event loop (slices.ts).
  */
-import type { Predicate } from "./condition.js";
+import { matchWithin, type Predicate, RegexAllowanceError } from "./condition.js";
 import { type Event, timeOf } from "./event.js";
 import { SLICE_MS, TurnClock } from "./slices.js";
 import type { StreamIndex } from "./stream-index.js";
@@ -12,7 +12,7 @@ import type { StreamIndex } from "./stream-index.js";
 /** An answer beyond a bound; the message names the setting. */
 export class QueryBoundError extends Error {
   constructor(
-    readonly bound: "max-query-results" | "max-query-bytes",
+    readonly bound: "max-query-results" | "max-query-bytes" | "max-event-size",
     message: string,
   ) {
     super(message);
@@ -28,6 +28,11 @@ export interface AnswerBounds {
   readonly bytes: number;
   /** The setting of `results` as messages name it (`streams.max-query-results`). */
   readonly resultsSetting: string;
+  /**
+   * Characters of one event the query's regular expressions may read (`streams.max-event-size`),
+   * so that one evaluation stays short (condition.ts, matchWithin).
+   */
+  readonly regexAllowance: number;
   /** What is answered, leading the messages: `index search`, `query`. */
   readonly what: string;
 }
@@ -35,13 +40,23 @@ export interface AnswerBounds {
 /**
  * The events of `indexes` matching `predicate`: one index's sorted by time then key; several
  * indexes' merged, an event found in more than one listed once, sorted by time (stable).
- * @throws QueryBoundError when more than `bounds.results` events match
+ * @throws QueryBoundError when more than `bounds.results` events match, or when the query's
+ *   regular expressions would read more than `bounds.regexAllowance` characters of one event
  */
 export async function searchIndexes(
   indexes: readonly StreamIndex[],
   predicate: Predicate,
   bounds: AnswerBounds,
 ): Promise<Event[]> {
+  try {
+    return await search(indexes, (event) => matchWithin(predicate, event, bounds.regexAllowance), bounds);
+  } catch (error) {
+    if (!(error instanceof RegexAllowanceError)) throw error;
+    throw new QueryBoundError("max-event-size", `${bounds.what}: ${error.message} (streams.max-event-size)`);
+  }
+}
+
+async function search(indexes: readonly StreamIndex[], predicate: Predicate, bounds: AnswerBounds): Promise<Event[]> {
   const tooMany = () =>
     new QueryBoundError(
       "max-query-results",

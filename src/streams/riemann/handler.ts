@@ -97,6 +97,7 @@ export class RiemannHandler {
       results: own ?? engine.limits.queryResults,
       bytes: engine.limits.queryBytes,
       resultsSetting: own === undefined ? "streams.max-query-results" : "streams.riemann.max-query-results",
+      regexAllowance: engine.limits.event.size,
       what: "query",
     };
   }

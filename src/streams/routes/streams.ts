@@ -97,6 +97,7 @@ export function searchBounds(limits: StreamLimits): AnswerBounds {
     results: limits.queryResults,
     bytes: limits.queryBytes,
     resultsSetting: "streams.max-query-results",
+    regexAllowance: limits.event.size,
     what: "index search",
   };
 }
