@@ -16,7 +16,7 @@ import { OtlpError, resourceAttributesOf, spanEventOf } from "./otlp.js";
 import { TurnClock } from "./slices.js";
 
 /** Bytes the scanner reads between two looks at the clock. */
-const SCAN_STEP_BYTES = 64 * 1024;
+const SCAN_STEP_BYTES = 8 * 1024;
 
 /** A value of the body: its bytes, and the first bound it exceeded if any. */
 interface Part {

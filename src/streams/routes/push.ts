@@ -30,7 +30,7 @@ import { deliverSliced, TurnClock } from "../slices.js";
 export const INLINE_BODY_BYTES = 64 * 1024;
 
 /** Bytes the scanner reads between two looks at the clock. */
-const SCAN_STEP_BYTES = 64 * 1024;
+const SCAN_STEP_BYTES = 8 * 1024;
 
 /** What the route needs. */
 export interface PushRouteOptions {
