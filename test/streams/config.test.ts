@@ -181,8 +181,11 @@ describe("streams.riemann", () => {
       port: 5555,
       "max-connections": 1000,
       "max-frame-size": 16 * 1024 * 1024,
-      "max-query-results": 10_000,
     });
+    // A query answers at most streams.max-query-results events unless the input sets its own.
+    expect(section({}).riemann["max-query-results"]).toBeUndefined();
+    expect(section({})["max-query-results"]).toBe(10_000);
+    expect(section({ riemann: { "max-query-results": 50 } }).riemann["max-query-results"]).toBe(50);
     expect(section({})["drain-timeout"]).toMatchObject({ milliseconds: 5000 });
   });
 
@@ -210,5 +213,37 @@ describe("streams.riemann", () => {
         { security: { "require-token": true } },
       ),
     ).not.toThrow();
+  });
+});
+
+describe("the bounds of events, answers and subscription matching", () => {
+  it("default to 1 000 fields and tags, 64 KiB strings, 1 MiB events, 10 000 events and 16 MiB per answer, 20 ms of matching", () => {
+    const defaults = section({});
+    expect({
+      fields: defaults["max-event-fields"],
+      tags: defaults["max-event-tags"],
+      string: defaults["max-event-string"],
+      size: defaults["max-event-size"],
+      results: defaults["max-query-results"],
+      bytes: defaults["max-query-bytes"],
+      match: defaults["publish-match-budget"].milliseconds,
+    }).toEqual({
+      fields: 1000,
+      tags: 1000,
+      string: 65_536,
+      size: 1_048_576,
+      results: 10_000,
+      bytes: 16_777_216,
+      match: 20,
+    });
+  });
+
+  it("take sizes with units, and refuse what is not a bound", () => {
+    expect(section({ "max-event-string": "1MiB", "max-event-size": "4MiB" })["max-event-size"]).toBe(4 * 1024 * 1024);
+    expect(refusal({ "max-event-fields": 0 })).toMatch(/^invalid configuration: streams\.max-event-fields: /);
+    expect(refusal({ "max-query-bytes": "lots" })).toMatch(/^invalid configuration: streams\.max-query-bytes: /);
+    expect(refusal({ "publish-match-budget": "0ms" })).toMatch(
+      /^invalid configuration: streams\.publish-match-budget: /,
+    );
   });
 });
