@@ -142,8 +142,11 @@ export class EventMeter {
   }
 }
 
-/** Deeper than this, a walk counts a value without looking inside (events never nest this deep). */
-const WALK_DEPTH = 64;
+/**
+ * Deeper than this, a walk counts a value without looking inside (events never nest this deep:
+ * the ways in refuse those nesting more than 32 levels).
+ */
+export const WALK_DEPTH = 64;
 
 /** What a walk over a decoded event counts: UTF-16 lengths, exact bytes only when they matter. */
 class Walk {
@@ -154,8 +157,11 @@ class Walk {
   values = 0;
   exceeded: EventBound | undefined;
   bounds: EventBounds = DEFAULT_EVENT_BOUNDS;
+  /** How deep the walk went: 1 for the event, 2 for an object or array in it, and so on. */
+  deepest = 1;
 
   reset(bounds: EventBounds): void {
+    this.deepest = 1;
     this.fields = 0;
     this.units = 0;
     this.values = VALUE_BYTES;
@@ -179,6 +185,7 @@ class Walk {
     if (typeof value === "string") return this.text(value);
     this.values += VALUE_BYTES;
     if (typeof value !== "object" || value === null || depth > WALK_DEPTH) return this.#within();
+    if (depth > this.deepest) this.deepest = depth;
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) if (!this.value(value[i], depth + 1)) return false;
       return this.#within();
@@ -231,13 +238,18 @@ function exactSize(value: unknown, depth: number): number {
  * over the event that stops at the first bound found; strings are measured in UTF-16 code units
  * and their UTF-8 bytes counted only when that could decide (long strings, large events), so the
  * hot path allocates nothing and calls nothing per field.
+ * @param depth when given, receives how deeply the event nests objects and arrays (1 for a flat
+ *   event; at most {@link WALK_DEPTH}), when it is within the bounds: a caller that checks the
+ *   nesting too needs no second walk of a shallow event
  */
-export function exceededBound(event: Event, bounds: EventBounds): EventBound | undefined {
+export function exceededBound(event: Event, bounds: EventBounds, depth?: { deepest: number }): EventBound | undefined {
   const tags = event.tags;
   if (Array.isArray(tags) && tags.length > bounds.tags) return "max-event-tags";
   walk.reset(bounds);
+  if (depth !== undefined) depth.deepest = Number.POSITIVE_INFINITY;
   // The walk's size is a lower bound of the bytes: beyond the bound, the event is.
   if (!walk.object(event, 1)) return walk.exceeded;
+  if (depth !== undefined) depth.deepest = walk.deepest;
   if (walk.units * 3 + walk.values <= bounds.size) return undefined;
   // Between the lower and the upper bound of its size: count the bytes of every string.
   return exactSize(event, 1) > bounds.size ? "max-event-size" : undefined;

@@ -102,6 +102,21 @@ describe("exceededBound", () => {
     );
   });
 
+  it("tells how deeply an event within the bounds nests, so that a shallow one is walked once", () => {
+    const depth = { deepest: 0 };
+    expect(exceededBound({ a: 1 }, bounds, depth)).toBeUndefined();
+    expect(depth.deepest).toBe(1);
+    expect(exceededBound({ a: { b: [1, { c: [] }] } }, bounds, depth)).toBeUndefined();
+    expect(depth.deepest).toBe(5);
+    let deep: unknown = 1;
+    for (let i = 0; i < 100; i++) deep = [deep];
+    expect(exceededBound({ deep }, bounds, depth)).toBeUndefined();
+    expect(depth.deepest).toBe(64);
+    // Over a bound, the depth is unknown: as deep as can be.
+    expect(exceededBound({ ...fields(1001) }, bounds, depth)).toBe("max-event-fields");
+    expect(depth.deepest).toBe(Number.POSITIVE_INFINITY);
+  });
+
   it("names the bound and the setting in the problem", () => {
     expect(boundProblem("max-event-fields", DEFAULT_EVENT_BOUNDS)).toBe(
       "has more than 1000 fields, nested ones included (streams.max-event-fields)",

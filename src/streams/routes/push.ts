@@ -63,11 +63,13 @@ const NOT_AN_ARRAY = "field events: must be an array of objects";
  * and gives it the current time when it has none (streams.md §1); nothing else is added. Events
  * are the request's own objects, so setting `time` in place is safe.
  * @param where how messages name it: `event`, `events[3]`
+ * @param deepest how deeply it nests, when a walk found out already (exceededBound): a shallow
+ *   event is not walked again
  * @throws HttpError 400 naming the field and the rule
  */
-function checkEvent(event: unknown, where: string, now: number): Event {
+function checkEvent(event: unknown, where: string, now: number, deepest = Number.POSITIVE_INFINITY): Event {
   if (!isPlainObject(event)) throw new HttpError(400, `field ${where}: must be an object`);
-  if (nestsDeeperThan(event, MAX_EVENT_NESTING)) {
+  if (deepest > MAX_EVENT_NESTING && nestsDeeperThan(event, MAX_EVENT_NESTING)) {
     throw new HttpError(
       400,
       `field ${where}: must not nest objects and arrays more than ${MAX_EVENT_NESTING} levels deep`,
@@ -84,6 +86,9 @@ function checkEvent(event: unknown, where: string, now: number): Event {
   }
   return event;
 }
+
+/** How deeply the last event measured nests (exceededBound's out-parameter, reused). */
+const walked = { deepest: 0 };
 
 /** A 400 for the single event of `{"event"}` beyond a bound. */
 function overBound(bound: EventBound, bounds: EventBounds): HttpError {
@@ -111,8 +116,8 @@ export function acceptEvents(body: unknown, now: number, bounds: EventBounds): A
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
       if (!isPlainObject(item)) throw new HttpError(400, `field events[${i}]: must be an object`);
-      const bound = exceededBound(item, bounds);
-      if (bound === undefined) events.push(checkEvent(item, `events[${i}]`, now));
+      const bound = exceededBound(item, bounds, walked);
+      if (bound === undefined) events.push(checkEvent(item, `events[${i}]`, now, walked.deepest));
       else count(refused, bound);
     }
     return { events, refused };
