@@ -23,9 +23,9 @@ export type Destination =
   | { readonly kind: "stream"; readonly name: string };
 
 /**
- * Bounds of the streams (platform.md §8 "Bounded everything"): the state a stream keeps (what goes
- * beyond is dropped and counted in `stream_dropped_events_total{stream,action}`), the events that
- * enter them, and the answers of index searches and queries.
+ * Bounds of the streams: the state a stream keeps (what goes beyond is dropped and counted in
+ * `stream_dropped_events_total{stream,action}`), the events that enter them, and the answers of
+ * index searches and queries.
  */
 export interface StreamLimits {
   /** Keys in a stream's index (`streams.max-index-size`); an event with a new key beyond is dropped. */

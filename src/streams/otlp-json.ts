@@ -1,9 +1,9 @@
 /**
- * Large OTLP/JSON trace bodies (streams.md §9), read without holding the event loop: the body is
- * checked by the validating scanner (json-scan.ts) a slice per turn, which finds each resource,
- * scope and span and measures it on the way; then each one within a generous first bound is
- * parsed on its own and mapped as otlp.ts maps a parsed request, and each span's event is held to
- * the event bounds exactly. The events are those {@link decodeJsonTraces} gives for the same text.
+ * Large OTLP/JSON trace bodies, read without holding the event loop: the body is checked by the
+ * validating scanner (json-scan.ts) a slice per turn, which finds each resource, scope and span
+ * and measures it on the way; then each one within a generous first bound is parsed on its own and
+ * mapped as otlp.ts maps a parsed request, and each span's event is held to the event bounds
+ * exactly. The events are those {@link decodeJsonTraces} gives for the same text.
  *
  * The first bound is looser than the event bounds (OTLP/JSON spells each attribute as
  * `{"key": …, "value": {"stringValue": …}}`, three keys for one field): it only keeps a span of a

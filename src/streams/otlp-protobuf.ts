@@ -1,8 +1,9 @@
 /**
- * OTLP/HTTP traces in protobuf (streams.md §9), decoded by hand, span by span, into the events
- * otlp.ts describes (the same mapping as OTLP/JSON, checked against protobufjs by a differential
- * test): each span is measured as it is read, so that a span of a million attributes is dropped
- * after a thousand, and a large request can be decoded a slice per turn of the event loop.
+ * OTLP/HTTP traces in protobuf (https://opentelemetry.io/docs/specs/otlp/), decoded by hand, span
+ * by span, into the events otlp.ts describes (the same mapping as OTLP/JSON, checked against
+ * protobufjs by a differential test): each span is measured as it is read, so that a span of a
+ * million attributes is dropped after a thousand, and a large request can be decoded a slice per
+ * turn of the event loop.
  *
  * Schema: proto/otlp-trace.proto. Singular fields keep their last occurrence, repeated ones every
  * occurrence in order, unknown fields are skipped; a `resource` or `scope` may come after the

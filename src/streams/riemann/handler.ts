@@ -220,7 +220,7 @@ export class RiemannHandler {
 
   /**
    * The reply to a query: the events found in the query streams' indexes, each owner searching its
-   * own in cluster mode (scale-out.md §4), merged, bounded and sorted by time.
+   * own in cluster mode, merged, bounded and sorted by time.
    */
   async #query(text: string): Promise<Buffer> {
     const bounds = this.#answerBounds;

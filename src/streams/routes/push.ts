@@ -1,6 +1,6 @@
 /**
- * The push route (streams.md §6): `PUT /api/v1/stream/<name>` with `{"event": {...}}` or
- * `{"events": [...]}`, up to `streams.ingestion-body-limit` bytes.
+ * The push route: `PUT /api/v1/stream/<name>` with `{"event": {...}}` or `{"events": [...]}`, up
+ * to `streams.ingestion-body-limit` bytes.
  *
  * Every event is held to the event bounds (`streams.max-event-*`): the single event of `{"event"}`
  * beyond one is a 400 naming it; an event of `{"events"}` beyond one is dropped and counted in
@@ -60,8 +60,8 @@ const NOT_AN_ARRAY = "field events: must be an array of objects";
 
 /**
  * Checks one pushed event (an object, not nested too deep, a numeric `time` and `ttl` when set)
- * and gives it the current time when it has none (streams.md §1); nothing else is added. Events
- * are the request's own objects, so setting `time` in place is safe.
+ * and gives it the current time when it has none; nothing else is added. Events are the request's
+ * own objects, so setting `time` in place is safe.
  * @param where how messages name it: `event`, `events[3]`
  * @param deepest how deeply it nests, when a walk found out already (exceededBound): a shallow
  *   event is not walked again
@@ -267,7 +267,7 @@ export async function pushRoute(app: FastifyInstance, options: PushRouteOptions)
         ? await acceptLargeBody(body, now, bounds, parse)
         : acceptEvents(body instanceof Buffer ? parse(body.toString("utf8")) : body, now, bounds);
     for (const [bound, dropped] of accepted.refused) engine.refuse(name, "push", bound, dropped);
-    // In cluster mode, the answer waits until the owner of each stream has the events (§4).
+    // In cluster mode, the answer waits until the owner of each stream has the events.
     const pending = deliverSliced(engine, streams, accepted.events);
     if (pending !== undefined) await pending;
     return { message: "ok" };
