@@ -388,5 +388,10 @@ describe("answerQuery (what an owner answers another instance)", () => {
     ).rejects.toThrow("index search matches more than 1 events (streams.max-query-results)");
     // A Riemann input's own limit travels with its query.
     expect(await answerQuery(stream, { kind: "riemann-search", query: "true", limit: 2 }, limits)).toHaveLength(2);
+    // The answer's bytes are bounded as on one instance.
+    const small = { ...DEFAULT_STREAM_LIMITS, queryBytes: 50 };
+    await expect(
+      answerQuery(stream, { kind: "search", query: Buffer.from("[:true]").toString("base64") }, small),
+    ).rejects.toThrow("index search answer is larger than 50 bytes (streams.max-query-bytes)");
   });
 });

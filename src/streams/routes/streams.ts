@@ -113,10 +113,11 @@ async function bounded<T>(answer: () => Promise<T>): Promise<T> {
 }
 
 /**
- * What a stream's owner answers to a query (also for another instance, in cluster mode): the
- * current time, or the events of an index search (a where-condition, or a Riemann query asked by
- * another instance's Riemann input, with that input's `limit` of events).
- * @throws HttpError 400 for an invalid query, or one matching more events than the bound
+ * What a stream's owner answers to another instance's query (cluster mode): the current time, or
+ * the events of an index search (a where-condition, or a Riemann query of that instance's Riemann
+ * input, with that input's `limit` of events), held to the same bounds as on one instance: the
+ * events' JSON is measured against `max-query-bytes` before it is sent.
+ * @throws HttpError 400 for an invalid query, or an answer beyond a bound (naming it)
  */
 export function answerQuery(
   stream: Stream,
@@ -124,16 +125,21 @@ export function answerQuery(
   limits: StreamLimits,
 ): Promise<unknown> {
   if (query.kind === "current-time") return Promise.resolve(stream.index.currentTime);
-  const bounds = searchBounds(limits);
-  // A query of the Riemann input (its own query language), asked by another instance.
+  let bounds = searchBounds(limits);
+  let predicate: Predicate;
   if (query.kind === "riemann-search") {
     if (typeof query.query !== "string") throw new HttpError(400, "a Riemann query must be text");
     const limit = typeof query.limit === "number" && query.limit >= 1 ? query.limit : bounds.results;
-    const predicate = compileRiemannQuery(query.query);
-    return bounded(() => searchIndexes([stream.index], predicate, { ...bounds, results: limit, what: "query" }));
+    predicate = compileRiemannQuery(query.query);
+    bounds = { ...bounds, results: limit, what: "query" };
+  } else {
+    predicate = compileWhereQuery(query.query);
   }
-  const predicate: Predicate = compileWhereQuery(query.query);
-  return bounded(() => searchIndexes([stream.index], predicate, bounds));
+  return bounded(async () => {
+    const found = await searchIndexes([stream.index], predicate, bounds);
+    await jsonAnswer(found, bounds);
+    return found;
+  });
 }
 
 /** Registers the streams routes. */
@@ -222,7 +228,8 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
       compileWhereQuery(query); // an invalid query is a 400 here, without asking the owner
       events = await cluster.ask(stream.name, { kind: "search", query });
     } else {
-      events = await answerQuery(stream, { kind: "search", query }, engine.limits);
+      const predicate = compileWhereQuery(query);
+      events = await bounded(() => searchIndexes([stream.index], predicate, bounds));
     }
     const found = Array.isArray(events) ? (events as Event[]) : [];
     const body = await bounded(() => jsonAnswer(found, bounds));
