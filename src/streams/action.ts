@@ -6,6 +6,7 @@
 import type { Predicate } from "./condition.js";
 import type { EdnValue } from "./edn.js";
 import type { Event } from "./event.js";
+import { DEFAULT_EVENT_BOUNDS, type EventBounds } from "./event-bounds.js";
 import type { Declarations } from "./io.js";
 import type { StreamIndex } from "./stream-index.js";
 
@@ -22,8 +23,9 @@ export type Destination =
   | { readonly kind: "stream"; readonly name: string };
 
 /**
- * Bounds of the state a stream keeps (platform.md §8 "Bounded everything"): what goes beyond is
- * dropped and counted in `stream_dropped_events_total{stream,action}`.
+ * Bounds of the streams: the state a stream keeps (what goes beyond is dropped and counted in
+ * `stream_dropped_events_total{stream,action}`), the events that enter them, and the answers of
+ * index searches and queries.
  */
 export interface StreamLimits {
   /** Keys in a stream's index (`streams.max-index-size`); an event with a new key beyond is dropped. */
@@ -35,10 +37,23 @@ export interface StreamLimits {
    * top, bottom, rate) drop events beyond; a moving time window drops its oldest event.
    */
   readonly windowEvents: number;
+  /** The bounds of one event on every way in (`streams.max-event-*`). */
+  readonly event: EventBounds;
+  /** Events an index search or query answers at most (`streams.max-query-results`). */
+  readonly queryResults: number;
+  /** Bytes of an index search's or query's answer at most (`streams.max-query-bytes`). */
+  readonly queryBytes: number;
 }
 
 /** The defaults of {@link StreamLimits}. */
-export const DEFAULT_STREAM_LIMITS: StreamLimits = { indexSize: 1_000_000, forks: 100_000, windowEvents: 1_000_000 };
+export const DEFAULT_STREAM_LIMITS: StreamLimits = {
+  indexSize: 1_000_000,
+  forks: 100_000,
+  windowEvents: 1_000_000,
+  event: DEFAULT_EVENT_BOUNDS,
+  queryResults: 10_000,
+  queryBytes: 16 * 1024 * 1024,
+};
 
 /** What one running stream offers its actions. */
 export interface Runtime {

@@ -18,9 +18,14 @@
  *   `maxSubscriptionsPerClient` subscriptions; one more is closed with 1008. A connection carries
  *   exactly one subscription (the channel of its URL; what the client sends is never read), so the
  *   bound per connection is one.
+ * - Matching events against subscribers' queries is bounded, so that publishing never holds the
+ *   event loop for long: one evaluation's regular expressions read at most `regexAllowance`
+ *   characters (`streams.max-event-size`), and once `matchBudgetMs` (20 ms) were spent matching in
+ *   a turn of the event loop, subscribers with a query miss the events published until the next
+ *   turn. Either way the miss is counted in `stream_publish_dropped_total{channel}`.
  */
 import type { Flow } from "./action.js";
-import type { Predicate } from "./condition.js";
+import { matchWithin, type Predicate, RegexAllowanceError } from "./condition.js";
 import type { Event } from "./event.js";
 import type { ChannelMetrics } from "./metrics.js";
 
@@ -83,6 +88,10 @@ export interface ChannelHubOptions {
   readonly pingIntervalMs?: number;
   /** A monotonic clock in ms (tests give a fake one); default `performance.now`. */
   readonly clock?: () => number;
+  /** Milliseconds of matching per turn of the event loop (`streams.publish-match-budget`); default 20. */
+  readonly matchBudgetMs?: number;
+  /** Characters one evaluation's regular expressions may read (`streams.max-event-size`); default 1 MiB. */
+  readonly regexAllowance?: number;
 }
 
 /**
@@ -148,6 +157,7 @@ const MIB = 1024 * 1024;
 const CORK_BATCH_BYTES = 64 * 1024;
 const DEFAULT_SLOW_CLOSE_MS = 30_000;
 const DEFAULT_PING_INTERVAL_MS = 30_000;
+const DEFAULT_MATCH_BUDGET_MS = 20;
 /** Shared by every send: ws reads it and copies what it needs. */
 const TEXT_FRAME = { binary: false } as const;
 const defaultClock = () => performance.now();
@@ -173,6 +183,13 @@ export class ChannelHub {
   readonly #pingIntervalMs: number;
   readonly #clock: () => number;
   #count = 0;
+  readonly #matchBudgetMs: number;
+  readonly #regexAllowance: number;
+  /** Milliseconds spent matching in this turn of the event loop; reset at the next turn. */
+  #matchSpent = 0;
+  readonly #resetMatchSpent = () => {
+    this.#matchSpent = 0;
+  };
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
   /** Subscribers corked since the last flush; the flush runs in the loop's check phase. */
@@ -197,6 +214,8 @@ export class ChannelHub {
     this.#slowCloseMs = options.slowCloseMs ?? DEFAULT_SLOW_CLOSE_MS;
     this.#pingIntervalMs = options.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
     this.#clock = options.clock ?? defaultClock;
+    this.#matchBudgetMs = options.matchBudgetMs ?? DEFAULT_MATCH_BUDGET_MS;
+    this.#regexAllowance = options.regexAllowance ?? MIB;
   }
 
   /** Subscribers held now, every channel together. */
@@ -347,7 +366,7 @@ export class ChannelHub {
     for (let i = subscribers.length - 1; i >= 0; i--) {
       const subscriber = subscribers[i];
       if (subscriber === undefined) continue;
-      if (subscriber.matches !== undefined && !subscriber.matches(event)) continue;
+      if (subscriber.matches !== undefined && !this.#accepts(subscriber.matches, event, channel)) continue;
       const socket = subscriber.socket;
       const buffered = socket.bufferedAmount;
       if (buffered > this.#bufferLimit) {
@@ -375,6 +394,29 @@ export class ChannelHub {
         if (this.#corked.length === 1) setImmediate(this.#flush);
       }
       socket.send(data, TEXT_FRAME);
+    }
+  }
+
+  /**
+   * Whether a subscriber's query accepts the event, within the matching bounds (see the module's
+   * documentation); beyond them, the subscriber misses it, counted as dropped.
+   */
+  #accepts(matches: Predicate, event: Event, channel: Channel): boolean {
+    if (this.#matchSpent > this.#matchBudgetMs) {
+      this.#countDropped(channel);
+      return false;
+    }
+    if (this.#matchSpent === 0) setImmediate(this.#resetMatchSpent);
+    const started = this.#clock();
+    try {
+      return matchWithin(matches, event, this.#regexAllowance);
+    } catch (error) {
+      if (!(error instanceof RegexAllowanceError)) throw error;
+      this.#countDropped(channel);
+      return false;
+    } finally {
+      // Never 0 once something was matched: the reset is scheduled once per turn.
+      this.#matchSpent += Math.max(this.#clock() - started, Number.MIN_VALUE);
     }
   }
 

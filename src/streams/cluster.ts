@@ -75,14 +75,14 @@ export function channelSubject(channel: string): string {
 /** A query sent to a stream's owner. */
 type Query =
   | { readonly kind: "search"; readonly query: unknown }
-  | { readonly kind: "riemann-search"; readonly query: string }
+  | { readonly kind: "riemann-search"; readonly query: string; readonly limit?: number }
   | { readonly kind: "current-time" };
 
 /** The owner's answer: the value, or an error with its HTTP status. */
 type Answer = { readonly value: unknown } | { readonly status: number; readonly error: string };
 
 /** What the owner runs for a query (the routes' own code: compile the query, search the index). */
-export type QueryRunner = (stream: Stream, query: Query) => unknown;
+export type QueryRunner = (stream: Stream, query: Query) => Promise<unknown>;
 
 interface Consumer {
   readonly stop: () => Promise<void>;
@@ -250,7 +250,13 @@ export class StreamCluster {
     const queries = this.#connection.subscribe(querySubject(name), {
       callback: (error, message) => {
         if (error !== null) return;
-        message.respond(encoder.encode(JSON.stringify(this.#answer(name, message.data))));
+        void this.#answer(name, message.data).then((answer) => {
+          try {
+            message.respond(encoder.encode(JSON.stringify(answer)));
+          } catch {
+            // The connection closed meanwhile: the asker times out, as with an owner gone.
+          }
+        });
       },
     });
     this.#consumers.set(name, {
@@ -323,14 +329,14 @@ export class StreamCluster {
     message.ack();
   }
 
-  #answer(name: string, data: Uint8Array): Answer {
+  async #answer(name: string, data: Uint8Array): Promise<Answer> {
     const stream = this.engine.get(name);
     if (stream === undefined || !this.leases.owns(name)) {
       return { status: 503, error: `owner of stream ${name} unavailable` };
     }
     try {
       const query = JSON.parse(decoder.decode(data)) as Query;
-      return { value: this.runQuery(stream, query) };
+      return { value: await this.runQuery(stream, query) };
     } catch (error) {
       if (error instanceof HttpError) return { status: error.statusCode, error: error.message };
       return { status: 500, error: "the owner could not answer the query" };

@@ -159,6 +159,41 @@ export function compileCondition(condition: EdnValue | undefined, path: string):
 
 /** Values longer than this are matched every time rather than remembered. */
 const MEMO_MAX_LENGTH = 256;
+
+/**
+ * Characters of long values (beyond {@link MEMO_MAX_LENGTH}) that the `:regex` conditions of the
+ * evaluation under way may still read; unbounded outside {@link matchWithin}.
+ */
+let regexAllowance = Number.POSITIVE_INFINITY;
+
+/** An evaluation whose regular expressions would read more than {@link matchWithin} allows. */
+export class RegexAllowanceError extends Error {
+  constructor(readonly characters: number) {
+    super(`the query's regular expressions read more than ${characters} characters of one event`);
+    this.name = "RegexAllowanceError";
+  }
+}
+
+/**
+ * Evaluates a predicate compiled from a query of the API (an index search, a subscription, a
+ * Riemann query), its `:regex` conditions reading at most `characters` characters of the event's
+ * values in all: matching is linear in its input, but a query may test one long value with many
+ * patterns, and one evaluation must not hold the event loop for long. Values the memory of recent
+ * results answers are not counted.
+ * @throws RegexAllowanceError when they would read more (the evaluation stops there)
+ */
+export function matchWithin(predicate: Predicate, event: Event, characters: number): boolean {
+  const saved = regexAllowance;
+  regexAllowance = characters;
+  try {
+    return predicate(event);
+  } catch (error) {
+    if (error instanceof RegexAllowanceError) throw new RegexAllowanceError(characters);
+    throw error;
+  } finally {
+    regexAllowance = saved;
+  }
+}
 /** Results remembered per condition; the memory starts over when full. */
 const MEMO_MAX_ENTRIES = 4096;
 
@@ -171,7 +206,11 @@ const MEMO_MAX_ENTRIES = 4096;
 function memoized(regex: LinearRegex): (value: string) => boolean {
   let memo = new Map<string, boolean>();
   return (value) => {
-    if (value.length > MEMO_MAX_LENGTH) return regex.testWhole(value);
+    if (value.length > MEMO_MAX_LENGTH) {
+      regexAllowance -= value.length;
+      if (regexAllowance < 0) throw new RegexAllowanceError(0); // matchWithin names its allowance
+      return regex.testWhole(value);
+    }
     let result = memo.get(value);
     if (result === undefined) {
       result = regex.testWhole(value);

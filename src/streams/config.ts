@@ -28,6 +28,7 @@ import {
   withDefault,
 } from "../platform/validation.js";
 import { DEFAULT_STREAM_LIMITS } from "./action.js";
+import { DEFAULT_EVENT_BOUNDS } from "./event-bounds.js";
 import { isStreamName, STREAM_NAME_RULE } from "./names.js";
 
 const seconds = (count: number): Duration => ({ text: `${count}s`, milliseconds: count * 1000 });
@@ -267,8 +268,11 @@ const riemannObject = object(
      * connection with nothing buffered has no deadline.
      */
     "frame-timeout": withDefault(timerDuration, seconds(30)),
-    /** Events a query may answer; a query matching more is answered with an error. */
-    "max-query-results": withDefault(integer(1, 10_000_000), 10_000),
+    /**
+     * Events a query may answer; a query matching more is answered with an error. Default: the
+     * section's `streams.max-query-results` (this key predates it and stays accepted).
+     */
+    "max-query-results": optional(integer(1, 10_000_000)),
     /** The stream whose index queries search; default: the merged indexes of the default streams. */
     "query-stream": optional(string({ pattern: /^[A-Za-z0-9._-]{1,128}$/, patternRule: STREAM_NAME_RULE })),
   },
@@ -305,6 +309,30 @@ export const streamsShape = {
   "max-index-size": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.indexSize),
   "max-forks": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.forks),
   "max-window-events": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.windowEvents),
+  /**
+   * Fields of one event at most, counted at every depth (a key of `attributes` is a field; a
+   * Riemann attribute is one). On every way in: a single-event push beyond is a 400, an event of a
+   * batch (a push of `events`, OTLP, remote write, a Riemann message) is dropped and counted in
+   * `stream_dropped_events_total{reason="max-event-fields"}`. So are the three bounds below.
+   */
+  "max-event-fields": withDefault(integer(1, 1_000_000), DEFAULT_EVENT_BOUNDS.fields),
+  /** Items of an event's `tags` at most. */
+  "max-event-tags": withDefault(integer(1, 1_000_000), DEFAULT_EVENT_BOUNDS.tags),
+  /** UTF-8 bytes of one string of an event at most: a value, a tag or a field name. */
+  "max-event-string": withDefault(size(), DEFAULT_EVENT_BOUNDS.string),
+  /**
+   * Bytes of one event at most: its field names and strings in UTF-8, and 8 bytes for every other
+   * value (number, boolean, null, object, array), about the size of its JSON text.
+   */
+  "max-event-size": withDefault(size(), DEFAULT_EVENT_BOUNDS.size),
+  /**
+   * Events one index search (HTTP) or query (Riemann) answers at most; one matching more is
+   * answered with an error naming this setting (`streams.riemann.max-query-results`, when set,
+   * applies to Riemann queries instead).
+   */
+  "max-query-results": withDefault(integer(1, 10_000_000), DEFAULT_STREAM_LIMITS.queryResults),
+  /** Bytes of one search's or query's answer at most (its JSON, or its protobuf reply); beyond, an error. */
+  "max-query-bytes": withDefault(size(), DEFAULT_STREAM_LIMITS.queryBytes),
   /** Outputs by name (streams-io.md §1–2). */
   outputs: withDefault(named(outputDefinition), {}),
   /** Async queues by name (streams-io.md §4). */
@@ -320,6 +348,14 @@ export const streamsShape = {
    * carries one subscription. Default: a quarter of `max-subscribers`, at most 100 and at least 1.
    */
   "max-subscriptions-per-client": optional(integer(1, 1_000_000)),
+  /**
+   * Time spent matching published events against subscribers' queries (`?query=`) per turn of the
+   * event loop at most: beyond, subscribers with a query miss the events published until the next
+   * turn, counted in `stream_publish_dropped_total{channel}`, so that expensive queries (regular
+   * expressions over long strings) cannot hold the server. Subscribers without a query are not
+   * affected.
+   */
+  "publish-match-budget": withDefault(duration(1), { text: "20ms", milliseconds: 20 }),
   /** How long a graceful stop waits for the outputs' queues to empty. */
   "drain-timeout": withDefault(duration(0), seconds(5)),
 };

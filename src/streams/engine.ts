@@ -14,6 +14,7 @@ import {
 import { type CompiledConfig, compileConfig } from "./compiler.js";
 import { type EdnValue, parseEdn, toEdn } from "./edn.js";
 import type { Event } from "./event.js";
+import type { EventBound } from "./event-bounds.js";
 import { detachedIo, type StreamIo } from "./io.js";
 import type { FileStream } from "./storage.js";
 import { StreamIndex } from "./stream-index.js";
@@ -33,6 +34,11 @@ export interface EngineHooks {
   events?(stream: string): (count: number) => void;
   /** The counter of events an action of a stream skipped, resolved once per action instance. */
   dropped?(stream: string, action: string): () => void;
+  /**
+   * The counter of events a way in refused because they exceeded an event bound, resolved once per
+   * stream (the target, empty when unknown), way in (`push`, `riemann` …) and bound.
+   */
+  refused?(stream: string, input: string, bound: EventBound): (count: number) => void;
   /** Called when a stream is removed or replaced, to forget its metric series. */
   forget?(stream: string): void;
   /** Logs a value reaching an `info`/`debug`/`error` action. */
@@ -62,7 +68,10 @@ export interface Forwarder {
    * queries, riemann/handler.ts); resolves with the events found.
    * @throws HttpError 503 when the owner does not answer within 2 s
    */
-  ask(name: string, query: { readonly kind: "riemann-search"; readonly query: string }): Promise<unknown>;
+  ask(
+    name: string,
+    query: { readonly kind: "riemann-search"; readonly query: string; readonly limit: number },
+  ): Promise<unknown>;
 }
 
 /** One running stream. */
@@ -137,6 +146,8 @@ export class StreamEngine {
   readonly #streams = new Map<string, Stream>();
   #defaults: readonly Stream[] = [];
   #depth = 0;
+  /** Counters of refused events, by stream, way in and bound (few: streams are few, ways in fixed). */
+  readonly #refused = new Map<string, (count: number) => void>();
   /** Cluster mode: where events for streams owned elsewhere go (set by the streams module). */
   forwarder: Forwarder | undefined;
 
@@ -163,7 +174,7 @@ export class StreamEngine {
    * @throws CompileError when the configuration does not compile (nothing changes then)
    */
   add(name: string, config: EdnValue, origin: StreamOrigin, compiled = this.compile(config)): Stream {
-    if (this.#streams.has(name)) this.hooks.forget?.(name);
+    if (this.#streams.has(name)) this.#forget(name);
     const stream = new Stream(name, config, compiled, origin, this, this.hooks, this.limits, this.io);
     this.#streams.set(name, stream);
     this.#refreshDefaults();
@@ -174,10 +185,17 @@ export class StreamEngine {
   remove(name: string): boolean {
     const removed = this.#streams.delete(name);
     if (removed) {
-      this.hooks.forget?.(name);
+      this.#forget(name);
       this.#refreshDefaults();
     }
     return removed;
+  }
+
+  /** Forgets the metric series of a stream removed or replaced, refused events included. */
+  #forget(name: string): void {
+    this.hooks.forget?.(name);
+    const prefix = `${name}\u0000`;
+    for (const key of this.#refused.keys()) if (key.startsWith(prefix)) this.#refused.delete(key);
   }
 
   /** The stream of that name, if any. */
@@ -198,6 +216,25 @@ export class StreamEngine {
   /** The streams with `:default true`. */
   get defaults(): readonly Stream[] {
     return this.#defaults;
+  }
+
+  /**
+   * Counts events a way in refused (dropped from a batch) for exceeding an event bound, in
+   * `stream_dropped_events_total{stream,action=<input>,reason=<bound>}`.
+   * @param stream the target stream as the request named it (`default` included), or "" when the
+   *   event itself named it (Riemann's `stream` attribute), so that no name from the network
+   *   becomes a series
+   * @param input the way in: `push`, `otlp`, `remote-write`, `riemann`, `event-sink`
+   * @param count how many events it refused for that bound
+   */
+  refuse(stream: string, input: string, bound: EventBound, count = 1): void {
+    const key = `${stream}\u0000${input}\u0000${bound}`;
+    let counter = this.#refused.get(key);
+    if (counter === undefined) {
+      counter = this.hooks.refused?.(stream, input, bound) ?? nothing;
+      this.#refused.set(key, counter);
+    }
+    counter(count);
   }
 
   /** Pushes events to every default stream (none is fine). */

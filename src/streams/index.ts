@@ -16,6 +16,7 @@ import { StreamCluster } from "./cluster.js";
 import { checkOutputFiles, streamsShape } from "./config.js";
 import { toEdn } from "./edn.js";
 import { applyFileStreams, applyPersistedStreams, applySharedStreams, StreamEngine } from "./engine.js";
+import { withinBounds } from "./event-bounds.js";
 import { declarationsOf, type StreamIo } from "./io.js";
 import {
   asyncQueueMetrics,
@@ -31,6 +32,7 @@ import { Outputs } from "./outputs/outputs.js";
 import { RiemannServer } from "./riemann/server.js";
 import { channelRoutes } from "./routes/channels.js";
 import { ingestionRoutes } from "./routes/ingestion.js";
+import { pushRoute } from "./routes/push.js";
 import { answerQuery, type StreamRoutesCluster, streamRoutes } from "./routes/streams.js";
 import {
   apiStreamsDirectory,
@@ -125,6 +127,14 @@ export const streamsModule = defineModule({
       indexSize: section["max-index-size"],
       forks: section["max-forks"],
       windowEvents: section["max-window-events"],
+      event: {
+        fields: section["max-event-fields"],
+        tags: section["max-event-tags"],
+        string: section["max-event-string"],
+        size: section["max-event-size"],
+      },
+      queryResults: section["max-query-results"],
+      queryBytes: section["max-query-bytes"],
     };
     const hooks = metricHooks(context.metrics, context.logger, () => engine);
     const outputs: Outputs = new Outputs(section.outputs, {
@@ -135,6 +145,8 @@ export const streamsModule = defineModule({
       metrics: channelMetrics(context.metrics, () => hub.subscriberCounts()),
       maxSubscribers: section["max-subscribers"],
       maxSubscriptionsPerClient: section["max-subscriptions-per-client"],
+      matchBudgetMs: section["publish-match-budget"].milliseconds,
+      regexAllowance: section["max-event-size"],
     });
     const queueMetrics = asyncQueueMetrics(context.metrics, () => queues.backlog());
     const queues: AsyncQueues = new AsyncQueues(section["async-queues"], {
@@ -161,7 +173,7 @@ export const streamsModule = defineModule({
         cluster.streams,
         cluster.instanceId,
         cluster.leaseMs,
-        answerQuery,
+        (stream, query) => answerQuery(stream, query, limits),
         clusterMetrics(context.metrics),
         context.logger,
       );
@@ -195,14 +207,13 @@ export const streamsModule = defineModule({
     }
     // Events of other modules (healthcheck results, comments) enter here (platform.md §9), once
     // the stream directories are loaded.
+    // They carry user data (check output, comment text): held to the event bounds like any push.
     context.events.connect((name, events) => {
-      if (name === DEFAULT_STREAM) {
-        engine.pushDefault(events);
-        return true;
-      }
-      const stream = engine.get(name);
-      if (stream === undefined) return false;
-      engine.deliver([stream], events, false);
+      const stream = name === DEFAULT_STREAM ? undefined : engine.get(name);
+      if (name !== DEFAULT_STREAM && stream === undefined) return false;
+      const admitted = withinBounds(events, limits.event, (bound) => engine.refuse(name, "event-sink", bound));
+      if (stream === undefined) engine.pushDefault(admitted);
+      else engine.deliver([stream], admitted, false);
       return true;
     });
     onReload(async (fresh) => {
@@ -228,10 +239,10 @@ export const streamsModule = defineModule({
       bodyLimit: section["ingestion-body-limit"],
       guard,
     });
+    await app.register(pushRoute, { engine, bodyLimit: section["ingestion-body-limit"], guard });
     await streamRoutes(app, {
       engine,
       persistDirectory,
-      ingestionBodyLimit: section["ingestion-body-limit"],
       guard,
       ...(cluster === undefined || shared === undefined || streamCluster === undefined
         ? {}

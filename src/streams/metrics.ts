@@ -1,7 +1,7 @@
 /**
  * The streams metrics: streams.md §10 (`stream_events_total{stream}`,
- * `stream_dropped_events_total{stream,action}` and `stream_index_size{stream}`, which the engine
- * feeds; `remote_write_samples_total{stream}` and `otlp_spans_total{stream}`, which the ingestion
+ * `stream_dropped_events_total{stream,action,reason}` and `stream_index_size{stream}`, which the
+ * engine feeds; `remote_write_samples_total{stream}` and `otlp_spans_total{stream}`, which the ingestion
  * routes feed) and streams-io.md (outputs, publish/subscribe, async queues, Riemann input). Label
  * children are resolved once per stream, action, output or channel, so counting costs one call.
  */
@@ -9,6 +9,9 @@ import type { FastifyBaseLogger } from "fastify";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { StreamClusterMetrics } from "./cluster.js";
 import type { EngineHooks, StreamEngine } from "./engine.js";
+
+/** The `reason` of events an action skipped (it could not apply to them, or its state was full). */
+const SKIPPED = "skipped";
 
 /**
  * Engine hooks that count into `registry` and log `info`/`debug`/`error` actions with `logger`.
@@ -21,10 +24,12 @@ export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engin
     labelNames: ["stream"] as const,
     registers: [registry],
   });
+  // One counter for every drop: by an action (reason "skipped": it could not apply to the event, or
+  // its state was full), or by a way in (action = the way in, reason = the event bound exceeded).
   const dropped = new Counter({
     name: "stream_dropped_events_total",
-    help: "Events an action could not apply to and skipped.",
-    labelNames: ["stream", "action"] as const,
+    help: 'Events dropped: skipped by an action (reason "skipped"), or refused by a way in (action: push, otlp, remote-write, riemann, event-sink) for exceeding an event bound (reason: max-event-fields, max-event-tags, max-event-string, max-event-size).',
+    labelNames: ["stream", "action", "reason"] as const,
     registers: [registry],
   });
   new Gauge({
@@ -37,25 +42,37 @@ export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engin
       for (const stream of engine().all()) this.set({ stream: stream.name }, stream.index.size);
     },
   });
+  /** The action and reason label pairs of each stream's series, to forget them with the stream. */
   const actionsByStream = new Map<string, Set<string>>();
+  const remember = (stream: string, action: string, reason: string) => {
+    let actions = actionsByStream.get(stream);
+    if (actions === undefined) {
+      actions = new Set();
+      actionsByStream.set(stream, actions);
+    }
+    actions.add(`${action}\u0000${reason}`);
+  };
   return {
     events(stream) {
       const child = events.labels(stream);
       return (count) => child.inc(count);
     },
     dropped(stream, action) {
-      let actions = actionsByStream.get(stream);
-      if (actions === undefined) {
-        actions = new Set();
-        actionsByStream.set(stream, actions);
-      }
-      actions.add(action);
-      const child = dropped.labels(stream, action);
+      remember(stream, action, SKIPPED);
+      const child = dropped.labels(stream, action, SKIPPED);
       return () => child.inc();
+    },
+    refused(stream, input, bound) {
+      remember(stream, input, bound);
+      const child = dropped.labels(stream, input, bound);
+      return (count) => child.inc(count);
     },
     forget(stream) {
       events.remove(stream);
-      for (const action of actionsByStream.get(stream) ?? []) dropped.remove(stream, action);
+      for (const pair of actionsByStream.get(stream) ?? []) {
+        const [action = "", reason = ""] = pair.split("\u0000");
+        dropped.remove(stream, action, reason);
+      }
       actionsByStream.delete(stream);
     },
     log(level, stream, value) {

@@ -1,6 +1,8 @@
 /**
  * OpenTelemetry traces (streams.md §9): OTLP/HTTP `ExportTraceServiceRequest` bodies, protobuf or
- * JSON (https://opentelemetry.io/docs/specs/otlp/), turned into one event per span.
+ * JSON (https://opentelemetry.io/docs/specs/otlp/), turned into one event per span. This module
+ * maps parsed OTLP/JSON; protobuf bodies are decoded by otlp-protobuf.ts, large JSON ones by
+ * otlp-json.ts, into the same events.
  *
  * Event fields: `service` (resource attribute `service.name`), `name`, `trace-id`, `span-id`,
  * `parent-span-id` (lower-case hex, absent for a root span), `kind`, `state` (status: `unset`,
@@ -23,7 +25,6 @@ export class OtlpError extends Error {
 
 // The schema lives in proto/ at the root, two levels up from both src/streams/ and dist/streams/.
 const schema = protobuf.loadSync(fileURLToPath(new URL("../../proto/otlp-trace.proto", import.meta.url)));
-const ExportTraceServiceRequest = schema.lookupType("vigie.otlp.ExportTraceServiceRequest");
 const ExportTraceServiceResponse = schema.lookupType("vigie.otlp.ExportTraceServiceResponse");
 
 /** The empty `ExportTraceServiceResponse`, protobuf-encoded (zero bytes: every field is default). */
@@ -31,7 +32,8 @@ export const EMPTY_PROTOBUF_RESPONSE: Buffer = Buffer.from(
   ExportTraceServiceResponse.encode(ExportTraceServiceResponse.create({})).finish(),
 );
 
-const KINDS = ["unspecified", "internal", "server", "client", "producer", "consumer"] as const;
+/** Span kinds by their enum number. */
+export const KINDS = ["unspecified", "internal", "server", "client", "producer", "consumer"] as const;
 const KIND_NAMES: Readonly<Record<string, number>> = {
   SPAN_KIND_UNSPECIFIED: 0,
   SPAN_KIND_INTERNAL: 1,
@@ -40,7 +42,8 @@ const KIND_NAMES: Readonly<Record<string, number>> = {
   SPAN_KIND_PRODUCER: 4,
   SPAN_KIND_CONSUMER: 5,
 };
-const STATES = ["unset", "ok", "error"] as const;
+/** Span status codes by their enum number. */
+export const STATES = ["unset", "ok", "error"] as const;
 const STATE_NAMES: Readonly<Record<string, number>> = { STATUS_CODE_UNSET: 0, STATUS_CODE_OK: 1, STATUS_CODE_ERROR: 2 };
 
 type Json = Record<string, unknown>;
@@ -182,34 +185,37 @@ function spanEvent(span: Json, resource: Json, scope: Json): Event {
   return event;
 }
 
-/** Maps a decoded request (protobufjs object or parsed OTLP/JSON) to one event per span. */
-function requestEvents(request: Json): Event[] {
-  const events: Event[] = [];
-  for (const resourceSpans of list(request.resourceSpans)) {
-    const { resource, scopeSpans } = record(resourceSpans);
-    const resourceAttributes = keyValues(record(resource).attributes, 2);
-    for (const scopeSpansItem of list(scopeSpans)) {
-      const { scope, spans } = record(scopeSpansItem);
-      for (const span of list(spans)) events.push(spanEvent(record(span), resourceAttributes, record(scope)));
-    }
-  }
-  return events;
+/** The attributes of a `Resource` (parsed OTLP/JSON) as an event's `resource`: key → value. */
+export function resourceAttributesOf(resource: unknown): Json {
+  return keyValues(record(resource).attributes, 2);
 }
 
 /**
- * Decodes a protobuf `ExportTraceServiceRequest`.
- * @throws OtlpError when the bytes are not a valid request
+ * The event of one span (parsed OTLP/JSON, or protobufjs' object of a protobuf one): see the
+ * module's documentation. What is not an object reads as an empty one.
+ * @param resourceAttributes its resource's, from {@link resourceAttributesOf} (shared by its spans)
+ * @throws OtlpError for an invalid id or time, or attribute values nested too deep
  */
-export function decodeProtobufTraces(body: Uint8Array): Event[] {
-  let message: protobuf.Message;
-  try {
-    message = ExportTraceServiceRequest.decode(body);
-  } catch (error) {
-    throw new OtlpError(`invalid protobuf: ${(error as Error).message}`);
+export function spanEventOf(span: unknown, resourceAttributes: Json, scope: unknown): Event {
+  return spanEvent(record(span), resourceAttributes, record(scope));
+}
+
+/**
+ * Maps a decoded request (parsed OTLP/JSON, or protobufjs' object of a protobuf one, longs as
+ * strings) to one event per span.
+ * @throws OtlpError as {@link spanEventOf}
+ */
+export function eventsOfRequest(request: Json): Event[] {
+  const events: Event[] = [];
+  for (const resourceSpans of list(request.resourceSpans)) {
+    const { resource, scopeSpans } = record(resourceSpans);
+    const resourceAttributes = resourceAttributesOf(resource);
+    for (const scopeSpansItem of list(scopeSpans)) {
+      const { scope, spans } = record(scopeSpansItem);
+      for (const span of list(spans)) events.push(spanEventOf(span, resourceAttributes, scope));
+    }
   }
-  // Longs as decimal strings so that 64-bit times and integers keep every digit. (A hostile nesting
-  // never gets here: protobufjs's decoder refuses messages nested beyond its recursion limit.)
-  return requestEvents(ExportTraceServiceRequest.toObject(message, { longs: String, defaults: false }) as Json);
+  return events;
 }
 
 /**
@@ -227,5 +233,5 @@ export function decodeJsonTraces(text: string): Event[] {
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     throw new OtlpError("request body must be a JSON object");
   }
-  return requestEvents(parsed as Json);
+  return eventsOfRequest(parsed as Json);
 }

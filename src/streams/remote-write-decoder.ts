@@ -10,6 +10,8 @@
  * schema; a differential test checks this decoder against protobufjs on varied inputs.
  */
 import type { Event } from "./event.js";
+import { type EventBound, type EventBounds, EventMeter } from "./event-bounds.js";
+import { TurnClock } from "./slices.js";
 
 /** A body that is not a valid WriteRequest. */
 export class RemoteWriteError extends Error {
@@ -32,53 +34,138 @@ const STALE_LOW = 0x00000002;
 /** How many distinct labels are remembered before the cache starts over. */
 const CACHE_LIMIT = 100_000;
 
+/** Samples (or series) decoded between two looks at the clock, when decoding in slices. */
+const SAMPLES_PER_CHECK = 1024;
+
+/** A label remembered with its decoded name and value and their UTF-8 bytes. */
+interface CachedLabel {
+  readonly view: DataView;
+  readonly name: string;
+  readonly value: string;
+  readonly nameBytes: number;
+  readonly valueBytes: number;
+}
+
+/** Series of a request that were over an event bound: their samples, by bound. */
+export type RefusedSamples = Map<EventBound, number>;
+
+/** Bytes of the fields every sample's event has besides its labels: `metric` and `time`. */
+const SAMPLE_FIELDS = ["metric", "time"].map((name) => name.length);
+/** Bytes of the field `__name__` becomes. */
+const SERVICE_BYTES = "service".length;
+
 /**
  * Decodes WriteRequests; one instance keeps a cache of labels, so that the names and values that
- * repeat from one scrape to the next are decoded once.
+ * repeat from one scrape to the next are decoded once. Not reentrant: a request decoded in slices
+ * ({@link decodeSliced}) needs an instance of its own.
+ *
+ * With event bounds, each series is measured as the event its samples become (labels as fields,
+ * `metric`, `time`); the samples of a series over a bound are not emitted but counted in
+ * {@link refused}, and its labels past the bound are skipped, not decoded.
  */
 export class RemoteWriteDecoder {
   // Labels by the 32-bit hash of their bytes; collisions are resolved by comparing bytes.
-  readonly #labels = new Map<number, { view: DataView; name: string; value: string }>();
+  readonly #labels = new Map<number, CachedLabel>();
+  readonly #meter: EventMeter | undefined;
+  /** Samples of series over a bound in the last request, by bound (empty without bounds). */
+  readonly refused: RefusedSamples = new Map();
   // Reused between series: where the samples of the current series are, the label just read.
   #samplePositions: number[] = [];
   #labelName = "";
   #labelValue = "";
+  #labelNameBytes = 0;
+  #labelValueBytes = 0;
   #buffer: Uint8Array = new Uint8Array(0);
   #view: DataView = new DataView(new ArrayBuffer(0));
   #position = 0;
   #sampleValue = 0;
   /** Milliseconds since the Unix epoch. */
   #sampleTimestamp = 0;
+  // The series whose samples are being emitted: its event, the next sample, the bound it exceeded.
+  #template: Event = {};
+  #nextSample = 0;
+  #seriesBound: EventBound | undefined;
+  #emitted = 0;
+
+  constructor(bounds?: EventBounds) {
+    this.#meter = bounds === undefined ? undefined : new EventMeter(bounds);
+  }
 
   /**
    * Decodes a WriteRequest and passes each event to `emit`, in order.
-   * @returns the number of events emitted (staleness markers excluded)
+   * @returns the number of events emitted (staleness markers and refused samples excluded)
    * @throws RemoteWriteError when the bytes are not a valid WriteRequest
    */
   decode(buffer: Uint8Array, emit: (event: Event) => void): number {
+    this.#begin(buffer);
+    this.#next(Number.POSITIVE_INFINITY, emit);
+    return this.#end();
+  }
+
+  /**
+   * Decodes a WriteRequest as {@link decode} does, a slice per turn of the event loop: a request of
+   * many megabytes (or one series of millions of samples) never holds the loop.
+   * @throws RemoteWriteError when the bytes are not a valid WriteRequest (the events of the series
+   *   before the error were emitted)
+   */
+  async decodeSliced(buffer: Uint8Array, emit: (event: Event) => void): Promise<number> {
+    this.#begin(buffer);
+    const clock = new TurnClock();
+    while (!this.#next(SAMPLES_PER_CHECK, emit)) if (clock.due()) await clock.turn();
+    return this.#end();
+  }
+
+  #begin(buffer: Uint8Array): void {
     this.#buffer = buffer;
     this.#view = new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength);
     this.#position = 0;
-    let count = 0;
-    const end = buffer.length;
-    while (this.#position < end) {
+    this.#samplePositions.length = 0;
+    this.#nextSample = 0;
+    this.#emitted = 0;
+    this.refused.clear();
+  }
+
+  #end(): number {
+    this.#buffer = new Uint8Array(0);
+    this.#template = {};
+    return this.#emitted;
+  }
+
+  /**
+   * Emits up to `limit` more samples, reading series as needed.
+   * @returns true once the whole request is read
+   */
+  #next(limit: number, emit: (event: Event) => void): boolean {
+    const end = this.#buffer.length;
+    let budget = limit;
+    for (;;) {
+      if (this.#nextSample < this.#samplePositions.length) {
+        budget -= this.#emitSamples(budget, emit);
+        if (budget <= 0) return this.#nextSample >= this.#samplePositions.length && this.#position >= end;
+      }
+      if (this.#position >= end) return true;
       const tag = this.#varint32();
       if (tag >>> 3 === 1 && (tag & 7) === LENGTH_DELIMITED) {
         const length = this.#length(end);
-        count += this.#series(this.#position + length, emit);
+        this.#series(this.#position + length);
+        budget -= 1; // a series of no samples still costs its labels
       } else {
         this.#skip(tag & 7, end);
       }
+      if (budget <= 0) return false;
     }
-    this.#buffer = new Uint8Array(0);
-    return count;
   }
 
-  #series(end: number, emit: (event: Event) => void): number {
+  /** Reads a TimeSeries' labels into its event template and finds its samples (not read yet). */
+  #series(end: number): void {
     const samples = this.#samplePositions;
     samples.length = 0;
+    this.#nextSample = 0;
     // The labels go straight into the first event; later samples of the series copy it.
     const template: Event = {};
+    const meter = this.#meter;
+    meter?.start();
+    let within = true;
     let service: string | undefined;
     while (this.#position < end) {
       const tag = this.#varint32();
@@ -86,9 +173,23 @@ export class RemoteWriteDecoder {
       const wire = tag & 7;
       if (field === 1 && wire === LENGTH_DELIMITED) {
         const length = this.#length(end);
+        if (!within) {
+          this.#position += length; // a series over a bound: its other labels are not decoded
+          continue;
+        }
+        if (meter !== undefined && length > 2 * meter.bounds.string + 20) {
+          // Its name or its value is over the string bound, whatever the split.
+          within = meter.string(meter.bounds.string + 1);
+          this.#position += length;
+          continue;
+        }
         this.#cachedLabel(this.#position, this.#position + length);
         if (this.#labelName === "__name__") service = this.#labelValue;
         else template[this.#labelName] = this.#labelValue;
+        if (meter !== undefined) {
+          const nameBytes = this.#labelName === "__name__" ? SERVICE_BYTES : this.#labelNameBytes;
+          within = meter.field(nameBytes) && meter.string(this.#labelValueBytes);
+        }
       } else if (field === 2 && wire === LENGTH_DELIMITED) {
         const length = this.#length(end);
         const sampleEnd = this.#position + length;
@@ -99,18 +200,41 @@ export class RemoteWriteDecoder {
       }
     }
     if (this.#position !== end) throw new RemoteWriteError("truncated time series");
+    if (within && meter !== undefined) {
+      for (const bytes of SAMPLE_FIELDS) if (!meter.field(bytes) || !meter.value()) break;
+    }
+    this.#seriesBound = meter?.exceeded;
     // `service` is set after the labels, so `__name__` wins over a label called `service`.
     if (service !== undefined) template.service = service;
-    let count = 0;
-    for (let i = 0; i < samples.length; i += 2) {
+    this.#template = template;
+  }
+
+  /**
+   * Emits up to `limit` samples of the current series (or counts them, for a series over a bound).
+   * @returns how many samples were read
+   */
+  #emitSamples(limit: number, emit: (event: Event) => void): number {
+    const samples = this.#samplePositions;
+    const saved = this.#position;
+    let read = 0;
+    while (this.#nextSample < samples.length && read < limit) {
+      const i = this.#nextSample;
+      this.#nextSample += 2;
+      read++;
       if (!this.#sample(samples[i] as number, samples[i + 1] as number)) continue; // a staleness marker
-      const event = count === 0 ? template : { ...template };
+      const bound = this.#seriesBound;
+      if (bound !== undefined) {
+        this.refused.set(bound, (this.refused.get(bound) ?? 0) + 1);
+        continue;
+      }
+      const event = i === 0 ? this.#template : { ...this.#template };
       event.metric = this.#sampleValue;
       event.time = this.#sampleTimestamp / 1000;
       emit(event);
-      count += 1;
+      this.#emitted++;
     }
-    return count;
+    this.#position = saved;
+    return read;
   }
 
   /**
@@ -129,6 +253,8 @@ export class RemoteWriteDecoder {
     if (cached !== undefined && sameBytes(cached.view, view, start, end)) {
       this.#labelName = cached.name;
       this.#labelValue = cached.value;
+      this.#labelNameBytes = cached.nameBytes;
+      this.#labelValueBytes = cached.valueBytes;
       this.#position = end;
       return;
     }
@@ -139,12 +265,16 @@ export class RemoteWriteDecoder {
       view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),
       name: this.#labelName,
       value: this.#labelValue,
+      nameBytes: this.#labelNameBytes,
+      valueBytes: this.#labelValueBytes,
     });
   }
 
   #label(end: number): void {
     let name = "";
     let value = "";
+    let nameBytes = 0;
+    let valueBytes = 0;
     while (this.#position < end) {
       const tag = this.#varint32();
       const wire = tag & 7;
@@ -152,8 +282,13 @@ export class RemoteWriteDecoder {
         const length = this.#length(end);
         const text = this.#string(this.#position, this.#position + length);
         this.#position += length;
-        if (tag >>> 3 === 1) name = text;
-        else value = text;
+        if (tag >>> 3 === 1) {
+          name = text;
+          nameBytes = length;
+        } else {
+          value = text;
+          valueBytes = length;
+        }
       } else {
         this.#skip(wire, end);
       }
@@ -161,6 +296,8 @@ export class RemoteWriteDecoder {
     if (this.#position !== end) throw new RemoteWriteError("truncated label");
     this.#labelName = name;
     this.#labelValue = value;
+    this.#labelNameBytes = nameBytes;
+    this.#labelValueBytes = valueBytes;
   }
 
   /**

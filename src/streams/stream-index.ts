@@ -3,8 +3,12 @@
  * listed fields present in the event; an event with state `expired` removes its key. The clock
  * (`current-time`) is the largest event time seen by `index` actions and never goes backwards.
  */
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Predicate } from "./condition.js";
 import { type Event, isExpired, timeOf } from "./event.js";
+
+/** Entries a bounded search examines between two looks at the clock. */
+const ENTRIES_PER_CHECK = 64;
 
 interface Entry {
   readonly key: string;
@@ -50,6 +54,33 @@ export class StreamIndex {
   search(predicate: Predicate): Event[] {
     const found: Entry[] = [];
     for (const entry of this.#entries.values()) if (predicate(entry.event)) found.push(entry);
+    found.sort((a, b) => a.time - b.time || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return found.map((entry) => entry.event);
+  }
+
+  /**
+   * The indexed events matching `predicate`, as {@link search} finds them, without holding the event
+   * loop and without collecting more than `limit`: the entries are examined a slice at a time, the
+   * loop turning after each `sliceMs` of work (other requests and pushes run in between, so an
+   * entry replaced meanwhile is seen replaced, one added may be seen or not), and the search stops
+   * at the first match beyond `limit`.
+   * @param sliceMs milliseconds of work between two turns of the event loop
+   * @returns the matches sorted by time then key, or undefined when more than `limit` match
+   */
+  async searchAtMost(predicate: Predicate, limit: number, sliceMs: number): Promise<Event[] | undefined> {
+    const found: Entry[] = [];
+    let sliceStart = performance.now();
+    let examined = 0;
+    for (const entry of this.#entries.values()) {
+      if (predicate(entry.event)) {
+        if (found.length === limit) return undefined;
+        found.push(entry);
+      }
+      if (++examined % ENTRIES_PER_CHECK === 0 && performance.now() - sliceStart > sliceMs) {
+        await nextTurn();
+        sliceStart = performance.now();
+      }
+    }
     found.sort((a, b) => a.time - b.time || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     return found.map((entry) => entry.event);
   }

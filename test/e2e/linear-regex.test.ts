@@ -29,7 +29,14 @@ beforeAll(async () => {
   const configFile = join(directory, "vigie.yaml");
   writeFileSync(
     configFile,
-    [`http:\n  port: ${port}`, "log-level: warn", "database:\n  url: sqlite:./vigie.db"].join("\n"),
+    [
+      `http:\n  port: ${port}`,
+      "log-level: warn",
+      "database:\n  url: sqlite:./vigie.db",
+      // The evil input (100 001 characters) is longer than the default bound of one string of an
+      // event (64 KiB): raised, so that the stream's regex does see it.
+      "streams:\n  max-event-string: 256KiB",
+    ].join("\n"),
   );
   vigie = await startVigie({ configFile, port, cwd: directory });
 });

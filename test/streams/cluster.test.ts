@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { subjectToken } from "../../src/platform/cluster/nats.js";
 import { HttpError } from "../../src/platform/errors.js";
 import type { Flow } from "../../src/streams/action.js";
+import { DEFAULT_STREAM_LIMITS } from "../../src/streams/action.js";
 import { channelSubject, consumerName, eventsSubject, querySubject } from "../../src/streams/cluster.js";
 import { parseEdn, toEdn } from "../../src/streams/edn.js";
 import { applySharedStreams, type Forwarder, StreamEngine } from "../../src/streams/engine.js";
@@ -374,17 +375,35 @@ describe("answerQuery (what an owner answers another instance)", () => {
     { host: "b", service: "mem", time: 20 },
   ]);
 
-  it("searches with a where query, a Riemann query, or tells the current time", () => {
+  it("searches with a where query, a Riemann query, or tells the current time", async () => {
     const where = Buffer.from('[:= :host "a"]').toString("base64");
-    expect(answerQuery(stream, { kind: "search", query: where })).toEqual([{ host: "a", service: "cpu", time: 10 }]);
-    expect(answerQuery(stream, { kind: "riemann-search", query: 'service = "mem"' })).toEqual([
-      { host: "b", service: "mem", time: 20 },
+    expect(await answerQuery(stream, { kind: "search", query: where }, DEFAULT_STREAM_LIMITS)).toEqual([
+      { host: "a", service: "cpu", time: 10 },
     ]);
-    expect(answerQuery(stream, { kind: "current-time" })).toBe(20);
+    expect(
+      await answerQuery(stream, { kind: "riemann-search", query: 'service = "mem"' }, DEFAULT_STREAM_LIMITS),
+    ).toEqual([{ host: "b", service: "mem", time: 20 }]);
+    expect(await answerQuery(stream, { kind: "current-time" }, DEFAULT_STREAM_LIMITS)).toBe(20);
   });
 
   it("refuses an invalid query with a 400", () => {
-    expect(() => answerQuery(stream, { kind: "search", query: "not base64 edn (" })).toThrow(HttpError);
-    expect(() => answerQuery(stream, { kind: "riemann-search", query: 42 })).toThrow(HttpError);
+    expect(() => answerQuery(stream, { kind: "search", query: "not base64 edn (" }, DEFAULT_STREAM_LIMITS)).toThrow(
+      HttpError,
+    );
+    expect(() => answerQuery(stream, { kind: "riemann-search", query: 42 }, DEFAULT_STREAM_LIMITS)).toThrow(HttpError);
+  });
+
+  it("refuses a search matching more than max-query-results with a 400 naming the bound", async () => {
+    const limits = { ...DEFAULT_STREAM_LIMITS, queryResults: 1 };
+    await expect(
+      answerQuery(stream, { kind: "search", query: Buffer.from("[:true]").toString("base64") }, limits),
+    ).rejects.toThrow("index search matches more than 1 events (streams.max-query-results)");
+    // A Riemann input's own limit travels with its query.
+    expect(await answerQuery(stream, { kind: "riemann-search", query: "true", limit: 2 }, limits)).toHaveLength(2);
+    // The answer's bytes are bounded as on one instance.
+    const small = { ...DEFAULT_STREAM_LIMITS, queryBytes: 50 };
+    await expect(
+      answerQuery(stream, { kind: "search", query: Buffer.from("[:true]").toString("base64") }, small),
+    ).rejects.toThrow("index search answer is larger than 50 bytes (streams.max-query-bytes)");
   });
 });

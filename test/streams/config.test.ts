@@ -185,8 +185,11 @@ describe("streams.riemann", () => {
       "max-buffered-bytes": 256 * 1024 * 1024,
       "handshake-timeout": { text: "10s", milliseconds: 10_000 },
       "frame-timeout": { text: "30s", milliseconds: 30_000 },
-      "max-query-results": 10_000,
     });
+    // A query answers at most streams.max-query-results events unless the input sets its own.
+    expect(section({}).riemann["max-query-results"]).toBeUndefined();
+    expect(section({})["max-query-results"]).toBe(10_000);
+    expect(section({ riemann: { "max-query-results": 50 } }).riemann["max-query-results"]).toBe(50);
     expect(section({})["drain-timeout"]).toMatchObject({ milliseconds: 5000 });
   });
 
@@ -253,5 +256,37 @@ describe("streams.max-subscriptions-per-client", () => {
     expect(section({ "max-subscriptions-per-client": 5 })["max-subscriptions-per-client"]).toBe(5);
     expect(refusal({ "max-subscriptions-per-client": 0 })).toContain("streams.max-subscriptions-per-client");
     expect(refusal({ "max-subscriptions-per-client": "many" })).toContain("streams.max-subscriptions-per-client");
+  });
+});
+
+describe("the bounds of events, answers and subscription matching", () => {
+  it("default to 1 000 fields and tags, 64 KiB strings, 1 MiB events, 10 000 events and 16 MiB per answer, 20 ms of matching", () => {
+    const defaults = section({});
+    expect({
+      fields: defaults["max-event-fields"],
+      tags: defaults["max-event-tags"],
+      string: defaults["max-event-string"],
+      size: defaults["max-event-size"],
+      results: defaults["max-query-results"],
+      bytes: defaults["max-query-bytes"],
+      match: defaults["publish-match-budget"].milliseconds,
+    }).toEqual({
+      fields: 1000,
+      tags: 1000,
+      string: 65_536,
+      size: 1_048_576,
+      results: 10_000,
+      bytes: 16_777_216,
+      match: 20,
+    });
+  });
+
+  it("take sizes with units, and refuse what is not a bound", () => {
+    expect(section({ "max-event-string": "1MiB", "max-event-size": "4MiB" })["max-event-size"]).toBe(4 * 1024 * 1024);
+    expect(refusal({ "max-event-fields": 0 })).toMatch(/^invalid configuration: streams\.max-event-fields: /);
+    expect(refusal({ "max-query-bytes": "lots" })).toMatch(/^invalid configuration: streams\.max-query-bytes: /);
+    expect(refusal({ "publish-match-budget": "0ms" })).toMatch(
+      /^invalid configuration: streams\.publish-match-budget: /,
+    );
   });
 });

@@ -78,7 +78,7 @@ describe("stream limits", () => {
       await server.app.inject({ method: "PUT", url: "/api/v1/stream/s", payload: { events: hosts(4) } });
       const metrics = (await server.app.inject({ method: "GET", url: "/metrics" })).body;
       expect(metrics).toContain('stream_index_size{stream="s"} 2');
-      expect(metrics).toContain('stream_dropped_events_total{stream="s",action="index"} 2');
+      expect(metrics).toContain('stream_dropped_events_total{stream="s",action="index",reason="skipped"} 2');
     } finally {
       await server.close();
     }

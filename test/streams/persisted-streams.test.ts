@@ -178,7 +178,6 @@ describe("the stream routes in cluster mode", () => {
     await streamRoutes(app, {
       engine,
       persistDirectory: undefined,
-      ingestionBodyLimit: 1024 * 1024,
       guard: undefined,
       cluster: {
         save: async (name, _config, apply) => {

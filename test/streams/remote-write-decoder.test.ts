@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 import { describe, expect, it } from "vitest";
 import type { Event } from "../../src/streams/event.js";
+import { DEFAULT_EVENT_BOUNDS } from "../../src/streams/event-bounds.js";
 import { RemoteWriteDecoder, RemoteWriteError } from "../../src/streams/remote-write-decoder.js";
 
 const schema = protobuf.loadSync(fileURLToPath(new URL("../../proto/remote-write.proto", import.meta.url)));
@@ -162,5 +163,65 @@ describe("RemoteWriteDecoder", () => {
     }
     expect(() => decode(Uint8Array.from([0x0f]))).toThrow("unsupported wire type 7");
     expect(() => decode(Uint8Array.from([0x0a, 0x7f, 0x01]))).toThrow("length beyond the end of the message");
+  });
+
+  it("decodes the same in slices as at once", async () => {
+    const next = random(7);
+    for (let round = 0; round < 30; round++) {
+      const timeseries: Series[] = [];
+      for (let s = 0; s < Math.floor(next() * 30); s++) {
+        const samples = Array.from({ length: Math.floor(next() * 3000) }, (_, k) => ({ value: k, timestamp: k }));
+        timeseries.push({
+          labels: [
+            { name: "__name__", value: `m${s}` },
+            { name: "host", value: `h${round}` },
+          ],
+          samples,
+        });
+      }
+      const bytes = encode(timeseries);
+      const sliced: Event[] = [];
+      await new RemoteWriteDecoder(DEFAULT_EVENT_BOUNDS).decodeSliced(bytes, (event) => sliced.push(event));
+      expect(sliced, `round ${round}`).toEqual(reference(bytes));
+    }
+  });
+});
+
+describe("RemoteWriteDecoder with event bounds", () => {
+  const labels = (count: number) => Array.from({ length: count }, (_, i) => ({ name: `l${i}`, value: "v" }));
+  const sample = [{ value: 1, timestamp: 1000 }];
+
+  it("refuses the samples of a series over a bound, counting them, and decodes the others", () => {
+    const bytes = encode([
+      { labels: [{ name: "__name__", value: "ok" }], samples: sample },
+      // 998 labels, __name__ (service), metric and time: 1 001 fields.
+      { labels: [{ name: "__name__", value: "wide" }, ...labels(998)], samples: [...sample, ...sample] },
+      { labels: [{ name: "host", value: "x".repeat(65_537) }], samples: sample },
+      { labels: [{ name: "__name__", value: "fits" }, ...labels(997)], samples: sample },
+    ]);
+    const decoder = new RemoteWriteDecoder(DEFAULT_EVENT_BOUNDS);
+    const events = decode(bytes, decoder);
+    expect(events.map((event) => event.service)).toEqual(["ok", "fits"]);
+    expect(Object.keys(events[1] as Event)).toHaveLength(1000);
+    expect([...decoder.refused]).toEqual([
+      ["max-event-fields", 2],
+      ["max-event-string", 1],
+    ]);
+    // The next request starts counting again.
+    decode(encode([{ labels: [{ name: "a", value: "b" }], samples: sample }]), decoder);
+    expect(decoder.refused.size).toBe(0);
+  });
+
+  it("skips the labels of a series once it is over a bound: a million labels cost little", () => {
+    const bytes = encode([
+      { labels: labels(1_000_000), samples: sample },
+      { labels: labels(1), samples: sample },
+    ]);
+    const decoder = new RemoteWriteDecoder(DEFAULT_EVENT_BOUNDS);
+    const started = performance.now();
+    expect(decode(bytes, decoder)).toEqual([{ l0: "v", metric: 1, time: 1 }]);
+    // Decoding (and caching) a million labels takes seconds; skipping them, milliseconds.
+    expect(performance.now() - started).toBeLessThan(500);
+    expect([...decoder.refused]).toEqual([["max-event-fields", 1]]);
   });
 });

@@ -367,7 +367,7 @@ describe("streams API", () => {
     });
     const metrics = (await (server as VigieServer).app.inject({ method: "GET", url: "/metrics" })).body;
     expect(metrics).toContain('stream_events_total{stream="cpu"} 2');
-    expect(metrics).toContain('stream_dropped_events_total{stream="cpu",action="increment"} 1');
+    expect(metrics).toContain('stream_dropped_events_total{stream="cpu",action="increment",reason="skipped"} 1');
     expect(metrics).toContain('stream_index_size{stream="cpu"} 1');
     await inject({ method: "DELETE", url: "/api/v1/stream/cpu" });
     const after = (await (server as VigieServer).app.inject({ method: "GET", url: "/metrics" })).body;

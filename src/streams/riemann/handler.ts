@@ -10,11 +10,15 @@
  *   message awaits between slices; a stream's own actions may remove streams) loses them: the reply
  *   is then `ok: false` naming the stream and how many of its events were not pushed (the others
  *   were), never `ok: true`.
+ * - An event over one of the event bounds (`streams.max-event-*`) is skipped without being decoded
+ *   and counted in `stream_dropped_events_total{stream="",action="riemann",reason}` once the
+ *   message's events are pushed; the others go on, and the reply is `ok: true`.
  * - A query runs after the events of its message and answers `ok: true` with the matching events
  *   of the index of `query-stream`, or of the merged indexes of the default streams sorted by time
  *   (an event indexed by several default streams, being one object, is listed once). A query that
- *   matches more than `max-query-results` events answers `ok: false` with the count, and nothing is
- *   encoded: the reply stays bounded (about 1 KiB per event) and so does its encoding time.
+ *   matches more than `max-query-results` events, or whose reply would be larger than
+ *   `streams.max-query-bytes`, answers `ok: false` naming the setting. The indexes are searched and
+ *   the reply encoded a slice per turn of the event loop (query-answer.ts).
  * - An undecodable frame or an invalid query answers `ok: false` with the reason; the framing is
  *   intact, so the connection goes on.
  * - A message of more than {@link EVENTS_PER_SLICE} events is handled a slice per turn of the
@@ -29,13 +33,17 @@ import type { Forwarder, Stream, StreamEngine } from "../engine.js";
 import { type Event, timeOf } from "../event.js";
 import type { RiemannMetrics } from "../metrics.js";
 import { DEFAULT_STREAM } from "../names.js";
+import { type AnswerBounds, encodeAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
 import {
   type DecodedEvent,
+  EVENTS_FRAME_OVERHEAD,
   errorFrame,
-  eventsFrame,
+  eventsFrameOf,
   fromRiemann,
   MsgReader,
   OK_FRAME,
+  type RefusedEvents,
+  replyEventField,
   targetStream,
 } from "./protocol.js";
 import { compileQuery } from "./query.js";
@@ -76,11 +84,23 @@ export class RiemannHandler {
   /** Set by {@link stop}: large messages stop at their next slice. */
   #stopping = false;
 
+  /** The bounds of a query's reply. */
+  readonly #answerBounds: AnswerBounds;
+
   constructor(
     readonly settings: Pick<RiemannSettings, "query-stream" | "max-query-results">,
     readonly engine: StreamEngine,
-    readonly metrics: RiemannMetrics,
-  ) {}
+    readonly metrics: Pick<RiemannMetrics, "message" | "events">,
+  ) {
+    const own = settings["max-query-results"];
+    this.#answerBounds = {
+      results: own ?? engine.limits.queryResults,
+      bytes: engine.limits.queryBytes,
+      resultsSetting: own === undefined ? "streams.max-query-results" : "streams.riemann.max-query-results",
+      regexAllowance: engine.limits.event.size,
+      what: "query",
+    };
+  }
 
   /**
    * Stops the messages being handled in slices at their next slice, unanswered, their remaining
@@ -100,7 +120,7 @@ export class RiemannHandler {
    * Never throws nor rejects: every failure is an `ok: false` reply.
    */
   handle(body: Uint8Array): Buffer | Promise<Buffer | undefined> {
-    const reader = new MsgReader(body);
+    const reader = new MsgReader(body, this.engine.limits.event);
     const events: DecodedEvent[] = [];
     let complete: boolean;
     try {
@@ -116,6 +136,7 @@ export class RiemannHandler {
       if (unknown !== undefined) return this.#unknown(unknown);
       this.#push(events, Date.now() / 1000, lost, forwarded);
     }
+    this.#refused(reader.refused);
     if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(reader.query, lost));
     return this.#answer(reader.query, lost);
   }
@@ -161,7 +182,7 @@ export class RiemannHandler {
     } catch (error) {
       return this.#fail(`undecodable message: ${reasonOf(error)}`);
     }
-    const again = new MsgReader(body);
+    const again = new MsgReader(body, this.engine.limits.event);
     const lost: Lost = new Map();
     const forwarded: Forwarded = [];
     for (;;) {
@@ -173,8 +194,15 @@ export class RiemannHandler {
       await nextTurn();
       if (this.#stopping) return undefined;
     }
+    this.#refused(again.refused);
     if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(again.query, lost));
     return this.#answer(again.query, lost);
+  }
+
+  /** Counts the events of a message skipped for exceeding an event bound. */
+  #refused(refused: RefusedEvents): void {
+    // The target of a skipped event is one of its attributes, never read: no stream label.
+    for (const [bound, count] of refused) this.engine.refuse("", "riemann", bound, count);
   }
 
   /**
@@ -187,12 +215,30 @@ export class RiemannHandler {
       this.metrics.message("ok");
       return OK_FRAME;
     }
-    const forwarder = this.engine.forwarder;
-    if (forwarder !== undefined && this.#queryStreams().some((stream) => !forwarder.owns(stream.name))) {
-      return this.#answerAcrossInstances(query.string, forwarder);
-    }
+    return this.#query(query.string);
+  }
+
+  /**
+   * The reply to a query: the events found in the query streams' indexes, each owner searching its
+   * own in cluster mode, merged, bounded and sorted by time.
+   */
+  async #query(text: string): Promise<Buffer> {
+    const bounds = this.#answerBounds;
     try {
-      const reply = eventsFrame(this.#search(query.string));
+      const predicate = this.#compile(text); // an invalid query fails here, without asking anyone
+      const streams = this.#queryStreams();
+      const forwarder = this.engine.forwarder;
+      let found: Event[];
+      if (forwarder === undefined || streams.every((stream) => forwarder.owns(stream.name))) {
+        found = await searchIndexes(
+          streams.map((stream) => stream.index),
+          predicate,
+          bounds,
+        );
+      } else {
+        found = await this.#searchAcrossInstances(text, predicate, streams, forwarder);
+      }
+      const reply = await encodeAnswer(found, replyEventField, eventsFrameOf, () => EVENTS_FRAME_OVERHEAD, bounds);
       this.metrics.message("ok");
       return reply;
     } catch (error) {
@@ -201,27 +247,36 @@ export class RiemannHandler {
   }
 
   /**
-   * Cluster mode (scale-out.md §4): the query answered by the owners of the query streams, each
-   * owner searching its own index (this instance's for the streams it owns), merged, bounded and
-   * sorted as {@link #search} does.
+   * Cluster mode: each owner searches its own index (this instance's for the streams it owns), the
+   * parts merged (an event listed once), bounded and sorted as {@link searchIndexes} does.
+   * @throws QueryBoundError when more than `max-query-results` events match
    */
-  async #answerAcrossInstances(text: string, forwarder: Forwarder): Promise<Buffer> {
-    try {
-      const predicate = this.#compile(text); // an invalid query fails here, without asking anyone
-      const parts = await Promise.all(
-        this.#queryStreams().map(async (stream) =>
-          forwarder.owns(stream.name)
-            ? stream.index.search(predicate)
-            : ((await forwarder.ask(stream.name, { kind: "riemann-search", query: text })) as Event[]),
-        ),
+  async #searchAcrossInstances(
+    text: string,
+    predicate: Predicate,
+    streams: readonly Stream[],
+    forwarder: Forwarder,
+  ): Promise<Event[]> {
+    const bounds = this.#answerBounds;
+    const parts = await Promise.all(
+      streams.map(async (stream) =>
+        forwarder.owns(stream.name)
+          ? searchIndexes([stream.index], predicate, bounds)
+          : ((await forwarder.ask(stream.name, {
+              kind: "riemann-search",
+              query: text,
+              limit: bounds.results,
+            })) as Event[]),
+      ),
+    );
+    const found = parts.length === 1 ? (parts[0] as Event[]) : [...new Set(parts.flat())];
+    if (found.length > bounds.results) {
+      throw new QueryBoundError(
+        "max-query-results",
+        `query matches more than ${bounds.results} events (${bounds.resultsSetting})`,
       );
-      const found = this.#bounded(parts.length === 1 ? (parts[0] as Event[]) : [...new Set(parts.flat())]);
-      const reply = eventsFrame(found.sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0)));
-      this.metrics.message("ok");
-      return reply;
-    } catch (error) {
-      return this.#fail(reasonOf(error));
     }
+    return found.sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0));
   }
 
   /**
@@ -317,42 +372,6 @@ export class RiemannHandler {
     }
     if (pending !== undefined) forwarded.push(pending);
     return true;
-  }
-
-  /**
-   * The indexed events matching a query, at most `max-query-results` of them. The search costs what
-   * the HTTP search costs (linear in the index, the matches sorted); what is bounded is the answer,
-   * checked before it is encoded.
-   * @throws QueryError for an invalid query; Error when `query-stream` names no stream, or when more
-   *   than `max-query-results` events match (naming the count and the setting)
-   */
-  #search(text: string): Event[] {
-    const predicate = this.#compile(text);
-    const name = this.settings["query-stream"];
-    if (name !== undefined) {
-      const stream = this.engine.get(name);
-      if (stream === undefined) throw new Error(`the query stream ${quoted(name)} does not exist`);
-      return this.#bounded(stream.index.search(predicate));
-    }
-    const defaults = this.engine.defaults;
-    const [first] = defaults;
-    if (defaults.length === 1 && first !== undefined) return this.#bounded(first.index.search(predicate));
-    // An event pushed to `default` is the same object in every default stream's index: listed once.
-    const found = this.#bounded([...new Set(defaults.flatMap((stream) => stream.index.search(predicate)))]);
-    // Indexed events always have a time; the sort is stable, so ties keep each index's key order.
-    return found.sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0));
-  }
-
-  /**
-   * The events a query found, when they are no more than `max-query-results`.
-   * @throws Error naming the count and the setting otherwise
-   */
-  #bounded(found: Event[]): Event[] {
-    const limit = this.settings["max-query-results"];
-    if (found.length > limit) {
-      throw new Error(`query matched ${found.length} events, more than streams.riemann.max-query-results (${limit})`);
-    }
-    return found;
   }
 
   #compile(text: string): Predicate {

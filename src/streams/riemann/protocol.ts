@@ -19,6 +19,8 @@
 import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 import type { Event } from "../event.js";
+import { type EventBound, type EventBounds, EventMeter } from "../event-bounds.js";
+import { WireCursor } from "../protobuf-wire.js";
 
 // The schema lives in proto/ at the root, three levels up from src/streams/riemann/ and from
 // dist/streams/riemann/.
@@ -71,18 +73,29 @@ const QUERY_FIELD = 5;
 const EVENTS_FIELD = 6;
 const LENGTH_DELIMITED = 2;
 
+/** The events of a message that were over an event bound, not decoded, by bound. */
+export type RefusedEvents = Map<EventBound, number>;
+
 /**
  * Reads a `Msg` body field by field (protobuf wire format, https://protobuf.dev/programming-guides/encoding/),
  * so that a large message can be decoded a slice of events at a time: each event and the query
  * are decoded by protobufjs's generated decoders, other fields (`ok`, `error`, unknown ones) are
  * skipped. A repeated `query` keeps the last one.
+ *
+ * With event bounds, each event is first measured on the wire ({@link measureEvent}): one over a
+ * bound is skipped without being decoded and counted in {@link refused}, so that an event of a
+ * million attributes costs a thousand steps, not a million objects.
  */
 export class MsgReader {
   readonly #reader: protobuf.Reader;
+  readonly #meter: EventMeter | undefined;
   #query: { readonly string: string } | null = null;
+  /** Events skipped for exceeding a bound, by bound (empty without bounds). */
+  readonly refused: RefusedEvents = new Map();
 
-  constructor(body: Uint8Array) {
+  constructor(body: Uint8Array, bounds?: EventBounds) {
     this.#reader = protobuf.Reader.create(body);
+    this.#meter = bounds === undefined ? undefined : new EventMeter(bounds);
   }
 
   /** The query read so far (`null` until one is read; its `string` may be absent: read as empty). */
@@ -91,7 +104,8 @@ export class MsgReader {
   }
 
   /**
-   * Reads fields until `limit` more events were appended to `into`, or the body ends.
+   * Reads fields until `limit` more events were appended to `into` or skipped for a bound, or the
+   * body ends.
    * @returns true once the whole body is read
    * @throws Error (protobufjs' RangeError or Error) when the bytes are not a valid `Msg`: a
    *   truncated field, an invalid wire type or field number, invalid nesting
@@ -105,10 +119,21 @@ export class MsgReader {
       const wireType = tag & 7;
       if (field === 0) throw new Error(`invalid field number 0 at offset ${reader.pos}`);
       if (field === EVENTS_FIELD && wireType === LENGTH_DELIMITED) {
-        const event = EventType.decode(reader, reader.uint32());
+        const length = reader.uint32();
+        read += 1;
+        if (this.#meter !== undefined) {
+          const end = reader.pos + length;
+          if (end > reader.len) throw new RangeError(`index out of range: ${end} > ${reader.len}`);
+          const bound = measureEvent(reader.buf, reader.pos, end, this.#meter);
+          if (bound !== undefined) {
+            this.refused.set(bound, (this.refused.get(bound) ?? 0) + 1);
+            reader.pos = end;
+            continue;
+          }
+        }
+        const event = EventType.decode(reader, length);
         if (!isDecodedEvent(event)) throw new Error("the decoder returned no Event");
         into.push(event);
-        read += 1;
       } else if (field === QUERY_FIELD && wireType === LENGTH_DELIMITED) {
         const query = QueryType.decode(reader, reader.uint32());
         if (!isDecodedQuery(query)) throw new Error("the decoder returned no Query");
@@ -119,6 +144,116 @@ export class MsgReader {
     }
     return reader.pos >= reader.len;
   }
+}
+
+/** Field names of the `Event` fields that become event fields, in UTF-8 bytes, by field number. */
+const FIELD_NAME_BYTES: readonly number[] = (() => {
+  const names: Record<number, string> = {
+    1: "time",
+    2: "state",
+    3: "service",
+    4: "host",
+    5: "description",
+    7: "tags",
+    8: "ttl",
+    10: "time",
+    13: "metric",
+    14: "metric",
+    15: "metric",
+  };
+  const bytes: number[] = [];
+  for (const [number, name] of Object.entries(names)) bytes[Number(number)] = name.length;
+  return bytes;
+})();
+
+/** The bytes of the attribute key that names the target stream (not a field of the event). */
+const STREAM_KEY = Buffer.from("stream", "utf8");
+
+/**
+ * Measures an encoded `Event` (the bytes `[start, end)` of `buffer`) as the event it maps to (see
+ * {@link fromRiemann}): standard fields, tags, and attributes as fields (but `stream`), strings by
+ * their UTF-8 bytes on the wire. Stops at the first bound exceeded, so its cost is bounded by the
+ * bounds, not by the event.
+ * @returns the first bound exceeded, or undefined when the event is within them
+ * @throws RangeError when the bytes are not a valid `Event` (what decoding would throw)
+ */
+export function measureEvent(
+  buffer: Uint8Array,
+  start: number,
+  end: number,
+  meter: EventMeter,
+): EventBound | undefined {
+  const wire = new WireCursor(buffer, start, end);
+  meter.start();
+  let seen = 0; // bit per field name already counted: time, metric (two field numbers each) and tags
+  while (wire.position < end) {
+    const tag = wire.varint();
+    const field = tag >>> 3;
+    const type = tag & 7;
+    if (field === 9 && type === LENGTH_DELIMITED) {
+      if (!measureAttribute(wire, meter)) return meter.exceeded;
+      continue;
+    }
+    const nameBytes = FIELD_NAME_BYTES[field];
+    if (nameBytes === undefined) {
+      wire.skip(type);
+      continue;
+    }
+    const bit = field === 10 ? 1 << 1 : field >= 13 ? 1 << 13 : 1 << field;
+    const first = (seen & bit) === 0;
+    seen |= bit;
+    if (first && !meter.field(nameBytes)) return meter.exceeded;
+    if (field === 7 && type === LENGTH_DELIMITED) {
+      if ((first && !meter.value()) || !meter.tag() || !meter.string(lengthOf(wire))) return meter.exceeded;
+    } else if (type === LENGTH_DELIMITED) {
+      if (!meter.string(lengthOf(wire))) return meter.exceeded;
+    } else {
+      wire.skip(type);
+      if (first && !meter.value()) return meter.exceeded;
+    }
+  }
+  return meter.exceeded;
+}
+
+/** Measures one encoded `Attribute` (key 1, value 2): a field named by its key, with a string value. */
+function measureAttribute(wire: WireCursor, meter: EventMeter): boolean {
+  const length = wire.varint();
+  const end = wire.position + length;
+  if (end > wire.end) throw new RangeError("attribute beyond the end of the event");
+  let keyStart = -1;
+  let keyBytes = 0;
+  let valueBytes = 0;
+  while (wire.position < end) {
+    const tag = wire.varint();
+    const type = tag & 7;
+    if ((tag >>> 3 === 1 || tag >>> 3 === 2) && type === LENGTH_DELIMITED) {
+      const start = wire.bytes(end);
+      const bytes = wire.position - start;
+      if (tag >>> 3 === 1) {
+        keyStart = start;
+        keyBytes = bytes;
+      } else {
+        valueBytes = bytes;
+      }
+    } else {
+      wire.skip(type, end);
+    }
+  }
+  if (wire.position !== end) throw new RangeError("truncated attribute");
+  if (keyStart >= 0 && isStreamKey(wire.buffer, keyStart, keyBytes)) return true;
+  return meter.field(keyBytes) && meter.string(valueBytes);
+}
+
+/** Skips a length-delimited field and returns its length. */
+function lengthOf(wire: WireCursor): number {
+  const start = wire.bytes();
+  return wire.position - start;
+}
+
+function isStreamKey(buffer: Uint8Array, start: number, length: number): boolean {
+  if (length !== STREAM_KEY.length) return false;
+  for (let i = 0; i < length; i++) if (buffer[start + i] !== STREAM_KEY[i]) return false;
+  return true;
 }
 
 /**
@@ -250,6 +385,45 @@ export function errorFrame(reason: string): Buffer {
 /** The framed reply `Msg{ok: true, events}` to a query. */
 export function eventsFrame(events: readonly Event[]): Buffer {
   return frame(MsgType.encode({ ok: true, events: events.map(toRiemann) }).finish());
+}
+
+/** `Msg.ok = true` on the wire: field 2, varint 1. */
+const OK_FIELD = Uint8Array.of((2 << 3) | 0, 1);
+
+/**
+ * One event of a query's reply as the `Msg.events` field it becomes (tag, length, `Event`), so
+ * that a reply can be measured and assembled an event at a time ({@link eventsFrameOf}).
+ */
+export function replyEventField(event: Event): Uint8Array {
+  const body = EventType.encode(toRiemann(event)).finish();
+  const prefix = protobuf.Writer.create()
+    .uint32((EVENTS_FIELD << 3) | LENGTH_DELIMITED)
+    .uint32(body.length)
+    .finish();
+  const field = new Uint8Array(prefix.length + body.length);
+  field.set(prefix, 0);
+  field.set(body, prefix.length);
+  return field;
+}
+
+/** Bytes of a framed `Msg{ok: true, events}` besides its events' fields. */
+export const EVENTS_FRAME_OVERHEAD = LENGTH_PREFIX + OK_FIELD.length;
+
+/**
+ * The framed reply `Msg{ok: true, events}` from its events' fields ({@link replyEventField}), the
+ * same message as {@link eventsFrame}.
+ * @param size the frame's bytes: {@link EVENTS_FRAME_OVERHEAD} and the fields' lengths
+ */
+export function eventsFrameOf(fields: readonly Uint8Array[], size: number): Buffer {
+  const framed = Buffer.allocUnsafe(size);
+  framed.writeUInt32BE(size - LENGTH_PREFIX, 0);
+  framed.set(OK_FIELD, LENGTH_PREFIX);
+  let offset = EVENTS_FRAME_OVERHEAD;
+  for (const field of fields) {
+    framed.set(field, offset);
+    offset += field.length;
+  }
+  return framed;
 }
 
 /**

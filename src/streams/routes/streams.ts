@@ -1,21 +1,23 @@
 /**
- * The streams HTTP API (streams.md §6): stream configurations, pushes, index searches.
+ * The streams HTTP API (streams.md §6): stream configurations and index searches (pushes: push.ts).
  *
  * Streams that a stream directory file defines belong to the operator: POST and DELETE of their
  * names answer 409 naming the file, and the API never writes, replaces or removes such a file.
  * Streams created with `:persist true` are written to the API streams directory, one file each
  * (`<first stream directory>/.vigie-api/<name>.edn`), or stored in the database in cluster mode.
  */
-import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
 import { HttpError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
+import type { StreamLimits } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import type { CompiledConfig } from "../compiler.js";
 import type { Predicate } from "../condition.js";
 import { type EdnValue, isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
-import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
+import type { Event } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
+import { type AnswerBounds, jsonAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
 import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
 import { removeStreamFile, writeStreamFile } from "../storage.js";
 import { compileWhereQuery, decodeBase64Text, parseRequestEdn } from "./where-query.js";
@@ -28,8 +30,6 @@ export interface StreamRoutesOptions {
    * or `undefined` without stream directories. Unused in cluster mode (the database holds them).
    */
   readonly persistDirectory: string | undefined;
-  /** Body limit of pushes, in bytes. */
-  readonly ingestionBodyLimit: number;
   /** A guard for every route when `security.require-token` is true. */
   readonly guard: preHandlerHookHandler | undefined;
   /** Cluster mode (scale-out.md §4): shared API streams, and queries answered by owners. */
@@ -73,49 +73,6 @@ function bodyObject(body: unknown): Record<string, unknown> {
   return body;
 }
 
-/**
- * Checks pushed events and gives those without `time` the current time (streams.md §1); nothing
- * else is added. Events are the request's own objects, so setting `time` in place is safe.
- */
-export function acceptEvents(body: unknown, now: number): Event[] {
-  const object = bodyObject(body);
-  let events: unknown[];
-  let field: string;
-  if (object.events !== undefined) {
-    if (object.event !== undefined) throw new HttpError(400, 'request body must have "event" or "events", not both');
-    if (!Array.isArray(object.events)) throw new HttpError(400, "field events: must be an array of objects");
-    events = object.events;
-    field = "events";
-  } else if (object.event !== undefined) {
-    events = [object.event];
-    field = "event";
-  } else {
-    throw new HttpError(400, 'request body must have "event" (an object) or "events" (an array of objects)');
-  }
-  for (let i = 0; i < events.length; i++) {
-    const event = events[i];
-    const where = field === "event" ? "event" : `events[${i}]`;
-    if (!isPlainObject(event)) throw new HttpError(400, `field ${where}: must be an object`);
-    if (nestsDeeperThan(event, MAX_EVENT_NESTING)) {
-      throw new HttpError(
-        400,
-        `field ${where}: must not nest objects and arrays more than ${MAX_EVENT_NESTING} levels deep`,
-      );
-    }
-    const record: Event = event;
-    const time = record.time;
-    if (time === undefined || time === null) record.time = now;
-    else if (typeof time !== "number" || !Number.isFinite(time)) {
-      throw new HttpError(400, `field ${where}.time: must be a number of seconds`);
-    }
-    const ttl = record.ttl;
-    if (ttl !== undefined && ttl !== null && (typeof ttl !== "number" || !Number.isFinite(ttl))) {
-      throw new HttpError(400, `field ${where}.ttl: must be a number of seconds`);
-    }
-  }
-  return events as Event[];
-}
-
 /** Reads a GET request's body (Fastify does not parse bodies of GET requests). */
 async function rawBody(request: FastifyRequest, limit: number): Promise<string> {
   const chunks: Buffer[] = [];
@@ -150,21 +107,60 @@ async function searchQueryValue(request: FastifyRequest, bodyLimit: number): Pro
   return query;
 }
 
-/** What a stream's owner answers to a query (also for another instance, in cluster mode). */
-export function answerQuery(stream: Stream, query: { kind: string; query?: unknown }): unknown {
-  if (query.kind === "current-time") return stream.index.currentTime;
-  // A query of the Riemann input (its own query language), asked by another instance.
+/** The bounds of an index search's answer (HTTP). */
+export function searchBounds(limits: StreamLimits): AnswerBounds {
+  return {
+    results: limits.queryResults,
+    bytes: limits.queryBytes,
+    resultsSetting: "streams.max-query-results",
+    regexAllowance: limits.event.size,
+    what: "index search",
+  };
+}
+
+/** Runs `answer`, turning an answer beyond a bound into a 400 naming the bound. */
+async function bounded<T>(answer: () => Promise<T>): Promise<T> {
+  try {
+    return await answer();
+  } catch (error) {
+    if (error instanceof QueryBoundError) throw new HttpError(400, error.message);
+    throw error;
+  }
+}
+
+/**
+ * What a stream's owner answers to another instance's query (cluster mode): the current time, or
+ * the events of an index search (a where-condition, or a Riemann query of that instance's Riemann
+ * input, with that input's `limit` of events), held to the same bounds as on one instance: the
+ * events' JSON is measured against `max-query-bytes` before it is sent.
+ * @throws HttpError 400 for an invalid query, or an answer beyond a bound (naming it)
+ */
+export function answerQuery(
+  stream: Stream,
+  query: { kind: string; query?: unknown; limit?: unknown },
+  limits: StreamLimits,
+): Promise<unknown> {
+  if (query.kind === "current-time") return Promise.resolve(stream.index.currentTime);
+  let bounds = searchBounds(limits);
+  let predicate: Predicate;
   if (query.kind === "riemann-search") {
     if (typeof query.query !== "string") throw new HttpError(400, "a Riemann query must be text");
-    return stream.index.search(compileRiemannQuery(query.query));
+    const limit = typeof query.limit === "number" && query.limit >= 1 ? query.limit : bounds.results;
+    predicate = compileRiemannQuery(query.query);
+    bounds = { ...bounds, results: limit, what: "query" };
+  } else {
+    predicate = compileWhereQuery(query.query);
   }
-  const predicate: Predicate = compileWhereQuery(query.query);
-  return stream.index.search(predicate);
+  return bounded(async () => {
+    const found = await searchIndexes([stream.index], predicate, bounds);
+    await jsonAnswer(found, bounds);
+    return found;
+  });
 }
 
 /** Registers the streams routes. */
 export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOptions): Promise<void> {
-  const { engine, persistDirectory, ingestionBodyLimit, guard, cluster } = options;
+  const { engine, persistDirectory, guard, cluster } = options;
   const routeOptions = guard === undefined ? {} : { preHandler: guard };
 
   const streamOf = (name: string) => {
@@ -236,23 +232,22 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     return { message: "stream removed" };
   });
 
-  app.put("/api/v1/stream/:name", { ...routeOptions, bodyLimit: ingestionBodyLimit }, async (request) => {
-    const { name } = request.params as { name: string };
-    const events = acceptEvents(request.body, Date.now() / 1000);
-    // In cluster mode, the answer waits until the owner of each stream has the events (§4).
-    const forwarded = engine.deliver(name === DEFAULT_STREAM ? engine.defaults : [streamOf(name)], events);
-    if (forwarded !== undefined) await forwarded;
-    return { message: "ok" };
-  });
-
-  const search = async (request: FastifyRequest) => {
+  // The answer is serialised here, a slice per turn of the event loop, within max-query-bytes.
+  const search = async (request: FastifyRequest, reply: FastifyReply) => {
     const stream = streamOf((request.params as { name: string }).name);
     const query = await searchQueryValue(request, app.initialConfig.bodyLimit ?? 1024 * 1024);
+    const bounds = searchBounds(engine.limits);
+    let events: unknown;
     if (cluster !== undefined && !cluster.owns(stream.name)) {
       compileWhereQuery(query); // an invalid query is a 400 here, without asking the owner
-      return { events: await cluster.ask(stream.name, { kind: "search", query }) };
+      events = await cluster.ask(stream.name, { kind: "search", query });
+    } else {
+      const predicate = compileWhereQuery(query);
+      events = await bounded(() => searchIndexes([stream.index], predicate, bounds));
     }
-    return { events: answerQuery(stream, { kind: "search", query }) };
+    const found = Array.isArray(events) ? (events as Event[]) : [];
+    const body = await bounded(() => jsonAnswer(found, bounds));
+    return reply.type("application/json; charset=utf-8").send(body);
   };
   app.get("/api/v1/index/:name/search", routeOptions, search);
   app.post("/api/v1/index/:name/search", routeOptions, search);
