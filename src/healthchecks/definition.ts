@@ -450,7 +450,7 @@ export function toJson(definition: Definition): Record<string, unknown> {
 
 /**
  * The view the API returns (healthchecks.md §1): {@link toJson} plus `source`, with secrets
- * replaced by `<redacted>` (platform.md §8: values of secret headers, query parameters and JSON
+ * replaced by `<redacted>` (docs/security.md: values of secret headers, query parameters and JSON
  * body fields, URL passwords; redaction.ts). Every
  * GET route shows definitions through it: `GET /healthcheck`, `GET /healthcheck/<name>` and the
  * `configuration` of results.

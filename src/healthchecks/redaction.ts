@@ -334,7 +334,7 @@ function secretsOf(source: SecretSource): readonly string[] {
  * <credentials>`), secret query parameter values (of `query` and of the path), secret top-level
  * fields of a JSON body, each also percent-encoded and HTML-escaped. A target that echoes the
  * request in an error page, or a command that prints its arguments, must not leak them through
- * `GET /result` (platform.md §8).
+ * `GET /result` (docs/security.md, "What is redacted").
  *
  * @param source the http check (its headers, query, path and body), or undefined for other kinds
  */

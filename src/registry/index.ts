@@ -33,7 +33,7 @@ export { registryMigrations, UserStore } from "./storage.js";
 export { userDescription, userName, userPassword, userRole } from "./users.js";
 
 /**
- * The keys of the `registry` section besides `enabled`: the Cargo registry's (cargo.md) and
+ * The keys of the `registry` section besides `enabled`: the Cargo registry's (docs/cargo.md) and
  * `sign-in`, the rate limit of failed token creations (sign-in-limit.ts).
  */
 const registryShape = { cargo: cargoSection, "sign-in": signInSection };

@@ -312,7 +312,7 @@ export type RiemannRefusal = "max-connections" | "max-connections-per-address" |
  */
 export type RiemannClosure = "max-frame-size" | "frame-timeout" | "max-buffered-bytes";
 
-/** The Riemann protocol input's metrics of streams-io.md §5, and those of its bounds. */
+/** The Riemann protocol input's metrics (docs/streams.md, Riemann protocol), and those of its bounds. */
 export interface RiemannMetrics {
   /** `riemann_connections`: one more (+1) or one fewer (-1) open connection. */
   connections(delta: 1 | -1): void;

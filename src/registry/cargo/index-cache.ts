@@ -1,5 +1,5 @@
 /**
- * The memory of rendered sparse index files (cargo.md §1), bounded in bytes rather than in files:
+ * The memory of rendered sparse index files (the Cargo index, docs/cargo.md), bounded in bytes rather than in files:
  * one crate's file grows with its versions and their lines (up to `max-index-line` each), so a
  * bound by count would let a few big crates take any amount of memory.
  */

@@ -1,5 +1,5 @@
 /**
- * The streams HTTP API (streams.md §6): stream configurations and index searches (pushes: push.ts).
+ * The streams HTTP API (docs/streams.md, API): stream configurations and index searches (pushes: push.ts).
  *
  * Streams that a stream directory file defines belong to the operator: POST and DELETE of their
  * names answer 409 naming the file, and the API never writes, replaces or removes such a file.
