@@ -159,7 +159,8 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
       : undefined;
     try {
       await cluster?.connect();
-      const context = await setUp(app, config, database, moduleList, lifecycle, metricsRegistry, cluster);
+      const links = serverLinks(config, moduleList);
+      const context = await setUp(app, config, database, moduleList, lifecycle, metricsRegistry, cluster, links);
       await app.ready();
       // Leases are balanced once every module listens to them.
       await cluster?.start();
@@ -167,7 +168,7 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
         app,
         context,
         routes,
-        links: serverLinks(config, moduleList),
+        links,
         reload: (fresh) => lifecycle.reload(fresh),
         close: async () => {
           try {
@@ -198,6 +199,7 @@ async function setUp(
   lifecycle: Lifecycle,
   metrics: Registry,
   cluster: Cluster | undefined,
+  links: readonly ModuleLink[],
 ): Promise<ModuleContext> {
   const exposition = new Exposition();
   const auth = new Auth();
@@ -247,7 +249,7 @@ async function setUp(
     }
     return { message: "ok" };
   };
-  homeRoute(app, VERSION, serverLinks(config, moduleList), config.http["public-url"]);
+  homeRoute(app, VERSION, links, config.http["public-url"]);
   app.get("/healthz", health);
   app.get("/health", health);
   // The cluster view is behind the guard of the healthcheck API (scale-out.md §1).
