@@ -5,7 +5,6 @@
 import { randomUUID } from "node:crypto";
 import Fastify, {
   type FastifyBaseLogger,
-  type FastifyError,
   type FastifyInstance,
   type FastifyReply,
   LogController,
@@ -18,7 +17,7 @@ import { Auth } from "./platform/auth.js";
 import { Cluster } from "./platform/cluster/index.js";
 import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
-import { HttpError, installErrorHandling } from "./platform/errors.js";
+import { answerRoutingError, HttpError, installErrorHandling } from "./platform/errors.js";
 import { EventRouter } from "./platform/events.js";
 import { homeRoute, serverLinks } from "./platform/home.js";
 import { HostOriginPolicy, installHostAndOriginChecks } from "./platform/host-origin.js";
@@ -48,14 +47,6 @@ export const modules: readonly AnyModule[] = [registryModule, streamsModule, com
 
 /** Characters a path parameter may have before the router answers 414. */
 const MAX_PATH_SEGMENT = 1024;
-
-function answerFrameworkError(error: FastifyError, reply: FastifyReply): void {
-  if (error.code === "FST_ERR_MAX_PARAM_LENGTH") {
-    reply.code(414).send({ error: `a path segment is longer than ${MAX_PATH_SEGMENT} characters` });
-  } else {
-    reply.code(400).send({ error: "the URL is not valid" });
-  }
-}
 
 /**
  * Closes the connection of every request that came in as an HTTP upgrade and was answered with
@@ -131,7 +122,7 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     // modules answer over-long names with their own 400/404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_SEGMENT },
     // Errors Fastify raises before routing, answered in the platform's {"error"} format.
-    frameworkErrors: (error, _request, reply) => answerFrameworkError(error, reply as unknown as FastifyReply),
+    frameworkErrors: (error, _request, reply) => answerRoutingError(error, reply as FastifyReply, MAX_PATH_SEGMENT),
     // Per-request logs are written at debug level by our own hook (hot ingestion routes stay quiet).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),

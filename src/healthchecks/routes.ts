@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "../platform/errors.js";
+import { parseRfc3339 } from "../platform/time.js";
 import { isPlainObject, ValidationError } from "../platform/validation.js";
 import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } from "./admission.js";
 import { BulkError, hasCommandChecks, parseBulk } from "./bulk.js";
@@ -58,33 +59,6 @@ export interface HistoryQuery {
   readonly limit: number;
 }
 
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+ -])(\d{2}):(\d{2}))$/;
-
-/**
- * Milliseconds since the epoch of an RFC 3339 date-time (RFC 3339 §5.6: `2026-11-22T10:15:02Z`,
- * `2026-11-22T11:15:02.123+01:00`; `T` and `Z` in either case; fractions beyond the millisecond
- * truncated; a leap second `:60` read as the next minute's start). A space stands for the `+` of
- * an offset, since an unencoded `+` in a query string arrives as one.
- *
- * @returns undefined when `text` is not one, or names a day that does not exist
- */
-export function parseRfc3339(text: string): number | undefined {
-  const match = RFC3339.exec(text);
-  if (match === null) return undefined;
-  const [, year, month, day, hour, minute, second, fraction, sign, offsetHour, offsetMinute] = match;
-  const numbers = [year, month, day, hour, minute, second].map(Number);
-  const [y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0] = numbers;
-  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 60) return undefined;
-  if (Number(offsetHour) > 23 || Number(offsetMinute) > 59) return undefined;
-  const offset = sign === undefined ? 0 : (sign === "-" ? -1 : 1) * (Number(offsetHour) * 60 + Number(offsetMinute));
-  // setUTCFullYear rather than Date.UTC, which reads years 0–99 as 1900–1999.
-  const date = new Date(0);
-  date.setUTCFullYear(y, mo - 1, d);
-  // February 30 rolls over into March: refused.
-  if (date.getUTCDate() !== d) return undefined;
-  date.setUTCHours(h, mi, s, Number((fraction ?? "").padEnd(3, "0").slice(0, 3)));
-  return date.getTime() - offset * 60_000;
-}
 
 /** `query parameter <name>: <rule>` (400), as the other query parameters of the API. */
 function queryError(name: string, rule: string): HttpError {

@@ -8,6 +8,7 @@
  * nothing else touches them), `metrics.ts`, `config.ts` when its section is long, and domain files
  * without Fastify or SQL.
  */
+import type { Command } from "commander";
 import type { FastifyBaseLogger, FastifyPluginAsync, preHandlerHookHandler } from "fastify";
 import type { Migration } from "kysely";
 import type { Registry } from "prom-client";
@@ -79,6 +80,22 @@ export interface ModuleLink {
   readonly enableWith?: string;
 }
 
+/** Exit codes of the `vigie` command: 0 success, 1 failure, 2 usage (invalid options or configuration). */
+export type ExitCode = 0 | 1 | 2;
+
+/** What the `vigie` command gives the commands a module adds. */
+export interface CliContext {
+  /**
+   * The validated configuration of `file` (else `$VIGIE_CONFIG`, else the defaults); writes the
+   * error and exits 2 when it is invalid.
+   */
+  readonly config: (file: string | undefined) => Promise<VigieConfig>;
+  /** The configured database with every migration run; writes the error and exits 1 when it cannot. */
+  readonly openDatabase: (config: VigieConfig) => Promise<Database>;
+  /** Writes `vigie: <message>` to standard error and exits with `code`. */
+  readonly fail: (message: string, code: ExitCode) => never;
+}
+
 /** A module of Vigie. */
 export interface VigieModule<S extends Shape = Shape> {
   /** The configuration section and metric prefix: `comments`, `streams`, ... */
@@ -100,6 +117,11 @@ export interface VigieModule<S extends Shape = Shape> {
    * platform marks every link as needing `<name>.enabled: true`).
    */
   readonly links?: (section: ModuleSection<S>) => readonly ModuleLink[];
+  /**
+   * Adds the module's subcommands to the `vigie` command (`vigie user create`); every command
+   * takes `-c, --config <file>`. Called whether the module is enabled or not.
+   */
+  readonly commands?: (program: Command, cli: CliContext) => void;
   /** Registers the module's routes; called only when the module is enabled. */
   readonly plugin: FastifyPluginAsync<ModuleOptions<S>>;
 }

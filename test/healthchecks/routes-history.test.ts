@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ResultHistory } from "../../src/healthchecks/history.js";
 import { healthchecksModule } from "../../src/healthchecks/index.js";
 import type { HealthcheckResult } from "../../src/healthchecks/results.js";
-import { parseRfc3339 } from "../../src/healthchecks/routes.js";
+import { parseRfc3339 } from "../../src/platform/time.js";
 import { spreadOf } from "../../src/healthchecks/scheduler.js";
 import type { VigieServer } from "../../src/server.js";
 import { startTestServer } from "../support/server.js";

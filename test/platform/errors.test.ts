@@ -1,6 +1,6 @@
 import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HttpError } from "../../src/platform/errors.js";
+import { NotFoundError, RateLimitedError } from "../../src/platform/errors.js";
 import { defineModule } from "../../src/platform/module.js";
 import { integer, object, required, string } from "../../src/platform/validation.js";
 import type { VigieServer } from "../../src/server.js";
@@ -19,10 +19,10 @@ const probe = defineModule({
     app.post("/probe/echo", async (request) => body(request.body, ""));
     app.get("/probe/items", async () => ({ items: [] }));
     app.get("/probe/items/:id", async (request) => {
-      throw new HttpError(404, `item ${(request.params as { id: string }).id} not found`);
+      throw new NotFoundError(`item ${(request.params as { id: string }).id} not found`);
     });
     app.get("/probe/limited", async () => {
-      throw new HttpError(429, "slow down", { "Retry-After": "7" });
+      throw new RateLimitedError("slow down", 7);
     });
     app.get("/probe/crash", async () => {
       throw new Error("secret detail at /srv/app.js:42");
@@ -118,6 +118,27 @@ describe("HTTP conventions", () => {
     expect(limited.json()).toEqual({ error: "slow down" });
   });
 
+  it("names the code of every error in the Vigie-Error header", async () => {
+    const cases: [InjectOptions, number, string][] = [
+      [{ method: "GET", url: "/probe/items/12" }, 404, "VIGIE_ERR_NOT_FOUND"],
+      [{ method: "GET", url: "/probe/limited" }, 429, "VIGIE_ERR_RATE_LIMITED"],
+      [{ method: "GET", url: "/nowhere" }, 404, "VIGIE_ERR_NOT_FOUND"],
+      [{ method: "DELETE", url: "/probe/items/12" }, 405, "VIGIE_ERR_METHOD_NOT_ALLOWED"],
+      [{ method: "POST", url: "/probe/echo", payload: { name: "a" } }, 400, "VIGIE_ERR_INVALID"],
+      [
+        { method: "POST", url: "/probe/echo", headers: { "content-type": "text/plain" }, payload: "x" },
+        415,
+        "VIGIE_ERR_UNSUPPORTED_MEDIA_TYPE",
+      ],
+      [{ method: "GET", url: "/probe/crash" }, 500, "VIGIE_ERR_INTERNAL"],
+    ];
+    for (const [options, status, code] of cases) {
+      const response = await inject(options);
+      expect(response.statusCode).toBe(status);
+      expect(response.headers["vigie-error"]).toBe(code);
+    }
+  });
+
   it("answers 500 with a request id and no detail or stack", async () => {
     const response = await inject({ method: "GET", url: "/probe/crash" });
     expect(response.statusCode).toBe(500);
@@ -143,6 +164,7 @@ describe("router limits", () => {
       const long = await server.app.inject({ method: "GET", url: `/probe/items/${"x".repeat(1025)}` });
       expect(long.statusCode).toBe(414);
       expect(long.json()).toEqual({ error: "a path segment is longer than 1024 characters" });
+      expect(long.headers["vigie-error"]).toBe("VIGIE_ERR_URI_TOO_LONG");
       const fine = await server.app.inject({ method: "GET", url: `/probe/items/${"x".repeat(300)}` });
       expect(fine.json()).toEqual({ error: `item ${"x".repeat(300)} not found` });
     } finally {
