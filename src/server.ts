@@ -3,12 +3,7 @@
  * health, auth hook point, reloads) and every enabled module (platform.md §7).
  */
 import { randomUUID } from "node:crypto";
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyReply,
-  LogController,
-} from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, LogController } from "fastify";
 import type { Migration } from "kysely";
 import { Counter, type Registry } from "prom-client";
 import { commentsModule } from "./comments/index.js";

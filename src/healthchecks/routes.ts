@@ -59,7 +59,6 @@ export interface HistoryQuery {
   readonly limit: number;
 }
 
-
 /** `query parameter <name>: <rule>` (400), as the other query parameters of the API. */
 function queryError(name: string, rule: string): HttpError {
   return new HttpError(400, `query parameter ${name}: ${rule}`);

@@ -84,12 +84,12 @@ export interface ModuleLink {
 export type ExitCode = 0 | 1 | 2;
 
 /** What the `vigie` command gives the commands a module adds. */
-export interface CliContext {
+export interface CliContext<S extends Shape = Shape> {
   /**
-   * The validated configuration of `file` (else `$VIGIE_CONFIG`, else the defaults); writes the
-   * error and exits 2 when it is invalid.
+   * The validated configuration of `file` (else `$VIGIE_CONFIG`, else the defaults) and the
+   * module's section of it; writes the error and exits 2 when it is invalid.
    */
-  readonly config: (file: string | undefined) => Promise<VigieConfig>;
+  readonly load: (file: string | undefined) => Promise<{ config: VigieConfig; section: ModuleSection<S> | undefined }>;
   /** The configured database with every migration run; writes the error and exits 1 when it cannot. */
   readonly openDatabase: (config: VigieConfig) => Promise<Database>;
   /** Writes `vigie: <message>` to standard error and exits with `code`. */
@@ -121,7 +121,7 @@ export interface VigieModule<S extends Shape = Shape> {
    * Adds the module's subcommands to the `vigie` command (`vigie user create`); every command
    * takes `-c, --config <file>`. Called whether the module is enabled or not.
    */
-  readonly commands?: (program: Command, cli: CliContext) => void;
+  readonly commands?: (program: Command, cli: CliContext<S>) => void;
   /** Registers the module's routes; called only when the module is enabled. */
   readonly plugin: FastifyPluginAsync<ModuleOptions<S>>;
 }

@@ -8,35 +8,19 @@
  */
 import { defineModule, type VigieModule } from "../platform/module.js";
 import { bootstrapAdminFrom, createBootstrapAdmin } from "./bootstrap.js";
-import { cargoMigrations, cargoSection, checkCargoPublicUrl, setUpCargo } from "./cargo/index.js";
+import { cargoMigrations, checkCargoPublicUrl, setUpCargo } from "./cargo/index.js";
+import { registryCommands } from "./commands.js";
+import { registryShape } from "./config.js";
 import { LastUsedRecorder } from "./last-used.js";
 import { countAuthOutcomes } from "./metrics.js";
 import { dummyPasswordHash } from "./passwords.js";
 import { registerRegistryRoutes } from "./routes.js";
-import { SignInLimiter, type SignInLimits, signInLimitsOf, signInSection } from "./sign-in-limit.js";
+import { SignInLimiter, type SignInLimits, signInLimitsOf } from "./sign-in-limit.js";
 import { FailureLimiter, registryMigrations, TokenStore, UserStore } from "./storage.js";
 import { TokenCache } from "./token-cache.js";
 import { isInvalidation, RegistryVerifier } from "./verifier.js";
 
-export {
-  CargoStore,
-  type CheckReport,
-  CrateFiles,
-  checkCrateFiles,
-  crateStorage,
-  hasDisagreements,
-  ORPHAN_GRACE_MS,
-  reportLines,
-} from "./cargo/index.js";
-export { hashPassword } from "./passwords.js";
-export { registryMigrations, UserStore } from "./storage.js";
-export { userDescription, userName, userPassword, userRole } from "./users.js";
-
-/**
- * The keys of the `registry` section besides `enabled`: the Cargo registry's (docs/cargo.md) and
- * `sign-in`, the rate limit of failed token creations (sign-in-limit.ts).
- */
-const registryShape = { cargo: cargoSection, "sign-in": signInSection };
+export { registryMigrations } from "./storage.js";
 
 /** The change topic of token and user invalidations between instances. */
 const REGISTRY_TOPIC = "registry.tokens";
@@ -79,6 +63,7 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
         ...(section.cargo.enabled ? {} : { enableWith: "registry.cargo.enabled: true" }),
       },
     ],
+    commands: registryCommands,
     plugin: async (app, { context, section }) => {
       const bootstrapAdmin = bootstrapAdminFrom(options.environment ?? process.env);
       const { auth, database, logger } = context;

@@ -13,6 +13,7 @@ import type { StreamLimits } from "./action.js";
 import { AsyncQueues } from "./async-queues.js";
 import { ChannelHub } from "./channels.js";
 import { StreamCluster } from "./cluster.js";
+import { streamsCommands } from "./commands.js";
 import { checkOutputFiles, streamsShape } from "./config.js";
 import { toEdn } from "./edn.js";
 import { applyFileStreams, applyPersistedStreams, applySharedStreams, StreamEngine } from "./engine.js";
@@ -43,9 +44,7 @@ import {
 } from "./storage.js";
 
 export { streamsShape } from "./config.js";
-export { declarationsOf, NO_DECLARATIONS } from "./io.js";
-export { loadConfiguredStreams, loadStreamDirectories } from "./storage.js";
-export { formatStreamTestResults, runStreamTests } from "./stream-test.js";
+export { loadStreamDirectories } from "./storage.js";
 
 /** The change topic of API streams between instances (scale-out.md §4). */
 const STREAMS_TOPIC = "streams.definitions";
@@ -116,6 +115,7 @@ export const streamsModule = defineModule({
       );
     }
   },
+  commands: streamsCommands,
   plugin: async (app, { context, section, onReload }) => {
     try {
       checkOutputFiles(section.outputs);
