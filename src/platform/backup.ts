@@ -5,10 +5,12 @@
  * the database as it was at one instant, every committed transaction before it included. PostgreSQL
  * has its own tool for that (`pg_dump`), which the docs name.
  */
+
 import { closeSync, constants, openSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
 import SQLite from "better-sqlite3";
 import { dialectOf, sqlitePath } from "./database.js";
+import { errnoCode, errorMessage } from "./errors.js";
 
 /** Why a backup cannot be taken (usage, not a failure while copying). */
 export class BackupRefusal extends Error {
@@ -50,7 +52,7 @@ export async function backupSqlite(url: string, destination: string): Promise<Ba
   try {
     database = new SQLite(source, { readonly: true, fileMustExist: true });
   } catch (error) {
-    throw new BackupRefusal(`cannot open the database ${source}: ${(error as Error).message}`);
+    throw new BackupRefusal(`cannot open the database ${source}: ${errorMessage(error)}`);
   }
   try {
     // An empty file is an empty database to SQLite: creating it first sets its mode and refuses
@@ -58,7 +60,7 @@ export async function backupSqlite(url: string, destination: string): Promise<Ba
     try {
       closeSync(openSync(target, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600));
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
+      const code = errnoCode(error);
       throw new BackupRefusal(
         code === "EEXIST" ? `${target} exists: choose a new file name` : `cannot create ${target}: ${code}`,
       );

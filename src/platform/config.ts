@@ -2,9 +2,11 @@
  * The configuration: one YAML file (`--config FILE` or `VIGIE_CONFIG`), environment overrides for
  * the database URL and secrets, a default for every key, unknown keys refused (platform.md §2).
  */
+
 import { readFile } from "node:fs/promises";
 import { CORE_SCHEMA, load as loadYaml, YAMLException } from "js-yaml";
 import { CLUSTER_ENVIRONMENT, checkCluster, clusterSection } from "./cluster/config.js";
+import { errnoCode } from "./errors.js";
 import {
   ALLOWED_HOST_RULE,
   ALLOWED_ORIGIN_RULE,
@@ -115,17 +117,33 @@ const PLATFORM_ENVIRONMENT: Readonly<Record<string, string>> = {
   ...CLUSTER_ENVIRONMENT,
 };
 
+/**
+ * The validator of a module's section: `enabled` (default true) and the module's keys, unknown keys
+ * refused; an absent section is the defaults.
+ */
+function sectionValidator(module: AnyModule): Validator<ModuleSection> {
+  const validate = object(
+    { enabled: withDefault(boolean(), true), ...module.configShape },
+    { unknownKeys: "reject", optional: true },
+  );
+  return (value, path) => {
+    const { enabled, ...keys } = validate(value, path);
+    return { ...keys, enabled: enabled === true };
+  };
+}
+
 /** Sets `path` (dotted) in a raw YAML tree, creating objects on the way. */
 function setPath(tree: Record<string, unknown>, path: string, value: string): void {
   const keys = path.split(".");
+  const last = keys.pop() ?? path;
   let node: Record<string, unknown> = tree;
-  for (const key of keys.slice(0, -1)) {
+  for (const key of keys) {
     const next = node[key] ?? {};
     if (!isPlainObject(next)) return; // a wrong type stays and fails validation with its path
     node[key] = next;
     node = next;
   }
-  node[keys[keys.length - 1] as string] = value;
+  node[last] = value;
 }
 
 function describe(value: unknown): string {
@@ -167,27 +185,27 @@ export function parseConfig(
     if (value !== undefined && value !== "") setPath(copy, path, value);
   }
 
-  const moduleShapes: Shape = {};
+  // One validation of the whole tree (unknown keys and the order of errors as in the file); each
+  // module's validator keeps its section, typed, as it returns it.
+  const sections: Record<string, ModuleSection> = {};
+  const moduleShapes: Record<string, Validator<ModuleSection>> = {};
   for (const module of modules) {
-    moduleShapes[module.name] = object(
-      { enabled: withDefault(boolean(), true), ...module.configShape },
-      { unknownKeys: "reject", optional: true },
-    );
+    const validateSection = sectionValidator(module);
+    moduleShapes[module.name] = (value, path) => {
+      const section = validateSection(value, path);
+      sections[module.name] = section;
+      return section;
+    };
   }
   const validate = object({ ...platformShape, ...moduleShapes }, { unknownKeys: "reject" });
   try {
-    const parsed = validate(copy, "") as Record<string, unknown>;
-    const sections: Record<string, ModuleSection> = {};
-    for (const module of modules) sections[module.name] = parsed[module.name] as ModuleSection;
-    const platform: PlatformConfig = {
-      http: parsed.http as PlatformConfig["http"],
-      "log-level": parsed["log-level"] as PlatformConfig["log-level"],
-      database: parsed.database as PlatformConfig["database"],
-      security: parsed.security as PlatformConfig["security"],
-      cluster: parsed.cluster as PlatformConfig["cluster"],
-    };
+    const { http, "log-level": logLevel, database, security, cluster } = validate(copy, "");
+    const platform: PlatformConfig = { http, "log-level": logLevel, database, security, cluster };
     checkCluster(platform.cluster, platform.database.url, platform.security["require-token"]);
-    for (const module of modules) module.check?.(sections[module.name] as ModuleSection, platform);
+    for (const module of modules) {
+      const section = sections[module.name];
+      if (section !== undefined) module.check?.(section, platform);
+    }
     return { ...platform, modules: sections, ...(file === undefined ? {} : { file }) };
   } catch (error) {
     if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
@@ -240,7 +258,7 @@ export async function loadConfig(
   try {
     text = await readFile(path, "utf8");
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    const code = errnoCode(error) ?? String(error);
     throw new ConfigError(`invalid configuration: cannot read ${path}: ${code}`);
   }
   let raw: unknown;

@@ -44,7 +44,7 @@ export function parseDuration(text: string): Duration | undefined {
   while (GROUP.lastIndex < text.length) {
     const match = GROUP.exec(text);
     if (match === null) return undefined;
-    milliseconds += Number(match[1]) * (UNIT_MILLISECONDS[match[2] as string] as number);
+    milliseconds += Number(match[1]) * (UNIT_MILLISECONDS[match[2] ?? ""] ?? Number.NaN);
   }
   if (!Number.isFinite(milliseconds)) return undefined;
   return { text, milliseconds };

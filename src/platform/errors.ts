@@ -120,6 +120,11 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** The `code` of a Node.js system error (`ENOENT`, `EEXIST`); `undefined` for anything else. */
+export function errnoCode(error: unknown): string | undefined {
+  return error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : undefined;
+}
+
 /** 400 for a request field that broke a rule: `field author: must be ...`. */
 export function fieldError(error: ValidationError): InvalidError {
   return new InvalidError(error.path === "" ? `request body ${error.rule}` : `field ${error.message}`);
@@ -137,8 +142,14 @@ export const vigieErrorBody: ErrorBody = (message) => ({ error: message });
 /** Cargo's error body, which cargo prints to its user: `{"errors": [{"detail": message}]}`. */
 export const cargoErrorBody: ErrorBody = (detail) => ({ errors: [{ detail }] });
 
+function isErrorCode(name: string): name is ErrorCode {
+  return Object.hasOwn(STATUS_OF, name);
+}
+
 const CODE_OF_STATUS = new Map<number, ErrorCode>(
-  Object.entries(STATUS_OF).map(([code, status]) => [status, code as ErrorCode]),
+  Object.keys(STATUS_OF)
+    .filter(isErrorCode)
+    .map((code) => [STATUS_OF[code], code]),
 );
 
 /** The code of a status Fastify chose; 4xx without an entry are invalid requests. */

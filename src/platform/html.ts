@@ -19,5 +19,5 @@ const SPECIAL = /[&<>"']/g;
  * result again escapes its ampersands again.
  */
 export function escapeHtml(text: string): string {
-  return text.replace(SPECIAL, (character) => ENTITIES[character] as string);
+  return text.replace(SPECIAL, (character) => ENTITIES[character] ?? character);
 }

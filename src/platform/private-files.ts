@@ -6,9 +6,11 @@
  * masked it). Existing paths are left as they are: one wider than that (any group or other
  * permission) is reported once per process, naming the path and its mode, and is not an error.
  */
+
 import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync, statSync } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
+import { errnoCode } from "./errors.js";
 
 /** The mode of directories Vigie creates for its data: owner only. */
 export const PRIVATE_DIRECTORY_MODE = 0o700;
@@ -72,7 +74,7 @@ export function createPrivateFileSync(path: string): boolean {
   try {
     descriptor = openSync(path, "wx", PRIVATE_FILE_MODE);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    if (errnoCode(error) === "EEXIST") return false;
     throw error;
   }
   try {

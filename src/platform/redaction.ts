@@ -70,7 +70,7 @@ export function redactRequestUrl(url: string): string {
   if (start === -1) return url;
   const parts = url.slice(start + 1).split(/([&;])/);
   for (let index = 0; index < parts.length; index += 2) {
-    const part = parts[index] as string;
+    const part = parts[index] ?? "";
     const equals = part.indexOf("=");
     if (equals !== -1 && isSecretName(decodedName(part.slice(0, equals)))) {
       parts[index] = `${part.slice(0, equals + 1)}${REDACTED}`;

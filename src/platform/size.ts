@@ -29,6 +29,6 @@ export function parseSize(value: unknown): number | undefined {
   if (typeof value !== "string") return undefined;
   const match = SIZE.exec(value);
   if (match === null) return undefined;
-  const bytes = Number(match[1]) * (MULTIPLIERS[match[2] ?? ""] as number);
+  const bytes = Number(match[1]) * (MULTIPLIERS[match[2] ?? ""] ?? Number.NaN);
   return Number.isSafeInteger(bytes) ? bytes : undefined;
 }

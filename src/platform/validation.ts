@@ -102,10 +102,9 @@ export function boolean(): Validator<boolean> {
 export function oneOf<const T extends string>(choices: readonly T[]): Validator<T> {
   const rule = `must be one of ${choices.join(", ")}`;
   return (value, path) => {
-    if (typeof value !== "string" || !(choices as readonly string[]).includes(value)) {
-      throw new ValidationError(path, rule, value);
-    }
-    return value as T;
+    const choice = typeof value === "string" ? choices.find((candidate) => candidate === value) : undefined;
+    if (choice === undefined) throw new ValidationError(path, rule, value);
+    return choice;
   };
 }
 
@@ -181,6 +180,7 @@ export interface ObjectOptions {
  */
 export function object<S extends Shape>(shape: S, options: ObjectOptions): Validator<ShapeOf<S>> {
   const keys = Object.keys(shape);
+  const entries = Object.entries(shape);
   return (value, path) => {
     const input = value === undefined && options.optional ? {} : value;
     if (!isPlainObject(input)) throw new ValidationError(path, "must be an object", value);
@@ -192,8 +192,8 @@ export function object<S extends Shape>(shape: S, options: ObjectOptions): Valid
       }
     }
     const result: Record<string, unknown> = {};
-    for (const key of keys) {
-      const parsed = (shape[key] as Validator<unknown>)(input[key], childPath(path, key));
+    for (const [key, validate] of entries) {
+      const parsed = validate(input[key], childPath(path, key));
       if (parsed !== undefined) result[key] = parsed;
     }
     return result as ShapeOf<S>;

@@ -5,7 +5,9 @@
  * what changed. A notification missed while the listening connection was down is made up for by
  * the resync handlers, called after every (re)connection.
  */
+
 import pg from "pg";
+import { isPlainObject } from "../validation.js";
 
 /** The PostgreSQL channel of every notification. */
 const CHANNEL = "vigie_changes";
@@ -29,7 +31,7 @@ export type ChangeHandler = (data: unknown) => void | Promise<void>;
  * undefined for "any of them may have changed" (no names, or a payload too long for NOTIFY).
  */
 export function changedNames(data: unknown): string[] | undefined {
-  const names = (data as { names?: unknown } | undefined)?.names;
+  const names = isPlainObject(data) ? data.names : undefined;
   return Array.isArray(names) && names.every((name) => typeof name === "string") ? names : undefined;
 }
 

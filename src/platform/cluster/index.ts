@@ -175,8 +175,8 @@ export class Cluster {
             delay = Math.max(20, member.expiresInMs + 20);
           }
         }
-        for (const set of [this.shards, this.streams] as const) {
-          const expiry = await (set as LeaseSet<string | number>).balance(members, startedAt);
+        const shardExpiry = await this.shards.balance(members, startedAt);
+        for (const expiry of [shardExpiry, await this.streams.balance(members, startedAt)]) {
           // A lease of a dead member ends before the next heartbeat: take it right then.
           if (expiry !== undefined && expiry + 20 < delay) delay = Math.max(20, expiry + 20);
         }

@@ -2,6 +2,7 @@
  * The NATS connection of an instance in cluster mode and the JetStream stream `VIGIE_EVENTS` that
  * carries forwarded events (scale-out.md §4), through the official client.
  */
+
 import { readFile } from "node:fs/promises";
 import {
   DiscardPolicy,
@@ -13,6 +14,7 @@ import {
   StorageType,
 } from "@nats-io/jetstream";
 import { connect, credsAuthenticator, type NatsConnection, nanos } from "@nats-io/transport-node";
+import { errorMessage } from "../errors.js";
 import type { ClusterConfig } from "./config.js";
 
 /** The JetStream stream of forwarded events. */
@@ -39,7 +41,7 @@ export interface NatsLogger {
 /** NATS could not be reached at start-up; the message names the servers. */
 export class NatsUnavailableError extends Error {
   constructor(servers: readonly string[], cause: unknown) {
-    super(`cannot connect to NATS at ${servers.join(", ")}: ${(cause as Error)?.message ?? String(cause)}`);
+    super(`cannot connect to NATS at ${servers.join(", ")}: ${errorMessage(cause)}`);
     this.name = "NatsUnavailableError";
   }
 }
@@ -117,8 +119,7 @@ export async function connectNats(
 }
 
 function isNotFound(error: unknown): boolean {
-  const message = (error as Error)?.message ?? "";
-  return /not found/i.test(message);
+  return /not found/i.test(errorMessage(error));
 }
 
 /**
