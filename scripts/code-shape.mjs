@@ -9,7 +9,7 @@
  * `node scripts/code-shape.mjs [directory...]` prints every finding and the totals (default
  * `src`); test/code/shape.test.ts holds the limits.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
@@ -23,6 +23,10 @@ const ALLOWED_DOCUMENTS = new Set(["readme", "contributing", "license", "changel
 const RFC_SECTION = /RFC ?\d+,? ?(section )?$/i;
 
 function* typeScriptFiles(directory) {
+  if (statSync(directory).isFile()) {
+    yield directory;
+    return;
+  }
   for (const entry of readdirSync(directory, { withFileTypes: true })) {
     const path = join(directory, entry.name);
     if (entry.isDirectory()) yield* typeScriptFiles(path);
@@ -106,7 +110,7 @@ export function measureFile(path) {
   return result;
 }
 
-/** The findings of every `.ts` file under `directories`. */
+/** The findings of every `.ts` file under `directories` (a file stands for itself). */
 export function measure(directories) {
   return directories.flatMap((directory) => [...typeScriptFiles(directory)].map(measureFile));
 }
