@@ -78,14 +78,20 @@ export function measureFile(path) {
     citations: [],
   };
   const seenComments = new Set();
-  const visit = (node) => {
-    for (const range of ts.getLeadingCommentRanges(text, node.getFullStart()) ?? []) {
+  const comments = (ranges) => {
+    for (const range of ranges ?? []) {
       if (seenComments.has(range.pos)) continue;
       seenComments.add(range.pos);
       for (const citation of citationsIn(text.slice(range.pos, range.end))) {
         result.citations.push({ line: lineOf(range.pos), text: citation });
       }
     }
+  };
+  const visit = (node) => {
+    // Every node and token (getChildren, not forEachChild), so that a comment before a closing
+    // brace or after the last statement of a block is read too.
+    comments(ts.getLeadingCommentRanges(text, node.getFullStart()));
+    comments(ts.getTrailingCommentRanges(text, node.getEnd()));
     if (ts.isFunctionLike(node) && "body" in node && node.body !== undefined) {
       const lines = lineOf(node.getEnd()) - lineOf(node.getStart()) + 1;
       if (lines > LIMITS.functionLines)
@@ -98,15 +104,9 @@ export function measureFile(path) {
         result.doubleAssertions.push({ line: lineOf(node.getStart()), text: node.getText().slice(0, 80) });
       }
     }
-    ts.forEachChild(node, visit);
+    for (const child of node.getChildren(source)) visit(child);
   };
   visit(source);
-  // Comments after the last token of the file.
-  for (const range of ts.getTrailingCommentRanges(text, source.endOfFileToken.getFullStart()) ?? []) {
-    for (const citation of citationsIn(text.slice(range.pos, range.end))) {
-      result.citations.push({ line: lineOf(range.pos), text: citation });
-    }
-  }
   return result;
 }
 

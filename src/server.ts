@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, LogController } from "fastify";
 import type { Migration } from "kysely";
-import { Counter, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import { commentsModule } from "./comments/index.js";
 import { healthchecksModule } from "./healthchecks/index.js";
 import { Auth } from "./platform/auth.js";
@@ -17,7 +17,7 @@ import { EventRouter } from "./platform/events.js";
 import { homeRoute, serverLinks } from "./platform/home.js";
 import { HostOriginPolicy, installHostAndOriginChecks } from "./platform/host-origin.js";
 import { Lifecycle } from "./platform/lifecycle.js";
-import { createMetricsRegistry, Exposition, installHttpMetrics } from "./platform/metrics.js";
+import { counter, createMetricsRegistry, Exposition, installHttpMetrics } from "./platform/metrics.js";
 import {
   type AnyModule,
   type ModuleContext,
@@ -199,12 +199,12 @@ async function setUp(
     logger: app.log,
     cluster,
     events: new EventRouter(
-      new Counter({
-        name: "vigie_event_sink_dropped_total",
-        help: "Events a module handed to a stream that does not exist (or with the streams module disabled), by stream name.",
-        labelNames: ["stream"] as const,
-        registers: [metrics],
-      }),
+      counter(
+        metrics,
+        "vigie_event_sink_dropped_total",
+        "Events a module handed to a stream that does not exist (or with the streams module disabled), by stream name.",
+        ["stream"],
+      ),
       app.log,
     ),
   };

@@ -4,7 +4,9 @@
  * holds names that passed the rules of §2 (and, with configured websites, a configured name), so the
  * series count is bounded by the websites in use.
  */
-import { Counter, type Registry } from "prom-client";
+
+import type { Counter, Registry } from "prom-client";
+import { counter } from "../platform/metrics.js";
 import type { ListCacheObserver } from "./list-cache.js";
 
 /** Why a comment was refused: the `reason` label of `comments_rejected_total`. */
@@ -19,35 +21,25 @@ export class CommentMetrics {
   readonly listCache: Required<ListCacheObserver>;
 
   constructor(registry: Registry) {
-    this.#added = new Counter({
-      name: "comments_added_total",
-      help: "Comments accepted and stored, by website.",
-      labelNames: ["website"] as const,
-      registers: [registry],
-    });
-    this.#rejected = new Counter({
-      name: "comments_rejected_total",
-      help: "Comments refused, by website and reason (invalid, challenge, rate_limit).",
-      labelNames: ["website", "reason"] as const,
-      registers: [registry],
-    });
-    this.#issued = new Counter({
-      name: "challenges_issued_total",
-      help: "Challenges issued, by website.",
-      labelNames: ["website"] as const,
-      registers: [registry],
-    });
-    const lookups = new Counter({
-      name: "comments_list_cache_lookups_total",
-      help: "Public lists of approved comments answered from the cache (hit) or read from the database (miss).",
-      labelNames: ["result"] as const,
-      registers: [registry],
-    });
-    const dropped = new Counter({
-      name: "comments_list_cache_dropped_total",
-      help: "Public lists dropped from the cache, or not kept, to stay within its bounds of articles and bytes.",
-      registers: [registry],
-    });
+    this.#added = counter(registry, "comments_added_total", "Comments accepted and stored, by website.", ["website"]);
+    this.#rejected = counter(
+      registry,
+      "comments_rejected_total",
+      "Comments refused, by website and reason (invalid, challenge, rate_limit).",
+      ["website", "reason"],
+    );
+    this.#issued = counter(registry, "challenges_issued_total", "Challenges issued, by website.", ["website"]);
+    const lookups = counter(
+      registry,
+      "comments_list_cache_lookups_total",
+      "Public lists of approved comments answered from the cache (hit) or read from the database (miss).",
+      ["result"],
+    );
+    const dropped = counter(
+      registry,
+      "comments_list_cache_dropped_total",
+      "Public lists dropped from the cache, or not kept, to stay within its bounds of articles and bytes.",
+    );
     const hits = lookups.labels("hit");
     const misses = lookups.labels("miss");
     this.listCache = {

@@ -18,8 +18,10 @@
  * and API calls due meanwhile wait for one chunk, not for the whole scrape (healthchecks.md §8:
  * p99 lateness < 100 ms, API p99 < 5 ms).
  */
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+import type { Counter, Histogram, Registry } from "prom-client";
 import type { Exposition } from "../platform/metrics.js";
+import { counter, gaugeOf, histogram } from "../platform/metrics.js";
 
 /** Upper bounds of `healthcheck_duration_seconds`, in seconds. */
 export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -155,12 +157,12 @@ export class HistoryMetrics {
   readonly #dropped: Record<HistoryDropReason, Counter.Internal>;
 
   constructor(registry: Registry) {
-    const dropped = new Counter({
-      name: "healthcheck_history_dropped_total",
-      help: "Healthcheck results left out of the history, by reason (buffer_full, write_failed).",
-      labelNames: ["reason"],
-      registers: [registry],
-    });
+    const dropped = counter(
+      registry,
+      "healthcheck_history_dropped_total",
+      "Healthcheck results left out of the history, by reason (buffer_full, write_failed).",
+      ["reason"],
+    );
     this.#dropped = { buffer_full: dropped.labels("buffer_full"), write_failed: dropped.labels("write_failed") };
     // Both series exist from the start, at 0, so that a rate() over them is defined.
     for (const series of Object.values(this.#dropped)) series.inc(0);
@@ -184,20 +186,13 @@ export class HealthcheckMetrics {
    */
   constructor(registry: Registry, exposition: Exposition, scheduled: () => number) {
     exposition.add(() => this.#chunks());
-    new Gauge({
-      name: "healthcheck_scheduled",
-      help: "Healthchecks currently scheduled.",
-      registers: [registry],
-      collect() {
-        this.set(scheduled());
-      },
-    });
-    this.#lateness = new Histogram({
-      name: "healthcheck_lateness_seconds",
-      help: "How late scheduled healthcheck runs started compared with their schedule, in seconds.",
-      buckets: [...LATENESS_BUCKETS],
-      registers: [registry],
-    });
+    gaugeOf(registry, "healthcheck_scheduled", "Healthchecks currently scheduled.", scheduled);
+    this.#lateness = histogram(
+      registry,
+      "healthcheck_lateness_seconds",
+      "How late scheduled healthcheck runs started compared with their schedule, in seconds.",
+      [...LATENESS_BUCKETS],
+    );
   }
 
   /**

@@ -6,7 +6,7 @@
 import { Readable } from "node:stream";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** The label of requests that matched no route, so unknown URLs cannot explode the series count. */
 export const UNMATCHED_ROUTE = "unmatched";
@@ -16,6 +16,77 @@ export function createMetricsRegistry(): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return registry;
+}
+
+/**
+ * A counter registered in `registry`, with the label names `labels` (none by default). Metric
+ * names follow Prometheus' naming practice: a unit suffix, `_total` for counters.
+ */
+export function counter<L extends string = never>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labels: readonly L[] = [],
+): Counter<L> {
+  return new Counter({ name, help, labelNames: labels, registers: [registry] });
+}
+
+/** A gauge registered in `registry`, set by its owner (see {@link gaugeOf} for one read at scrape). */
+export function gauge<L extends string = never>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labels: readonly L[] = [],
+): Gauge<L> {
+  return new Gauge({ name, help, labelNames: labels, registers: [registry] });
+}
+
+/** A histogram registered in `registry`; `buckets` are upper bounds in the metric's unit. */
+export function histogram<L extends string = never>(
+  registry: Registry,
+  name: string,
+  help: string,
+  buckets: readonly number[],
+  labels: readonly L[] = [],
+): Histogram<L> {
+  return new Histogram({ name, help, labelNames: labels, buckets: [...buckets], registers: [registry] });
+}
+
+/**
+ * A gauge registered in `registry` whose value `read` gives at each scrape (an unlabelled gauge),
+ * or, with `label`, whose series are exactly the `[label value, value]` pairs `read` gives then
+ * (series of names no longer given disappear).
+ */
+export function gaugeOf(registry: Registry, name: string, help: string, read: () => number | Promise<number>): Gauge;
+export function gaugeOf(
+  registry: Registry,
+  name: string,
+  help: string,
+  read: () => Iterable<readonly [string, number]> | Promise<Iterable<readonly [string, number]>>,
+  label: string,
+): Gauge<string>;
+export function gaugeOf(
+  registry: Registry,
+  name: string,
+  help: string,
+  read: () => number | Promise<number> | Iterable<readonly [string, number]> | Promise<Iterable<readonly [string, number]>>,
+  label?: string,
+): Gauge<string> {
+  return new Gauge({
+    name,
+    help,
+    labelNames: label === undefined ? [] : [label],
+    registers: [registry],
+    async collect() {
+      const value = await read();
+      if (typeof value === "number" || label === undefined) {
+        if (typeof value === "number") this.set(value);
+        return;
+      }
+      this.reset();
+      for (const [labelValue, count] of value) this.set({ [label]: labelValue }, count);
+    },
+  });
 }
 
 /**
@@ -56,19 +127,19 @@ export class Exposition {
  * `exposition`, on `GET /metrics`, as a stream.
  */
 export function installHttpMetrics(app: FastifyInstance, registry: Registry, exposition: Exposition): void {
-  const requests = new Counter({
-    name: "http_requests_total",
-    help: "HTTP responses sent, by method, route pattern and status code.",
-    labelNames: ["method", "route", "status"] as const,
-    registers: [registry],
-  });
-  const durations = new Histogram({
-    name: "http_request_duration_seconds",
-    help: "Time from receiving a request to sending its response, in seconds, by method and route pattern.",
-    labelNames: ["method", "route"] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
+  const requests = counter(
+    registry,
+    "http_requests_total",
+    "HTTP responses sent, by method, route pattern and status code.",
+    ["method", "route", "status"],
+  );
+  const durations = histogram(
+    registry,
+    "http_request_duration_seconds",
+    "Time from receiving a request to sending its response, in seconds, by method and route pattern.",
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    ["method", "route"],
+  );
   // Label children resolved once per (method, route[, status]) instead of hashing labels per request.
   const counterChildren = new Map<string, { inc(): void }>();
   const histogramChildren = new Map<string, { observe(value: number): void }>();

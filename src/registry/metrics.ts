@@ -2,8 +2,10 @@
  * The registry's metric (registry.md §5): `registry_auth_total{result}`, one count per registry
  * token check made by a guard of any module, by outcome.
  */
-import { Counter, type Registry } from "prom-client";
+
+import type { Registry } from "prom-client";
 import type { Auth, AuthOutcome } from "../platform/auth.js";
+import { counter } from "../platform/metrics.js";
 
 /** Every outcome, so each series exists (at 0) from the start. */
 const OUTCOMES: readonly AuthOutcome[] = ["ok", "missing", "invalid", "expired", "inactive", "forbidden"];
@@ -14,17 +16,17 @@ const OUTCOMES: readonly AuthOutcome[] = ["ok", "missing", "invalid", "expired",
  * the guard already counted that request as `ok`.
  */
 export function countAuthOutcomes(registry: Registry, auth: Auth): void {
-  const counter = new Counter({
-    name: "registry_auth_total",
-    help: "Registry token checks made by route guards, by result (ok, missing, invalid, expired, inactive, forbidden).",
-    labelNames: ["result"] as const,
-    registers: [registry],
-  });
+  const outcomes = counter(
+    registry,
+    "registry_auth_total",
+    "Registry token checks made by route guards, by result (ok, missing, invalid, expired, inactive, forbidden).",
+    ["result"],
+  );
   // Label children resolved once: incrementing is then a field update, not a label hash. Each
   // series starts at 0 so that rate() sees the first failure.
   const children = new Map(
     OUTCOMES.map((outcome) => {
-      const child = counter.labels(outcome);
+      const child = outcomes.labels(outcome);
       child.inc(0);
       return [outcome, child] as const;
     }),

@@ -5,8 +5,10 @@
  * routes feed) and streams-io.md (outputs, publish/subscribe, async queues, Riemann input). Label
  * children are resolved once per stream, action, output or channel, so counting costs one call.
  */
+
 import type { FastifyBaseLogger } from "fastify";
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { Counter, Registry } from "prom-client";
+import { counter, gauge, gaugeOf, histogram } from "../platform/metrics.js";
 import type { StreamClusterMetrics } from "./cluster.js";
 import type { EngineHooks, StreamEngine } from "./engine.js";
 
@@ -18,30 +20,24 @@ const SKIPPED = "skipped";
  * `engine` is read at scrape time for the index sizes.
  */
 export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engine: () => StreamEngine): EngineHooks {
-  const events = new Counter({
-    name: "stream_events_total",
-    help: "Events that entered a stream (pushed, ingested or reinjected).",
-    labelNames: ["stream"] as const,
-    registers: [registry],
-  });
+  const events = counter(
+    registry,
+    "stream_events_total",
+    "Events that entered a stream (pushed, ingested or reinjected).",
+    ["stream"],
+  );
   // One counter for every drop: by an action (reason "skipped": it could not apply to the event, or
   // its state was full), or by a way in (action = the way in, reason = the event bound exceeded).
-  const dropped = new Counter({
-    name: "stream_dropped_events_total",
-    help: 'Events dropped: skipped by an action (reason "skipped"), or refused by a way in (action: push, otlp, remote-write, riemann, event-sink) for exceeding an event bound (reason: max-event-fields, max-event-tags, max-event-string, max-event-size).',
-    labelNames: ["stream", "action", "reason"] as const,
-    registers: [registry],
-  });
-  new Gauge({
-    name: "stream_index_size",
-    help: "Events held in a stream's index.",
-    labelNames: ["stream"] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const stream of engine().all()) this.set({ stream: stream.name }, stream.index.size);
-    },
-  });
+  const dropped = counter(
+    registry,
+    "stream_dropped_events_total",
+    'Events dropped: skipped by an action (reason "skipped"), or refused by a way in (action: push, otlp, remote-write, riemann, event-sink) for exceeding an event bound (reason: max-event-fields, max-event-tags, max-event-string, max-event-size).',
+    ["stream", "action", "reason"],
+  );
+  const indexSizes = function* (): Generator<readonly [string, number]> {
+    for (const stream of engine().all()) yield [stream.name, stream.index.size];
+  };
+  gaugeOf(registry, "stream_index_size", "Events held in a stream's index.", indexSizes, "stream");
   /** The action and reason label pairs of each stream's series, to forget them with the stream. */
   const actionsByStream = new Map<string, Set<string>>();
   const remember = (stream: string, action: string, reason: string) => {
@@ -108,20 +104,20 @@ export interface IngestionCounters {
 export function ingestionCounters(registry: Registry): IngestionCounters {
   return {
     samples: counterByLabel(
-      new Counter({
-        name: "remote_write_samples_total",
-        help: "Samples received through Prometheus remote write and pushed into streams, by stream name of the URL.",
-        labelNames: ["stream"] as const,
-        registers: [registry],
-      }),
+      counter(
+        registry,
+        "remote_write_samples_total",
+        "Samples received through Prometheus remote write and pushed into streams, by stream name of the URL.",
+        ["stream"],
+      ),
     ),
     spans: counterByLabel(
-      new Counter({
-        name: "otlp_spans_total",
-        help: "Spans received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
-        labelNames: ["stream"] as const,
-        registers: [registry],
-      }),
+      counter(
+        registry,
+        "otlp_spans_total",
+        "Spans received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
+        ["stream"],
+      ),
     ),
   };
 }
@@ -145,35 +141,32 @@ export interface OutputMetrics {
  * included).
  */
 export function outputMetrics(registry: Registry, queued: () => Iterable<readonly [string, number]>): OutputMetrics {
-  const events = new Counter({
-    name: "stream_output_events_total",
-    help: "Events handed to an output, by how they ended: sent, dropped-queue-full, dropped-rejected, dropped-retries-exhausted.",
-    labelNames: ["output", "outcome"] as const,
-    registers: [registry],
-  });
-  new Gauge({
-    name: "stream_output_queue_events",
-    help: "Events waiting in an output's queue (the batch being sent included).",
-    labelNames: ["output"] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [output, count] of queued()) this.set({ output }, count);
-    },
-  });
-  const durations = new Histogram({
-    name: "stream_output_request_duration_seconds",
-    help: "Duration of an output's requests (or file writes), in seconds, whatever their outcome.",
-    labelNames: ["output"] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry],
-  });
-  const retries = new Counter({
-    name: "stream_output_retries_total",
-    help: "Requests of an output sent again after a network error, a timeout, a 5xx or a 429.",
-    labelNames: ["output"] as const,
-    registers: [registry],
-  });
+  const events = counter(
+    registry,
+    "stream_output_events_total",
+    "Events handed to an output, by how they ended: sent, dropped-queue-full, dropped-rejected, dropped-retries-exhausted.",
+    ["output", "outcome"],
+  );
+  gaugeOf(
+    registry,
+    "stream_output_queue_events",
+    "Events waiting in an output's queue (the batch being sent included).",
+    queued,
+    "output",
+  );
+  const durations = histogram(
+    registry,
+    "stream_output_request_duration_seconds",
+    "Duration of an output's requests (or file writes), in seconds, whatever their outcome.",
+    [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    ["output"],
+  );
+  const retries = counter(
+    registry,
+    "stream_output_retries_total",
+    "Requests of an output sent again after a network error, a timeout, a 5xx or a 429.",
+    ["output"],
+  );
   return {
     events(output, outcome) {
       const child = events.labels(output, outcome);
@@ -214,38 +207,29 @@ export function channelMetrics(
   registry: Registry,
   subscribers: () => Iterable<readonly [string, number]>,
 ): ChannelMetrics {
-  new Gauge({
-    name: "stream_subscribers",
-    help: "WebSocket subscribers of a channel.",
-    labelNames: ["channel"] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [channel, count] of subscribers()) this.set({ channel }, count);
-    },
-  });
+  gaugeOf(registry, "stream_subscribers", "WebSocket subscribers of a channel.", subscribers, "channel");
   const published = counterByLabel(
-    new Counter({
-      name: "stream_published_events_total",
-      help: "Events published to a channel that had at least one subscriber.",
-      labelNames: ["channel"] as const,
-      registers: [registry],
-    }),
+    counter(
+      registry,
+      "stream_published_events_total",
+      "Events published to a channel that had at least one subscriber.",
+      ["channel"],
+    ),
   );
   const dropped = counterByLabel(
-    new Counter({
-      name: "stream_publish_dropped_total",
-      help: "Events a subscriber missed because its socket buffer held more than 1 MiB.",
-      labelNames: ["channel"] as const,
-      registers: [registry],
-    }),
+    counter(
+      registry,
+      "stream_publish_dropped_total",
+      "Events a subscriber missed because its socket buffer held more than 1 MiB.",
+      ["channel"],
+    ),
   );
-  const refused = new Counter({
-    name: "stream_subscriptions_refused_total",
-    help: "WebSocket subscriptions refused, by the bound they would have exceeded.",
-    labelNames: ["bound"] as const,
-    registers: [registry],
-  });
+  const refused = counter(
+    registry,
+    "stream_subscriptions_refused_total",
+    "WebSocket subscriptions refused, by the bound they would have exceeded.",
+    ["bound"],
+  );
   return {
     published(channel) {
       const child = published(channel);
@@ -275,22 +259,19 @@ export function asyncQueueMetrics(
   registry: Registry,
   backlog: () => Iterable<readonly [string, number]>,
 ): AsyncQueueMetrics {
-  new Gauge({
-    name: "stream_async_queue_events",
-    help: "Entries (events or window lists) waiting in an async queue.",
-    labelNames: ["queue"] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [queue, count] of backlog()) this.set({ queue }, count);
-    },
-  });
-  const dropped = new Counter({
-    name: "stream_async_queue_dropped_total",
-    help: "Entries an async queue dropped because it was full.",
-    labelNames: ["queue"] as const,
-    registers: [registry],
-  });
+  gaugeOf(
+    registry,
+    "stream_async_queue_events",
+    "Entries (events or window lists) waiting in an async queue.",
+    backlog,
+    "queue",
+  );
+  const dropped = counter(
+    registry,
+    "stream_async_queue_dropped_total",
+    "Entries an async queue dropped because it was full.",
+    ["queue"],
+  );
   return {
     dropped(queue) {
       const child = dropped.labels(queue);
@@ -338,43 +319,39 @@ const CLOSURES: readonly RiemannClosure[] = ["max-frame-size", "frame-timeout", 
 
 /** Registers the Riemann metrics; every reason's child exists from the start, at 0. */
 export function riemannMetrics(registry: Registry): RiemannMetrics {
-  const connections = new Gauge({
-    name: "riemann_connections",
-    help: "Open connections of the Riemann protocol input.",
-    registers: [registry],
-  });
-  const messages = new Counter({
-    name: "riemann_messages_total",
-    help: "Riemann protocol messages answered, by outcome (ok: true or error).",
-    labelNames: ["outcome"] as const,
-    registers: [registry],
-  });
+  const connections = gauge(registry, "riemann_connections", "Open connections of the Riemann protocol input.");
+  const messages = counter(
+    registry,
+    "riemann_messages_total",
+    "Riemann protocol messages answered, by outcome (ok: true or error).",
+    ["outcome"],
+  );
   const ok = messages.labels("ok");
   const error = messages.labels("error");
-  const events = new Counter({
-    name: "riemann_events_total",
-    help: "Events received through the Riemann protocol and pushed into streams.",
-    registers: [registry],
-  });
-  const refused = new Counter({
-    name: "riemann_refused_connections_total",
-    help: "Riemann connections closed as they arrived or during their TLS handshake, by reason (the bound).",
-    labelNames: ["reason"] as const,
-    registers: [registry],
-  });
-  const closed = new Counter({
-    name: "riemann_closed_connections_total",
-    help: "Riemann connections closed after an error reply because of a bound, by reason (the bound).",
-    labelNames: ["reason"] as const,
-    registers: [registry],
-  });
+  const events = counter(
+    registry,
+    "riemann_events_total",
+    "Events received through the Riemann protocol and pushed into streams.",
+  );
+  const refused = counter(
+    registry,
+    "riemann_refused_connections_total",
+    "Riemann connections closed as they arrived or during their TLS handshake, by reason (the bound).",
+    ["reason"],
+  );
+  const closed = counter(
+    registry,
+    "riemann_closed_connections_total",
+    "Riemann connections closed after an error reply because of a bound, by reason (the bound).",
+    ["reason"],
+  );
   for (const reason of REFUSALS) refused.inc({ reason }, 0);
   for (const reason of CLOSURES) closed.inc({ reason }, 0);
-  const buffered = new Gauge({
-    name: "riemann_buffered_bytes",
-    help: "Bytes the Riemann input holds for its clients: partial frames, frames not handled yet, replies not read yet.",
-    registers: [registry],
-  });
+  const buffered = gauge(
+    registry,
+    "riemann_buffered_bytes",
+    "Bytes the Riemann input holds for its clients: partial frames, frames not handled yet, replies not read yet.",
+  );
   return {
     connections: (delta) => connections.inc(delta),
     message: (outcome) => (outcome === "ok" ? ok : error).inc(),
@@ -392,17 +369,16 @@ export function riemannMetrics(registry: Registry): RiemannMetrics {
  * `stream_consumed_events_total{stream}` (received through JetStream and run here).
  */
 export function clusterMetrics(registry: Registry): StreamClusterMetrics {
-  const counter = (name: string, help: string) =>
-    counterByLabel(new Counter({ name, help, labelNames: ["stream"] as const, registers: [registry] }));
-  const forwarded = counter(
+  const streamCounter = (name: string, help: string) => counterByLabel(counter(registry, name, help, ["stream"]));
+  const forwarded = streamCounter(
     "stream_forwarded_events_total",
     "Events handed to JetStream for the instance that owns their stream, by stream.",
   );
-  const failed = counter(
+  const failed = streamCounter(
     "stream_forward_failed_events_total",
     "Events for a stream owned by another instance that could not be handed to JetStream, by stream.",
   );
-  const consumed = counter(
+  const consumed = streamCounter(
     "stream_consumed_events_total",
     "Events received through JetStream from other instances and run here, by stream.",
   );

@@ -5,10 +5,12 @@
  * {@link Cluster} when `cluster.enabled` is true and hands it to every module in its context;
  * modules never reach each other through it, each uses its own lease set and topics.
  */
+
 import type { FastifyInstance, preHandlerHookHandler } from "fastify";
 import { sql } from "kysely";
-import { Counter, Gauge, type Registry } from "prom-client";
+import type { Gauge, Registry } from "prom-client";
 import type { Database } from "../database.js";
+import { counter, gauge, gaugeOf } from "../metrics.js";
 import { ChangeFeed } from "./changes.js";
 import { type ClusterConfig, instanceIdOf } from "./config.js";
 import { LeaseSet } from "./leases.js";
@@ -97,26 +99,24 @@ export class Cluster {
     );
     this.shards = new LeaseSet<number>(SHARD_LEASES, this.instanceId, this.leaseMs, this.storage, () => ALL_SHARDS);
     this.streams = new LeaseSet<string>(STREAM_LEASES, this.instanceId, this.leaseMs, this.storage);
-    this.#membersGauge = new Gauge({
-      name: "vigie_cluster_members",
-      help: "Live members of the cluster, as this instance last saw them.",
-      registers: [metrics],
-    });
+    this.#membersGauge = gauge(
+      metrics,
+      "vigie_cluster_members",
+      "Live members of the cluster, as this instance last saw them.",
+    );
     const shards = this.shards;
-    new Gauge({
-      name: "vigie_cluster_shards_owned",
-      help: "Healthcheck shards this instance holds the lease of (of 256).",
-      registers: [metrics],
-      collect() {
-        this.set(shards.size);
-      },
-    });
-    const rebalances = new Counter({
-      name: "vigie_cluster_rebalances_total",
-      help: "Changes of the shards or streams this instance owns (gained or lost).",
-      labelNames: ["leases"] as const,
-      registers: [metrics],
-    });
+    gaugeOf(
+      metrics,
+      "vigie_cluster_shards_owned",
+      "Healthcheck shards this instance holds the lease of (of 256).",
+      () => shards.size,
+    );
+    const rebalances = counter(
+      metrics,
+      "vigie_cluster_rebalances_total",
+      "Changes of the shards or streams this instance owns (gained or lost).",
+      ["leases"],
+    );
     this.shards.onRebalance = () => rebalances.inc({ leases: "shards" });
     this.streams.onRebalance = () => rebalances.inc({ leases: "streams" });
     const report = (error: unknown) => logger.error({ err: error }, "a module failed to follow a lease change");

@@ -4,7 +4,9 @@
  * `registry_downloads_total` and `registry_publish_total{outcome}`; and `registry_index_cache_bytes`,
  * the memory this instance gives to rendered index files (bounded by `index-cache-size`).
  */
-import { Counter, Gauge, type Registry } from "prom-client";
+
+import type { Counter, Registry } from "prom-client";
+import { counter, gaugeOf } from "../../platform/metrics.js";
 
 /** How a publish ended, the label of `registry_publish_total`. */
 export type PublishOutcome = "ok" | "invalid" | "unauthorized" | "forbidden" | "conflict" | "too-large" | "error";
@@ -53,41 +55,26 @@ export function registerCargoMetrics(
     });
     return pending;
   };
-  new Gauge({
-    name: "registry_crates",
-    help: "Crates in the Cargo registry.",
-    registers: [registry],
-    async collect() {
-      this.set((await read()).crates);
-    },
-  });
-  new Gauge({
-    name: "registry_crate_versions",
-    help: "Published versions in the Cargo registry, yanked ones included.",
-    registers: [registry],
-    async collect() {
-      this.set((await read()).versions);
-    },
-  });
-  new Gauge({
-    name: "registry_index_cache_bytes",
-    help: "Bytes of rendered sparse index files (plain and gzip) this instance keeps in memory.",
-    registers: [registry],
-    collect() {
-      this.set(indexCacheBytes());
-    },
-  });
-  const downloads = new Counter({
-    name: "registry_downloads_total",
-    help: "Downloads of .crate files served by this instance.",
-    registers: [registry],
-  });
-  const publish = new Counter({
-    name: "registry_publish_total",
-    help: "Publishes by outcome (ok, invalid, unauthorized, forbidden, conflict, too-large, error).",
-    labelNames: ["outcome"] as const,
-    registers: [registry],
-  });
+  gaugeOf(registry, "registry_crates", "Crates in the Cargo registry.", async () => (await read()).crates);
+  gaugeOf(
+    registry,
+    "registry_crate_versions",
+    "Published versions in the Cargo registry, yanked ones included.",
+    async () => (await read()).versions,
+  );
+  gaugeOf(
+    registry,
+    "registry_index_cache_bytes",
+    "Bytes of rendered sparse index files (plain and gzip) this instance keeps in memory.",
+    indexCacheBytes,
+  );
+  const downloads = counter(registry, "registry_downloads_total", "Downloads of .crate files served by this instance.");
+  const publish = counter(
+    registry,
+    "registry_publish_total",
+    "Publishes by outcome (ok, invalid, unauthorized, forbidden, conflict, too-large, error).",
+    ["outcome"],
+  );
   const children = new Map(OUTCOMES.map((outcome) => [outcome, publish.labels(outcome)] as const));
   for (const child of children.values()) child.inc(0);
   return { downloads, publish: (outcome) => children.get(outcome)?.inc() };
