@@ -1,6 +1,6 @@
 /**
  * Builds the Fastify application from a validated configuration: the platform (errors, metrics,
- * health, auth hook point, reloads) and every enabled module (platform.md §7).
+ * health, auth hook point, reloads) and every enabled module.
  */
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, LogController } from "fastify";
@@ -35,7 +35,7 @@ import { streamsModule } from "./streams/index.js";
  * The modules of Vigie, in registration order. Each is one Fastify plugin enabled by
  * `<name>.enabled` in the configuration; its migrations run whether it is enabled or not, so
  * enabling it later needs no other step. The streams module comes before the modules that produce
- * events (platform.md §9), so that its streams receive their first events: healthchecks start
+ * events (healthchecks, comments), so that its streams receive their first events: healthchecks start
  * running as their module registers.
  */
 export const modules: readonly AnyModule[] = [registryModule, streamsModule, commentsModule, healthchecksModule];
@@ -113,7 +113,7 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
       : { loggerInstance: options.logger.child({}, { serializers: REQUEST_LOG_SERIALIZERS }) }),
     trustProxy: config.http["trust-proxy"],
     bodyLimit: config.http["body-limit"],
-    // Long enough for every name the specs allow (healthcheck names: 255 characters), so that the
+    // Long enough for every name Vigie accepts (healthcheck names: 255 characters), so that the
     // modules answer over-long names with their own 400/404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_SEGMENT },
     // Errors Fastify raises before routing, answered in the platform's {"error"} format.
@@ -209,7 +209,7 @@ async function setUp(
     ),
   };
   app.decorateRequest("principal", undefined);
-  // Bodies are JSON unless a route says otherwise (platform.md §4): Fastify's default text/plain
+  // Bodies are JSON unless a route says otherwise (docs/api.md): Fastify's default text/plain
   // parser would let a wrong media type through to validation instead of a 415.
   app.removeContentTypeParser("text/plain");
   installErrorHandling(app);
@@ -238,7 +238,7 @@ async function setUp(
   homeRoute(app, VERSION, links, config.http["public-url"]);
   app.get("/healthz", health);
   app.get("/health", health);
-  // The cluster view is behind the guard of the healthcheck API (scale-out.md §1).
+  // The cluster view is behind the guard of the healthcheck API (docs/cluster.md).
   cluster?.routes(app, context.apiGuard);
 
   for (const module of moduleList) {

@@ -1,5 +1,5 @@
 /**
- * Authentication shared by every module (platform.md §5): the token travels in `Authorization`,
+ * Authentication shared by every module (docs/api.md): the token travels in `Authorization`,
  * raw or as `Bearer <token>`; a verifier (registered by the registry module) maps a token to a user
  * with a role; modules guard routes with {@link Auth.require}.
  */
@@ -7,12 +7,12 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
 import { isPlainObject } from "./validation.js";
 
-/** The two roles of registry.md §1. `admin` may do everything `tech` may. */
+/** The two roles of a registry user (docs/registry.md). `admin` may do everything `tech` may. */
 export type Role = "admin" | "tech";
 
 /**
  * The authenticated caller, set on `request.principal` by a guard. `scopes` and `crates` are the
- * limits of a Cargo token (cargo.md §4: scope names, crate name patterns), `undefined` meaning all;
+ * limits of a Cargo token (docs/cargo.md: scope names, crate name patterns), `undefined` meaning all;
  * a principal with either one is "scoped" (see {@link isScoped}).
  */
 export interface Principal {
@@ -26,17 +26,17 @@ export interface Principal {
 }
 
 /**
- * Whether a principal comes from a token created with `scopes` or `crates` (cargo.md §4): such a
+ * Whether a principal comes from a token created with `scopes` or `crates` (docs/cargo.md): such a
  * token is for Cargo only, and every guard but those created with `{scoped: true}` refuses it.
  */
 export function isScoped(principal: Principal): boolean {
   return principal.scopes !== undefined || principal.crates !== undefined;
 }
 
-/** The 403 sentence for a scoped token on a route that is not Cargo's (cargo.md §4). */
+/** The 403 sentence for a scoped token on a route that is not Cargo's (docs/api.md). */
 export const SCOPED_TOKEN_ERROR = "a token with scopes is for Cargo only";
 
-/** How one authentication ended; the values of `registry_auth_total{result}` (registry.md §5). */
+/** How one authentication ended; the values of `registry_auth_total{result}` (docs/registry.md). */
 export type AuthOutcome = "ok" | "missing" | "invalid" | "expired" | "inactive" | "forbidden";
 
 /** What a verifier says of a token. */
@@ -60,8 +60,8 @@ declare module "fastify" {
 const BEARER = /^bearer\s+/i;
 
 /**
- * The token of an `Authorization` header value: `Bearer <token>` (scheme case-insensitive, RFC 6750
- * §2.1) or the raw token. Returns `undefined` for a missing or blank header.
+ * The token of an `Authorization` header value: `Bearer <token>` (scheme case-insensitive,
+ * RFC 6750 §2.1) or the raw token. Returns `undefined` for a missing or blank header.
  */
 export function readToken(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
@@ -102,7 +102,7 @@ export interface GuardOptions {
    */
   readonly queryParameter?: string;
   /**
-   * Lets scoped tokens through (cargo.md §4): only the Cargo routes pass it, and check the scopes
+   * Lets scoped tokens through ({@link isScoped}): only the Cargo routes pass it, and check the scopes
    * of `request.principal` themselves (`missingScope` of src/registry/cargo/scopes.ts). Without it
    * a scoped token gets 403 `a token with scopes is for Cargo only`.
    */
@@ -191,7 +191,7 @@ export class Auth {
 
 /**
  * The result of {@link Auth.check}. `forbidden` says why: the user's `role` is not enough, or the
- * token is `scoped` (cargo.md §4); both count as `forbidden` in `registry_auth_total`.
+ * token is `scoped` (for Cargo only); both count as `forbidden` in `registry_auth_total`.
  */
 export type AuthResult =
   | TokenVerification

@@ -1,6 +1,7 @@
 /**
  * The configuration: one YAML file (`--config FILE` or `VIGIE_CONFIG`), environment overrides for
- * the database URL and secrets, a default for every key, unknown keys refused (platform.md §2).
+ * the database URL and secrets, a default for every key, unknown keys refused so that a misspelt
+ * option never silently does nothing (docs/configuration.md).
  */
 
 import { readFile } from "node:fs/promises";
@@ -79,7 +80,7 @@ const httpObject = object(
   { unknownKeys: "reject", optional: true },
 );
 
-/** The `http` section; `public-url` defaults to `http://<host>:<port>` (platform.md §2). */
+/** The `http` section; `public-url` defaults to `http://<host>:<port>` (docs/configuration.md). */
 const http = (value: unknown, path: string) => {
   const section = httpObject(value, path);
   return { ...section, "public-url": section["public-url"] ?? defaultPublicUrl(section.host, section.port) };
@@ -151,7 +152,7 @@ function describe(value: unknown): string {
   return text.length > 120 ? `${text.slice(0, 117)}...` : text;
 }
 
-/** Formats a validation error the way platform.md §1 shows it. */
+/** Formats a validation error as `invalid configuration: <key>: <rule> (got <value>)` (docs/configuration.md). */
 export function configErrorMessage(error: ValidationError): string {
   const got = error.hasValue ? ` (got ${describe(error.value)})` : "";
   return `invalid configuration: ${error.path}: ${error.rule}${got}`;
@@ -265,7 +266,7 @@ export async function loadConfig(
   try {
     // YAML 1.2's core schema: no timestamps, no merge keys, `yes` stays a string. js-yaml rather
     // than the `yaml` package: it parses 10 000 healthchecks about 7 times faster, with a sixth of
-    // the memory (healthchecks.md §8, start-up within 2 s).
+    // the memory (10 000 checks in the file must still start within 2 s, docs/benchmarks.md).
     raw = loadYaml(text, { schema: CORE_SCHEMA, filename: path });
   } catch (error) {
     if (!(error instanceof YAMLException)) throw error;

@@ -1,6 +1,6 @@
 /**
  * The database: Kysely on better-sqlite3 (`sqlite:<file>`, `sqlite::memory:`) or on pg
- * (`postgres://...`), with the migrations of every module run at start-up (platform.md §3).
+ * (`postgres://...`), with the migrations of every module run at start-up (docs/operations.md).
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,7 +18,7 @@ import {
 
 /** The tables of the platform itself; each module adds its own with `kysely.withTables<T>()`. */
 export interface PlatformTables {
-  /** Secrets Vigie generates itself (comments.md §7), by key. */
+  /** Secrets Vigie generates itself (the comments admin token and challenge secret), by key. */
   settings: { key: string; value: string };
 }
 

@@ -1,6 +1,6 @@
 /**
  * Durations, as written in configuration files and API bodies: one or more `<number><unit>` groups
- * such as `500ms`, `10s`, `1.5h` or `1h30m` (healthchecks.md §2, the syntax of Go's
+ * such as `500ms`, `10s`, `1.5h` or `1h30m` (docs/configuration.md; the syntax of Go's
  * `time.ParseDuration` without sign). Units: `ns`, `us`, `µs`, `ms`, `s`, `m`, `h`. A bare number
  * is refused, except `0`. This is the only duration parser of the project.
  */

@@ -1,15 +1,15 @@
 /**
- * Events between modules (platform.md §9): a module that produces events for the streams
+ * Events between modules: a module that produces events for the streams
  * (healthcheck results, new comments) depends on {@link EventSink}, never on the streams module.
  * `src/server.ts` hands every module one {@link EventRouter}; the streams module connects its
  * engine to it, and without the streams module every event is dropped and counted.
  */
 import type { Counter } from "prom-client";
 
-/** An event: a JSON object with a free schema (streams.md §1); times are Unix seconds. */
+/** An event: a JSON object with a free schema (docs/streams.md); times are Unix seconds. */
 export type SinkEvent = Record<string, unknown>;
 
-/** Where a producer hands events (platform.md §9). */
+/** Where a producer hands events, without knowing whether the streams module runs. */
 export interface EventSink {
   /**
    * Hands events to the named stream, or to every `:default true` stream for "default". Never
@@ -66,7 +66,7 @@ export class EventRouter implements EventSink {
     try {
       delivered = this.#receiver?.(stream, events) ?? false;
     } catch {
-      // A producer must never fail because of a stream (platform.md §9): counted as dropped.
+      // A producer must never fail because of a stream: counted as dropped.
     }
     if (delivered) return;
     this.#dropped(stream, events.length);

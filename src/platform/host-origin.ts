@@ -1,5 +1,5 @@
 /**
- * Host and origin checks (platform.md §8), what keeps a web page in a browser on the same machine
+ * Host and origin checks (docs/security.md), what keeps a web page in a browser on the same machine
  * from using a Vigie that listens on loopback: DNS rebinding (a page of `evil.example` whose name
  * now resolves to 127.0.0.1), cross-site form posts and cross-site WebSocket hijacking.
  *
@@ -107,7 +107,7 @@ export interface HostOriginSettings {
   readonly "allowed-origins": readonly string[];
 }
 
-/** Decisions remembered per `Host` value; the memory starts over when full (a bound, §8). */
+/** Decisions remembered per `Host` value; the memory starts over when full, so no client can grow it. */
 const HOST_MEMO_ENTRIES = 1024;
 
 /** The allowed hosts and origins of one server, compiled for the hot path. */

@@ -1,6 +1,6 @@
 /**
- * HTML escaping, for text that a page inserts as HTML: the author and content of comments
- * (comments.md §5) and the bodies quoted in healthcheck failure messages (healthchecks.md §3).
+ * HTML escaping, for text that a page inserts as HTML: the author and content of comments and the
+ * bodies quoted in healthcheck failure messages, text that Vigie does not control.
  */
 
 const ENTITIES: Readonly<Record<string, string>> = {

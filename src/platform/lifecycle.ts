@@ -1,5 +1,5 @@
 /**
- * Reloads on SIGHUP (platform.md §2): modules register what they reload (configuration-file
+ * Reloads on SIGHUP (docs/operations.md): modules register what they reload (configuration-file
  * healthchecks, stream directories); the server re-reads the configuration file and calls them.
  */
 import type { VigieConfig } from "./config.js";

@@ -1,6 +1,6 @@
 /**
  * What a module is: one Fastify plugin, its configuration section, its environment overrides and
- * its migrations (platform.md §7). `src/server.ts` lists the modules; each is enabled by
+ * its migrations (CONTRIBUTING.md). `src/server.ts` lists the modules; each is enabled by
  * `<module>.enabled`.
  *
  * Every module has the same files: `index.ts` (this definition and what the CLI may use),
@@ -31,24 +31,24 @@ export interface ModuleContext {
   readonly exposition: Exposition;
   readonly auth: Auth;
   /**
-   * The guard of the APIs that `security.require-token` closes (healthchecks, streams; platform.md
-   * §5): a registry token of an active `tech` or `admin` user. `undefined` while they are open.
+   * The guard of the APIs that `security.require-token` closes (healthchecks, streams;
+   * docs/security.md): a registry token of an active `tech` or `admin` user. `undefined` while they
+   * are open.
    */
   readonly apiGuard: preHandlerHookHandler | undefined;
   readonly logger: FastifyBaseLogger;
   /**
-   * Events between modules (platform.md §9): producers push into it; the streams module connects
-   * its engine to it.
+   * Events between modules: producers push into it; the streams module connects its engine to it.
    */
   readonly events: EventRouter;
   /**
-   * This instance's place among several (scale-out.md), with `cluster.enabled`; `undefined` for a
+   * This instance's place among several (docs/cluster.md), with `cluster.enabled`; `undefined` for a
    * single instance. Modules take their leases and change topics from it.
    */
   readonly cluster: Cluster | undefined;
 }
 
-/** Re-applies the reloadable part of a module's section (SIGHUP, platform.md §2). */
+/** Re-applies the reloadable part of a module's section (on SIGHUP). */
 export type SectionReload<S extends Shape> = (section: ModuleSection<S>) => void | Promise<void>;
 
 /** The options a module's plugin receives. */

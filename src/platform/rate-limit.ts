@@ -1,9 +1,9 @@
 /**
  * Sliding-window rate limits, as the comments module (accepted comments per client address and
- * website, comments.md §5) and the registry (failed token creations, registry.md §3) apply them: at
- * most `limit` hits per key within the last `windowMs`. The hits themselves live in each module's
- * database table, so that instances sharing PostgreSQL enforce one limit (platform.md §3); this
- * file holds the policy and the arithmetic of `Retry-After`.
+ * website) and the registry (failed token creations) apply them: at most `limit` hits per key within
+ * the last `windowMs`. The hits themselves live in each module's database table, so that instances
+ * sharing PostgreSQL enforce one limit, not one each; this file holds the policy and the arithmetic
+ * of `Retry-After`.
  */
 
 /** How many hits a window allows and how long it lasts. */

@@ -1,7 +1,7 @@
 /**
  * Regular expressions that come from users (configuration files and APIs: `body-regexp` of http
  * checks, `:regex` conditions of streams), compiled with RE2 through re2js so that matching takes
- * time linear in the input whatever the pattern (platform.md §8): no catastrophic backtracking, so a
+ * time linear in the input whatever the pattern (docs/security.md): no catastrophic backtracking, so a
  * pattern such as `(a+)+$` cannot freeze the event loop. The price is RE2's syntax
  * (https://github.com/google/re2/wiki/Syntax): backreferences and lookaround are refused.
  */

@@ -1,6 +1,6 @@
 /**
- * Settings: values Vigie generates once and keeps in the database (platform.md §3), such as the
- * comments admin token and challenge secret (comments.md §7).
+ * Settings: values Vigie generates once and keeps in the database, never only in memory, so that a
+ * restart or another instance sees the same: the comments admin token and challenge secret.
  */
 import type { Database } from "./database.js";
 

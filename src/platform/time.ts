@@ -10,7 +10,7 @@ let cachedPrefix = "";
 /**
  * The RFC 3339 UTC form of a time in milliseconds since the epoch, identical to
  * `new Date(milliseconds).toISOString()` (fractions of a millisecond dropped). The text of the last
- * second asked is kept: healthchecks stamp about 1 000 results a second (healthchecks.md §8), and
+ * second asked is kept: healthchecks stamp about 1 000 results a second (10 000 checks at 10 s), and
  * building a Date and its text for each costs ten times more.
  *
  * @throws RangeError for a time that is not finite or out of the Date range, as toISOString

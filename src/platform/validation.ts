@@ -3,10 +3,10 @@
  * it in its typed form, and throws a {@link ValidationError} naming the path of the value and the
  * rule it broke. Callers turn that error into their own message: `invalid configuration: http.port:
  * must be an integer between 1 and 65535 (got "abc")` for the configuration, `field author: must be
- * a non-empty string of at most 100 characters` for an API (platform.md §2 and §4).
+ * a non-empty string of at most 100 characters` for an API (docs/configuration.md, docs/api.md).
  *
  * Written here rather than taken from a schema library because the exact wording of every rule is
- * part of the API contract of the specs.
+ * part of the documented API.
  */
 import { DURATION_RULE, type Duration, parseDuration } from "./duration.js";
 import { parseSize, SIZE_RULE } from "./size.js";

@@ -1,5 +1,5 @@
 /**
- * Changes between instances through PostgreSQL `LISTEN/NOTIFY` (scale-out.md §2–§4): an instance
+ * Changes between instances through PostgreSQL `LISTEN/NOTIFY` (docs/cluster.md): an instance
  * that changed shared state (a healthcheck definition, a stream, a token) notifies a topic after
  * its transaction committed; every other instance receives it within milliseconds and re-reads
  * what changed. A notification missed while the listening connection was down is made up for by

@@ -1,5 +1,5 @@
 /**
- * The `cluster` section of the configuration (scale-out.md): several instances on one PostgreSQL
+ * The `cluster` section of the configuration (docs/cluster.md): several instances on one PostgreSQL
  * and one NATS JetStream. Off by default; a single instance on SQLite needs neither.
  */
 import { hostname } from "node:os";
@@ -107,7 +107,7 @@ export function checkCluster(cluster: ClusterConfig, databaseUrl: string, requir
   }
 }
 
-/** This instance's id: `cluster.instance-id`, else `<hostname>-<pid>` (scale-out.md). */
+/** This instance's id: `cluster.instance-id`, else `<hostname>-<pid>` (docs/configuration.md). */
 export function instanceIdOf(cluster: ClusterConfig): string {
   if (cluster["instance-id"] !== "") return cluster["instance-id"];
   return `${hostname()

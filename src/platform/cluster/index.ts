@@ -1,5 +1,5 @@
 /**
- * Cluster mode (scale-out.md): membership through heartbeats in PostgreSQL, leases of the
+ * Cluster mode (docs/cluster.md): membership through heartbeats in PostgreSQL, leases of the
  * healthcheck shards and of the streams, changes between instances through `LISTEN/NOTIFY`, and
  * the NATS connection the streams module forwards events through. `src/server.ts` builds one
  * {@link Cluster} when `cluster.enabled` is true and hands it to every module in its context;
@@ -23,12 +23,12 @@ export { type LeaseListener, LeaseSet, shareOf } from "./leases.js";
 export { EVENTS_STREAM, type NatsLink, NatsUnavailableError, subjectToken } from "./nats.js";
 export { clusterMigrations } from "./storage.js";
 
-/** Healthcheck names are split into this many shards (scale-out.md §3). */
+/** Healthcheck names are split into this many shards, each run by one instance (docs/cluster.md). */
 export const SHARD_COUNT = 256;
 
 /**
- * The shard of a healthcheck: FNV-1a 32-bit of the UTF-8 name, mod 256 (scale-out.md §3). Stable
- * across instances, restarts and versions.
+ * The shard of a healthcheck: FNV-1a 32-bit of the UTF-8 name, mod 256 (docs/cluster.md). Stable
+ * across instances, restarts and versions, so that every instance agrees on who runs a check.
  */
 export function shardOf(name: string): number {
   let hash = 0x811c9dc5;

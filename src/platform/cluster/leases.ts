@@ -1,5 +1,5 @@
 /**
- * Leases of a set of keys shared among the live members (scale-out.md §3, §4): the 256 healthcheck
+ * Leases of a set of keys shared among the live members (docs/cluster.md): the 256 healthcheck
  * shards, the streams. Each member aims at its share of the keys and takes free or expired leases
  * up to it, releases what goes over it (a member joined), and renews what it holds at every
  * heartbeat. The database decides (conditional `UPDATE`s); this file holds the arithmetic and the

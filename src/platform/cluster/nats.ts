@@ -1,6 +1,6 @@
 /**
  * The NATS connection of an instance in cluster mode and the JetStream stream `VIGIE_EVENTS` that
- * carries forwarded events (scale-out.md §4), through the official client.
+ * carries forwarded events to the owner of their stream (docs/cluster.md), through the official client.
  */
 
 import { readFile } from "node:fs/promises";
@@ -125,7 +125,7 @@ function isNotFound(error: unknown): boolean {
 /**
  * A stream name as one NATS subject token or consumer name: letters, digits, `_` and `-` kept,
  * anything else (`.`, which separates subject tokens) written `~XX` in hexadecimal. Stream names
- * are `A-Z a-z 0-9 . _ -` (streams.md §6), so the result is unique and valid in both places.
+ * are `A-Z a-z 0-9 . _ -` (docs/streams.md), so the result is unique and valid in both places.
  */
 export function subjectToken(name: string): string {
   return name.replace(/[^A-Za-z0-9_-]/g, (character) => `~${character.charCodeAt(0).toString(16).padStart(2, "0")}`);

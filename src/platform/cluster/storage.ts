@@ -1,5 +1,5 @@
 /**
- * The cluster's tables (scale-out.md §1, §3, §4): members with their heartbeats, and leases (of
+ * The cluster's tables (docs/cluster.md): members with their heartbeats, and leases (of
  * the 256 healthcheck shards and of streams). The migrations run on both databases so that a
  * database can move from one instance to several; on SQLite the tables simply stay empty. Every
  * query runs on PostgreSQL only, and every time comparison uses the database's clock (`now()`),
@@ -17,7 +17,7 @@ export const clusterMigrations: Readonly<Record<string, Migration>> = {
         .addColumn("url", "text", (column) => column.notNull())
         .addColumn("started_at", "timestamptz", (column) => column.notNull())
         .addColumn("heartbeat_at", "timestamptz", (column) => column.notNull())
-        // What each instance loaded from its configuration file, to report differences (§3).
+        // What each instance loaded from its configuration file, to log checks that differ between instances.
         .addColumn("fingerprint", "text")
         .execute();
       await db.schema
