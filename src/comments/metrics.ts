@@ -1,7 +1,7 @@
 /**
- * The comments module's metrics (comments.md §8), and those of the cache of the public list
- * (list-cache.ts; platform.md §8 wants what a bound drops counted). The `website` label only ever
- * holds names that passed the rules of §2 (and, with configured websites, a configured name), so the
+ * The comments module's metrics (docs/comments.md), and those of the cache of the public list
+ * (list-cache.ts; what a bound drops is counted, so that an operator sees it). The `website` label
+ * only ever holds valid website names (and, with configured websites, a configured name), so the
  * series count is bounded by the websites in use.
  */
 

@@ -1,11 +1,11 @@
 /**
- * The module's metrics (healthchecks.md §8): `healthcheck_duration_seconds{name,status}` histogram,
+ * The module's metrics (docs/healthchecks.md): `healthcheck_duration_seconds{name,status}` histogram,
  * `healthcheck_total{name,status}` counter (status `success` or `failure`), `healthcheck_scheduled`
  * gauge and `healthcheck_lateness_seconds` histogram; and `healthcheck_history_dropped_total{reason}`
- * counter of results the history left out (§9.2, {@link HistoryMetrics}).
+ * counter of results the history left out ({@link HistoryMetrics}).
  *
- * The per-check families also carry the check's own labels (healthchecks.md §1: labels are copied
- * into metrics). prom-client fixes the label names of a metric when it is created and checks have
+ * The per-check families also carry the check's own labels (a check's labels are copied into its
+ * metrics). prom-client fixes the label names of a metric when it is created and checks have
  * free-form labels, so these two families keep their series here and render their own exposition
  * text (Prometheus text format 0.0.4), which `GET /metrics` appends to prom-client's through the
  * platform's {@link Exposition}. The other two are plain prom-client metrics.
@@ -15,8 +15,8 @@
  * prefixes once, when it is created, so a scrape only concatenates prefixes and numbers (about
  * 50 ms of CPU for those 10 000 checks, bench/healthchecks.mjs); and the text comes in chunks of
  * {@link SERIES_PER_CHUNK} series, between which `GET /metrics` yields to the event loop, so runs
- * and API calls due meanwhile wait for one chunk, not for the whole scrape (healthchecks.md §8:
- * p99 lateness < 100 ms, API p99 < 5 ms).
+ * and API calls due meanwhile wait for one chunk, not for the whole scrape (the targets of
+ * docs/benchmarks.md: p99 lateness < 100 ms, API p99 < 5 ms).
  */
 
 import type { Counter, Histogram, Registry } from "prom-client";
@@ -28,7 +28,7 @@ export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.
 
 /**
  * Upper bounds of `healthcheck_lateness_seconds`, in seconds: fine below 100 ms so the p50 and p99
- * the benchmark reads from them are meaningful (healthchecks.md §8 targets p99 < 100 ms).
+ * the benchmark reads from them are meaningful (the target is p99 < 100 ms, docs/benchmarks.md).
  */
 export const LATENESS_BUCKETS: readonly number[] = [
   0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 2, 5, 10,

@@ -1,5 +1,5 @@
 /**
- * Metrics (platform.md §6): one prom-client registry per server with the default process and
+ * Metrics (docs/operations.md): one prom-client registry per server with the default process and
  * Node.js metrics, the HTTP metrics labelled by route pattern, and every module's own metrics,
  * either as prom-client metrics or as exposition text a module renders itself ({@link Exposition}).
  */
@@ -69,7 +69,11 @@ export function gaugeOf(
   registry: Registry,
   name: string,
   help: string,
-  read: () => number | Promise<number> | Iterable<readonly [string, number]> | Promise<Iterable<readonly [string, number]>>,
+  read: () =>
+    | number
+    | Promise<number>
+    | Iterable<readonly [string, number]>
+    | Promise<Iterable<readonly [string, number]>>,
   label?: string,
 ): Gauge<string> {
   return new Gauge({

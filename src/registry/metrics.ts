@@ -1,5 +1,5 @@
 /**
- * The registry's metric (registry.md §5): `registry_auth_total{result}`, one count per registry
+ * The registry's metric (docs/registry.md): `registry_auth_total{result}`, one count per registry
  * token check made by a guard of any module, by outcome.
  */
 

@@ -1,8 +1,8 @@
 /**
- * The streams metrics: streams.md §10 (`stream_events_total{stream}`,
+ * The streams metrics (docs/streams.md): `stream_events_total{stream}`,
  * `stream_dropped_events_total{stream,action,reason}` and `stream_index_size{stream}`, which the
  * engine feeds; `remote_write_samples_total{stream}` and `otlp_spans_total{stream}`, which the ingestion
- * routes feed) and streams-io.md (outputs, publish/subscribe, async queues, Riemann input). Label
+ * routes feed; and those of outputs, publish/subscribe, async queues and the Riemann input. Label
  * children are resolved once per stream, action, output or channel, so counting costs one call.
  */
 
@@ -122,10 +122,10 @@ export function ingestionCounters(registry: Registry): IngestionCounters {
   };
 }
 
-/** How an event handed to an output ended (streams-io.md §1). */
+/** How an event handed to an output ended. */
 export type OutputOutcome = "sent" | "dropped-queue-full" | "dropped-rejected" | "dropped-retries-exhausted";
 
-/** The outputs' metrics of streams-io.md §1; every getter is resolved once per output. */
+/** The outputs' metrics; every getter is resolved once per output. */
 export interface OutputMetrics {
   /** `stream_output_events_total{output,outcome}`: adds a count of events. */
   events(output: string, outcome: OutputOutcome): (count: number) => void;
@@ -183,7 +183,7 @@ export function outputMetrics(registry: Registry, queued: () => Iterable<readonl
   };
 }
 
-/** The publish/subscribe metrics of streams-io.md §3, resolved once per channel. */
+/** The publish/subscribe metrics, resolved once per channel. */
 export interface ChannelMetrics {
   /** `stream_published_events_total{channel}`: events sent to a channel's subscribers. */
   published(channel: string): () => void;
@@ -245,7 +245,7 @@ export function channelMetrics(
   };
 }
 
-/** The async queues' metrics of streams-io.md §4. */
+/** The async queues' metrics. */
 export interface AsyncQueueMetrics {
   /** `stream_async_queue_dropped_total{queue}`: one more event dropped by a full queue. */
   dropped(queue: string): () => void;
@@ -363,7 +363,7 @@ export function riemannMetrics(registry: Registry): RiemannMetrics {
 }
 
 /**
- * Cluster mode (scale-out.md §4): `stream_forwarded_events_total{stream}` (handed to JetStream for
+ * Cluster mode (docs/cluster.md): `stream_forwarded_events_total{stream}` (handed to JetStream for
  * the stream's owner), `stream_forward_failed_events_total{stream}` (not handed over: NATS
  * unreachable, or the bound of unacknowledged sends reached) and
  * `stream_consumed_events_total{stream}` (received through JetStream and run here).

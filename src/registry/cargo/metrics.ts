@@ -1,5 +1,5 @@
 /**
- * The Cargo registry's metrics (cargo.md §5): `registry_crates` and `registry_crate_versions`
+ * The Cargo registry's metrics (docs/cargo.md): `registry_crates` and `registry_crate_versions`
  * (gauges read from the database at scrape time, so every instance sharing it reports the same),
  * `registry_downloads_total` and `registry_publish_total{outcome}`; and `registry_index_cache_bytes`,
  * the memory this instance gives to rendered index files (bounded by `index-cache-size`).
