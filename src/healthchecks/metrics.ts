@@ -21,7 +21,7 @@
 
 import type { Counter, Histogram, Registry } from "prom-client";
 import type { Exposition } from "../platform/metrics.js";
-import { counter, gaugeOf, histogram } from "../platform/metrics.js";
+import { counter, countersAtZero, gaugeOf, histogram } from "../platform/metrics.js";
 
 /** Upper bounds of `healthcheck_duration_seconds`, in seconds. */
 export const DURATION_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -154,7 +154,7 @@ export type HistoryDropReason = "buffer_full" | "write_failed";
  * history registers it.
  */
 export class HistoryMetrics {
-  readonly #dropped: Record<HistoryDropReason, Counter.Internal>;
+  readonly #dropped: Map<HistoryDropReason, Counter.Internal>;
 
   constructor(registry: Registry) {
     const dropped = counter(
@@ -163,14 +163,12 @@ export class HistoryMetrics {
       "Healthcheck results left out of the history, by reason (buffer_full, write_failed).",
       ["reason"],
     );
-    this.#dropped = { buffer_full: dropped.labels("buffer_full"), write_failed: dropped.labels("write_failed") };
-    // Both series exist from the start, at 0, so that a rate() over them is defined.
-    for (const series of Object.values(this.#dropped)) series.inc(0);
+    this.#dropped = countersAtZero(dropped, ["buffer_full", "write_failed"]);
   }
 
   /** Counts `rows` results left out of the history. */
   historyDropped(reason: HistoryDropReason, rows: number): void {
-    this.#dropped[reason].inc(rows);
+    this.#dropped.get(reason)?.inc(rows);
   }
 }
 

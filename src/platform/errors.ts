@@ -165,12 +165,14 @@ interface Reply<R> {
   send(body: unknown): R;
 }
 
-function send<R>(reply: Reply<R>, body: ErrorBody, code: ErrorCode, message: string): R {
-  return reply
-    .code(STATUS_OF[code])
-    .header(ERROR_CODE_HEADER, code)
-    .type("application/json; charset=utf-8")
-    .send(body(message));
+function send<R>(
+  reply: Reply<R>,
+  body: ErrorBody,
+  code: ErrorCode,
+  message: string,
+  status: number = STATUS_OF[code],
+): R {
+  return reply.code(status).header(ERROR_CODE_HEADER, code).type("application/json; charset=utf-8").send(body(message));
 }
 
 /**
@@ -189,7 +191,10 @@ export function answerRoutingError<R>(error: FastifyError, reply: Reply<R>, maxS
   return send(reply, vigieErrorBody, "VIGIE_ERR_INVALID", "the URL is not valid");
 }
 
-/** Maps Fastify's own errors (body parsing, limits) to a code and a sentence. */
+/**
+ * Maps Fastify's own errors (body parsing, limits) to a code and a sentence; another 4xx of
+ * Fastify's keeps its status and message.
+ */
 function frameworkError(error: FastifyError, request: FastifyRequest): VigieError | undefined {
   switch (error.code) {
     case "FST_ERR_CTP_INVALID_JSON_BODY":
@@ -207,6 +212,12 @@ function frameworkError(error: FastifyError, request: FastifyRequest): VigieErro
       }
       return undefined;
   }
+}
+
+/** The status of a Fastify error: its own for a 4xx without an entry in the catalogue. */
+function statusOfFrameworkError(error: FastifyError, known: VigieError): number {
+  const status = error.statusCode;
+  return status !== undefined && CODE_OF_STATUS.get(status) === undefined ? status : STATUS_OF[known.code];
 }
 
 /** Options of {@link errorHandler}. */
@@ -228,7 +239,7 @@ export function errorHandler(body: ErrorBody, options: ErrorHandlerOptions = {})
       return send(reply, body, "VIGIE_ERR_TOO_LARGE", options.tooLarge(request));
     }
     const known = frameworkError(error, request);
-    if (known !== undefined) return send(reply, body, known.code, known.message);
+    if (known !== undefined) return send(reply, body, known.code, known.message, statusOfFrameworkError(error, known));
     request.log.error({ err: error }, "request failed");
     return send(reply, body, "VIGIE_ERR_INTERNAL", `internal error (request id ${request.id})`);
   };

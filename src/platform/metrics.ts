@@ -19,26 +19,37 @@ export function createMetricsRegistry(): Registry {
 }
 
 /**
- * A counter registered in `registry`, with the label names `labels` (none by default). Metric
- * names follow Prometheus' naming practice: a unit suffix, `_total` for counters.
+ * Where a metric is registered, its name, its help text and its label names (none by default).
+ * Names follow Prometheus' naming practice: a unit suffix, `_total` for counters.
  */
-export function counter<L extends string = never>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labels: readonly L[] = [],
-): Counter<L> {
+type Declaration<L extends string> = [registry: Registry, name: string, help: string, labels?: readonly L[]];
+
+/** A counter; see {@link Declaration}. */
+export function counter<L extends string = never>(...[registry, name, help, labels = []]: Declaration<L>): Counter<L> {
   return new Counter({ name, help, labelNames: labels, registers: [registry] });
 }
 
-/** A gauge registered in `registry`, set by its owner (see {@link gaugeOf} for one read at scrape). */
-export function gauge<L extends string = never>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labels: readonly L[] = [],
-): Gauge<L> {
+/** A gauge set by its owner (see {@link gaugeOf} for one read at scrape); see {@link Declaration}. */
+export function gauge<L extends string = never>(...[registry, name, help, labels = []]: Declaration<L>): Gauge<L> {
   return new Gauge({ name, help, labelNames: labels, registers: [registry] });
+}
+
+/**
+ * The children of a counter with one label, one per value of `values`, each created at 0 so that
+ * a rate() over it is defined before the first increment. Incrementing a child is a field update,
+ * not a label lookup.
+ */
+export function countersAtZero<V extends string>(
+  counter: Counter<string>,
+  values: readonly V[],
+): Map<V, Counter.Internal> {
+  return new Map(
+    values.map((value) => {
+      const child = counter.labels(value);
+      child.inc(0);
+      return [value, child];
+    }),
+  );
 }
 
 /** A histogram registered in `registry`; `buckets` are upper bounds in the metric's unit. */

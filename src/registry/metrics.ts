@@ -5,7 +5,7 @@
 
 import type { Registry } from "prom-client";
 import type { Auth, AuthOutcome } from "../platform/auth.js";
-import { counter } from "../platform/metrics.js";
+import { counter, countersAtZero } from "../platform/metrics.js";
 
 /** Every outcome, so each series exists (at 0) from the start. */
 const OUTCOMES: readonly AuthOutcome[] = ["ok", "missing", "invalid", "expired", "inactive", "forbidden"];
@@ -16,20 +16,8 @@ const OUTCOMES: readonly AuthOutcome[] = ["ok", "missing", "invalid", "expired",
  * the guard already counted that request as `ok`.
  */
 export function countAuthOutcomes(registry: Registry, auth: Auth): void {
-  const outcomes = counter(
-    registry,
-    "registry_auth_total",
-    "Registry token checks made by route guards, by result (ok, missing, invalid, expired, inactive, forbidden).",
-    ["result"],
-  );
-  // Label children resolved once: incrementing is then a field update, not a label hash. Each
-  // series starts at 0 so that rate() sees the first failure.
-  const children = new Map(
-    OUTCOMES.map((outcome) => {
-      const child = outcomes.labels(outcome);
-      child.inc(0);
-      return [outcome, child] as const;
-    }),
-  );
+  const help =
+    "Registry token checks made by route guards, by result (ok, missing, invalid, expired, inactive, forbidden).";
+  const children = countersAtZero(counter(registry, "registry_auth_total", help, ["result"]), OUTCOMES);
   auth.onOutcome((outcome) => children.get(outcome)?.inc());
 }

@@ -6,7 +6,7 @@
  */
 
 import type { Counter, Registry } from "prom-client";
-import { counter, gaugeOf } from "../../platform/metrics.js";
+import { counter, countersAtZero, gaugeOf } from "../../platform/metrics.js";
 
 /** How a publish ended, the label of `registry_publish_total`. */
 export type PublishOutcome = "ok" | "invalid" | "unauthorized" | "forbidden" | "conflict" | "too-large" | "error";
@@ -69,13 +69,7 @@ export function registerCargoMetrics(
     indexCacheBytes,
   );
   const downloads = counter(registry, "registry_downloads_total", "Downloads of .crate files served by this instance.");
-  const publish = counter(
-    registry,
-    "registry_publish_total",
-    "Publishes by outcome (ok, invalid, unauthorized, forbidden, conflict, too-large, error).",
-    ["outcome"],
-  );
-  const children = new Map(OUTCOMES.map((outcome) => [outcome, publish.labels(outcome)] as const));
-  for (const child of children.values()) child.inc(0);
+  const help = "Publishes by outcome (ok, invalid, unauthorized, forbidden, conflict, too-large, error).";
+  const children = countersAtZero(counter(registry, "registry_publish_total", help, ["outcome"]), OUTCOMES);
   return { downloads, publish: (outcome) => children.get(outcome)?.inc() };
 }
