@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { type Kysely, type Migration, sql } from "kysely";
 import type { Role } from "../platform/auth.js";
 import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
-import { HttpError } from "../platform/errors.js";
+import { ConflictError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
 import {
   DAY_MS,
@@ -187,7 +187,7 @@ export class UserStore {
    * Inserts a user with a new UUID v4.
    *
    * @param now milliseconds since the epoch
-   * @throws HttpError 409 `user <name> already exists`
+   * @throws ConflictError `user <name> already exists`
    */
   async create(user: NewUser, now: number): Promise<User> {
     const created = await this.createIfAbsent(user, now);
@@ -254,7 +254,7 @@ export class UserStore {
    *
    * @param now milliseconds since the epoch
    * @returns the user after the change
-   * @throws HttpError 404 `user <name> not found`, 409 `at least one active admin must remain`
+   * @throws NotFoundError `user <name> not found`; ConflictError `at least one active admin must remain`
    */
   async update(name: string, changes: UserChanges, now: number): Promise<User> {
     return this.#db.transaction().execute(async (trx) => {
@@ -269,7 +269,7 @@ export class UserStore {
       };
       const wasActiveAdmin = current.active && current.role === "admin";
       const isActiveAdmin = next.active && next.role === "admin";
-      if (wasActiveAdmin && !isActiveAdmin && admins.length <= 1) throw new HttpError(409, LAST_ADMIN);
+      if (wasActiveAdmin && !isActiveAdmin && admins.length <= 1) throw new ConflictError(LAST_ADMIN);
       await trx
         .updateTable("registry_user")
         .set({
@@ -289,14 +289,14 @@ export class UserStore {
    * Deletes a user and its tokens, refusing to delete the last active admin.
    *
    * @returns the deleted user
-   * @throws HttpError 404 `user <name> not found`, 409 `at least one active admin must remain`
+   * @throws NotFoundError `user <name> not found`; ConflictError `at least one active admin must remain`
    */
   async delete(name: string): Promise<User> {
     return this.#db.transaction().execute(async (trx) => {
       const admins = await this.#activeAdmins(trx);
       const current = await this.#lockUser(trx, name);
       if (current === undefined) throw userNotFound(name);
-      if (current.active && current.role === "admin" && admins.length <= 1) throw new HttpError(409, LAST_ADMIN);
+      if (current.active && current.role === "admin" && admins.length <= 1) throw new ConflictError(LAST_ADMIN);
       // The foreign key cascades too; deleting explicitly does not depend on SQLite's foreign_keys pragma.
       await trx.deleteFrom("registry_token").where("user_id", "=", current.id).execute();
       await trx.deleteFrom("registry_user").where("id", "=", current.id).execute();
@@ -385,7 +385,7 @@ export class TokenStore {
    * @param now milliseconds since the epoch
    * @param limits Cargo scopes and crate patterns (cargo.md §4), already validated; none: all
    * @returns the token, to show once, and what is stored of it
-   * @throws HttpError 409 `token <name> already exists` when the user has a token of that name
+   * @throws ConflictError `token <name> already exists` when the user has a token of that name
    */
   async create(
     userId: string,
@@ -411,7 +411,7 @@ export class TokenStore {
       .values(row)
       .onConflict((conflict) => conflict.columns(["user_id", "name"]).doNothing())
       .executeTakeFirst();
-    if (Number(result.numInsertedOrUpdatedRows ?? 0) === 0) throw new HttpError(409, `token ${name} already exists`);
+    if (Number(result.numInsertedOrUpdatedRows ?? 0) === 0) throw new ConflictError(`token ${name} already exists`);
     return { token, stored: toStoredToken(row) };
   }
 
@@ -425,7 +425,7 @@ export class TokenStore {
    * Deletes the token `name` of a user.
    *
    * @returns the deleted token
-   * @throws HttpError 404 `token <name> not found`
+   * @throws NotFoundError `token <name> not found`
    */
   async delete(userId: string, name: string): Promise<StoredToken> {
     const row = await this.#db

@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { Role } from "../platform/auth.js";
-import { HttpError } from "../platform/errors.js";
+import { NotFoundError } from "../platform/errors.js";
 import { rfc3339 } from "../platform/time.js";
 import {
   integer,
@@ -161,7 +161,7 @@ export function tokenView(token: StoredToken): TokenView {
   };
 }
 
-/** 404 `token <name> not found`. */
-export function tokenNotFound(name: string): HttpError {
-  return new HttpError(404, `token ${name} not found`);
+/** `token <name> not found`. */
+export function tokenNotFound(name: string): NotFoundError {
+  return new NotFoundError(`token ${name} not found`);
 }

@@ -5,7 +5,7 @@
  * account. At least one active admin always remains.
  */
 import type { Role } from "../platform/auth.js";
-import { HttpError } from "../platform/errors.js";
+import { ConflictError, NotFoundError } from "../platform/errors.js";
 import {
   boolean,
   isPlainObject,
@@ -121,17 +121,17 @@ export interface UserChanges {
   readonly active?: boolean;
 }
 
-/** 404 `user <name> not found`. */
-export function userNotFound(name: string): HttpError {
-  return new HttpError(404, `user ${name} not found`);
+/** `user <name> not found`. */
+export function userNotFound(name: string): NotFoundError {
+  return new NotFoundError(`user ${name} not found`);
 }
 
-/** 409 `user <name> already exists`. */
-export function userExists(name: string): HttpError {
-  return new HttpError(409, `user ${name} already exists`);
+/** `user <name> already exists`. */
+export function userExists(name: string): ConflictError {
+  return new ConflictError(`user ${name} already exists`);
 }
 
-/** 409 when a change would leave no active admin. */
+/** The conflict of a change that would leave no active admin. */
 export const LAST_ADMIN = "at least one active admin must remain";
 
 /** Compares names by UTF-16 code units: the same order on SQLite and PostgreSQL, whatever the collation. */

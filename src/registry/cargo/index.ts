@@ -13,7 +13,7 @@ import type { CargoSettings } from "./config.js";
 import { CrateFiles } from "./files.js";
 import { IndexCache } from "./index-cache.js";
 import { registerCargoMetrics } from "./metrics.js";
-import { registerCargoRoutes } from "./routes.js";
+import { registerCargoRoutes } from "./routes/index.js";
 import { CargoStore } from "./storage.js";
 
 export { type CheckReport, checkCrateFiles, hasDisagreements, ORPHAN_GRACE_MS, reportLines } from "./check.js";

@@ -2,7 +2,7 @@
  * Crate names (cargo.md §3) and where a crate sits in Cargo's sparse index (cargo.md §1,
  * https://doc.rust-lang.org/cargo/reference/registry-index.html#index-files).
  */
-import { HttpError } from "../../platform/errors.js";
+import { InvalidError } from "../../platform/errors.js";
 
 /** The most characters a crate name may have (cargo.md §3, as crates.io). */
 export const CRATE_NAME_MAX = 64;
@@ -29,21 +29,20 @@ export function quoted(value: string): string {
  * with an ASCII letter. Returns it unchanged (case and `-`/`_` as given).
  *
  * @param what how the sentence names the value: `crate name` (default), `dependency name` …
- * @throws HttpError 400 naming the broken rule, e.g. `invalid crate name "9abc": must start with an
+ * @throws InvalidError naming the broken rule, e.g. `invalid crate name "9abc": must start with an
  *   ASCII letter`
  */
 export function crateName(value: unknown, what = "crate name"): string {
-  if (typeof value !== "string") throw new HttpError(400, `invalid ${what}: must be a string`);
-  if (value.length === 0) throw new HttpError(400, `invalid ${what} "": must not be empty`);
+  if (typeof value !== "string") throw new InvalidError(`invalid ${what}: must be a string`);
+  if (value.length === 0) throw new InvalidError(`invalid ${what} "": must not be empty`);
   const shown = quoted(value);
   if (value.length > CRATE_NAME_MAX) {
-    throw new HttpError(400, `invalid ${what} ${shown}: must be at most ${CRATE_NAME_MAX} characters`);
+    throw new InvalidError(`invalid ${what} ${shown}: must be at most ${CRATE_NAME_MAX} characters`);
   }
-  if (!/^[A-Za-z]/.test(value)) throw new HttpError(400, `invalid ${what} ${shown}: must start with an ASCII letter`);
+  if (!/^[A-Za-z]/.test(value)) throw new InvalidError(`invalid ${what} ${shown}: must start with an ASCII letter`);
   if (!NAME_CHARACTERS.test(value)) {
     const bad = [...value].find((character) => !NAME_CHARACTERS.test(character)) ?? "";
-    throw new HttpError(
-      400,
+    throw new InvalidError(
       `invalid ${what} ${shown}: character ${quoted(bad)} is not allowed (only ASCII letters, digits, "-" and "_")`,
     );
   }

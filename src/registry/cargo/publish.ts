@@ -1,19 +1,19 @@
 /**
  * Publishing (cargo.md §3): the frame `cargo publish` sends, the rules of its metadata, and the
  * sparse index line a version becomes. Plain TypeScript: the route reads the body, the storage keeps
- * the line; every refusal is an {@link HttpError} whose sentence cargo prints to the user.
+ * the line; every refusal is an {@link InvalidError} whose sentence cargo prints to the user.
  *
  * Sources: https://doc.rust-lang.org/cargo/reference/registry-web-api.html#publish (frame and
  * metadata) and https://doc.rust-lang.org/cargo/reference/registry-index.html#json-schema (index line).
  */
 import { createHash } from "node:crypto";
 import semver from "semver";
-import { HttpError } from "../../platform/errors.js";
+import { InvalidError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
 import { crateName, quoted, reservedCrateName } from "./names.js";
 
 function refuse(sentence: string): never {
-  throw new HttpError(400, sentence);
+  throw new InvalidError(sentence);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -35,7 +35,7 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
  * many bytes of `.crate`, and nothing after. The size limit (413) is the route's: it knows
  * `max-crate-size` and can check `crate.length`.
  *
- * @throws HttpError 400 naming the inconsistency: a body shorter than 4 bytes, a metadata length
+ * @throws InvalidError naming the inconsistency: a body shorter than 4 bytes, a metadata length
  *   past the end, metadata that is not UTF-8, not JSON or not a JSON object, a missing `.crate`
  *   length, a `.crate` length past the end, bytes after the `.crate`
  */
@@ -287,7 +287,7 @@ function stringList(
  * Checks a version (cargo.md §3): strict SemVer 2.0 as the `semver` package parses it, written in
  * its normal form (no `v` or `=` prefix, no spaces), build metadata allowed.
  *
- * @throws HttpError 400 `invalid version "1.0": must be strict SemVer 2.0 ...`
+ * @throws InvalidError `invalid version "1.0": must be strict SemVer 2.0 ...`
  */
 export function publishVersion(value: unknown): string {
   if (typeof value !== "string") refuse("invalid version: vers must be a string");
@@ -406,7 +406,7 @@ function category(entry: string): string | undefined {
  * ({@link reservedCrateName}: Windows device names and the names crates.io keeps for Rust's own
  * crates).
  *
- * @throws HttpError 400 with a sentence naming the field and the rule, e.g. `dependency a comes
+ * @throws InvalidError with a sentence naming the field and the rule, e.g. `dependency a comes
  *   from registry "https://example.com/index": only this registry and crates.io are allowed`
  */
 export function publishMetadata(value: unknown, limits: PublishLimits = DEFAULT_PUBLISH_LIMITS): PublishMetadata {
@@ -555,7 +555,7 @@ export function indexEntry(metadata: PublishMetadata, cksum: string): IndexEntry
  * written.
  *
  * @param maxBytes default {@link DEFAULT_MAX_INDEX_LINE}
- * @throws HttpError 400 `the index line of this version would be 300000 bytes: at most 262144 are
+ * @throws InvalidError `the index line of this version would be 300000 bytes: at most 262144 are
  *   allowed (the registry's max-index-line); fewer or shorter features or dependencies`
  */
 export function indexLine(metadata: PublishMetadata, cksum: string, maxBytes = DEFAULT_MAX_INDEX_LINE): string {
