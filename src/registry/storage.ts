@@ -1,13 +1,13 @@
 /**
- * The registry's storage (registry.md §2–3): its tables, its migrations and every SQL statement of
+ * The registry's storage (docs/registry.md): its tables, its migrations and every SQL statement of
  * the module, the same on SQLite and PostgreSQL. Timestamps are BIGINT milliseconds since the Unix
  * epoch; booleans are INTEGER 0/1 so that both databases store and return the same values.
  *
  * - `registry_user`: users, with their Argon2id password hash (never leaves the server);
  * - `registry_token`: tokens, of which only the SHA-256 is stored, in a unique index, with their
- *   Cargo limits (cargo.md §4) as JSON arrays of strings in text columns, null for all;
+ *   Cargo limits as JSON arrays of strings in text columns, null for all;
  * - `registry_token_failure`: failed token creations, the memory of the rate limit, in the
- *   database so that instances sharing PostgreSQL share it (platform.md §3).
+ *   database so that instances sharing PostgreSQL share it.
  */
 import { randomUUID } from "node:crypto";
 import { type Kysely, type Migration, sql } from "kysely";
@@ -69,14 +69,14 @@ export interface TokenTable {
   expires_at: number;
   /** Milliseconds since the epoch, or null before the first use. Written at most once a minute. */
   last_used_at: number | null;
-  /** Cargo scopes (cargo.md §4), a JSON array of strings; null: every scope. */
+  /** Cargo scopes, a JSON array of strings; null: every scope. */
   scopes: string | null;
-  /** Crate name patterns (cargo.md §4), a JSON array of strings; null: every crate. */
+  /** Crate name patterns, a JSON array of strings; null: every crate. */
   crates: string | null;
 }
 
 /**
- * One failed token creation: `registry_token_failure`, the memory of the rate limit (registry.md §3).
+ * One failed token creation: `registry_token_failure`, the memory of the rate limit.
  * In the database, not in process memory, so instances sharing a PostgreSQL database share limits.
  */
 export interface TokenFailureTable {
@@ -383,7 +383,7 @@ export class TokenStore {
    *
    * @param validityDays 1–3650
    * @param now milliseconds since the epoch
-   * @param limits Cargo scopes and crate patterns (cargo.md §4), already validated; none: all
+   * @param limits Cargo scopes and crate patterns, already validated; none: all
    * @returns the token, to show once, and what is stored of it
    * @throws ConflictError `token <name> already exists` when the user has a token of that name
    */
@@ -477,7 +477,7 @@ export class TokenStore {
   /**
    * Records a use of a token, unless the stored time of use is less than `minIntervalMs` older
    * than `at` (or newer). The condition is in the statement, so instances sharing a database, each
-   * throttling its own writes, still change the row at most once a minute (registry.md §3), and a
+   * throttling its own writes, still change the row at most once a minute, and a
    * clock behind the others never moves the time back.
    *
    * @param at milliseconds since the epoch

@@ -1,5 +1,5 @@
 /**
- * Users of the registry (registry.md §1–2): the rules of their fields, their API shape and their
+ * Users of the registry (docs/registry.md): the rules of their fields, their API shape and their
  * errors (storage.ts keeps them). An admin
  * may do anything except create tokens for another user; a tech user reads and updates only its own
  * account. At least one active admin always remains.
@@ -18,10 +18,10 @@ import {
   type Validator,
 } from "../platform/validation.js";
 
-/** The roles of registry.md §1, in the order error messages list them. */
+/** The roles of registry users, in the order error messages list them. */
 export const ROLES: readonly Role[] = ["admin", "tech"];
 
-/** A user name, also a token name: 1–64 characters of `A-Z a-z 0-9 . _ -` (registry.md §2). */
+/** A user name, also a token name: 1–64 characters of `A-Z a-z 0-9 . _ -`. */
 export const userName: Validator<string> = string({
   min: 1,
   max: 64,
@@ -60,7 +60,7 @@ const updateFields = object(
     role: optional(userRole),
     active: optional(boolean()),
   },
-  // `name` is ignored (no rename, registry.md §2), like any other unknown key.
+  // `name` is ignored (users are never renamed), like any other unknown key.
   { unknownKeys: "ignore" },
 );
 
@@ -83,7 +83,7 @@ export function userUpdateBody(value: unknown, path: string): UserUpdateBody {
 
 /**
  * Whether a body names a field only an admin may change (`role`, `active`), whatever its value:
- * permission is checked before validation (registry.md §1), so a tech user sending `active` gets the
+ * permission is checked before validation, so a tech user sending `active` gets the
  * 403 even with a value that would not validate, or `null`.
  */
 export function setsAdminOnlyField(body: unknown): boolean {

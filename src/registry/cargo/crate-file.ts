@@ -1,5 +1,5 @@
 /**
- * What a published `.crate` must be (cargo.md §3): a gzip-compressed tar whose entries all sit under
+ * What a published `.crate` must be (docs/cargo.md): a gzip-compressed tar whose entries all sit under
  * `<name>-<vers>/`, as `cargo package` writes it, with `<name>-<vers>/Cargo.toml` among them. Read
  * as a stream in memory (node:zlib, then tar-stream), never extracted to disk; contents are drained,
  * not kept.
@@ -107,7 +107,7 @@ function refusedPath(path: string, prefix: string, directory: boolean): string |
 }
 
 /**
- * Checks a `.crate` (cargo.md §3): gzip of a tar whose every entry is a file or a directory under
+ * Checks a `.crate`: gzip of a tar whose every entry is a file or a directory under
  * exactly `<name>-<vers>/` (the name as in the metadata, case kept, as `cargo package` writes it),
  * with no `..` segment, backslash or absolute path, and which holds the file
  * `<name>-<vers>/Cargo.toml`. Decompresses in memory as a stream and drains each entry; stops at

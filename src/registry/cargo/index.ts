@@ -1,5 +1,5 @@
 /**
- * The Cargo registry (cargo.md), part of the registry module: `setUpCargo` builds its storage,
+ * The Cargo registry (docs/cargo.md), part of the registry module: `setUpCargo` builds its storage,
  * files and metrics, checks the files against the database at start-up (removing what a crash
  * left behind), and registers its routes. Enabled by `registry.cargo.enabled`.
  */
@@ -30,7 +30,7 @@ export function crateStorage(settings: CargoSettings, dataDirectory: string): st
 }
 
 /**
- * Sets the Cargo registry up on `app` (cargo.md §1–5).
+ * Sets the Cargo registry up on `app`.
  * @param now milliseconds since the epoch
  */
 export async function setUpCargo(

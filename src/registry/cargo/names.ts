@@ -1,10 +1,10 @@
 /**
- * Crate names (cargo.md §3) and where a crate sits in Cargo's sparse index (cargo.md §1,
+ * Crate names (docs/cargo.md) and where a crate sits in Cargo's sparse index (see
  * https://doc.rust-lang.org/cargo/reference/registry-index.html#index-files).
  */
 import { InvalidError } from "../../platform/errors.js";
 
-/** The most characters a crate name may have (cargo.md §3, as crates.io). */
+/** The most characters a crate name may have (as on crates.io). */
 export const CRATE_NAME_MAX = 64;
 
 /** What a crate name may hold once its first character is a letter. */
@@ -25,7 +25,7 @@ export function quoted(value: string): string {
 }
 
 /**
- * Checks a crate name (cargo.md §3): 1–64 characters, ASCII letters, digits, `-` and `_`, starting
+ * Checks a crate name: 1–64 characters, ASCII letters, digits, `-` and `_`, starting
  * with an ASCII letter. Returns it unchanged (case and `-`/`_` as given).
  *
  * @param what how the sentence names the value: `crate name` (default), `dependency name` …
@@ -127,7 +127,7 @@ export function reservedCrateName(name: string): string | undefined {
 }
 
 /**
- * The form under which two names are the same crate (cargo.md §3): lower-cased, `_` replaced by
+ * The form under which two names are the same crate: lower-cased, `_` replaced by
  * `-` (`Foo_bar` and `foo-bar` → `foo-bar`). Expects a valid name (ASCII only).
  */
 export function canonicalCrateName(name: string): string {
@@ -137,7 +137,7 @@ export function canonicalCrateName(name: string): string {
 /**
  * The path of a crate's file in the sparse index, relative to the index root: the lower-cased name
  * under `1/`, `2/`, `3/<first character>/` or `<characters 1–2>/<characters 3–4>/` by its length
- * (`a` → `1/a`, `abc` → `3/a/abc`, `Serde` → `se/rd/serde`). Cargo's layout, cargo.md §1 and
+ * (`a` → `1/a`, `abc` → `3/a/abc`, `Serde` → `se/rd/serde`). Cargo's layout,
  * https://doc.rust-lang.org/cargo/reference/registry-index.html#index-files. Expects a valid name.
  */
 export function indexPath(name: string): string {
@@ -156,7 +156,7 @@ export function indexPath(name: string): string {
 
 /**
  * The crate an index request asks for: `path` is what follows `/api/v1/cargo/index/` (`se/rd/serde`).
- * Matched case-insensitively (cargo.md §1), ASCII only, so that `SE/rd/Serde` finds `serde`.
+ * Matched case-insensitively, ASCII only, so that `SE/rd/Serde` finds `serde`.
  *
  * @returns the lower-cased crate name, or undefined when `path` is not exactly {@link indexPath} of
  *   a valid name (`config.json`, `se/rd/serde/`, `xx/rd/serde`): the route answers 404

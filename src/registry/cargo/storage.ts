@@ -1,5 +1,5 @@
 /**
- * The Cargo registry's tables, migrations and queries (cargo.md §1–5), the same on SQLite and
+ * The Cargo registry's tables, migrations and queries (docs/cargo.md), the same on SQLite and
  * PostgreSQL. Times are BIGINT milliseconds since the epoch; booleans INTEGER 0/1.
  *
  * - `registry_crate`: one row per crate, under its canonical name (lower case, `_` as `-`, so
@@ -46,7 +46,7 @@ export interface CrateVersionTable {
   crate_id: number;
   /** As published, build metadata included (`1.0.0+abc`). */
   vers: string;
-  /** Without build metadata: unique per crate (cargo.md §3). */
+  /** Without build metadata: unique per crate. */
   vers_key: string;
   /** The line of the sparse index, JSON, `yanked` kept equal to the column below. */
   index_line: string;
