@@ -58,7 +58,7 @@ describe("user fields", () => {
     expect(setsAdminOnlyField({ role: "tech" })).toBe(true);
     expect(setsAdminOnlyField({ active: true })).toBe(true);
     expect(setsAdminOnlyField({ description: "x", password: "12345678" })).toBe(false);
-    // Whatever the value: permission comes before validation (registry.md §1).
+    // Whatever the value: permission comes before validation (docs/registry.md).
     expect(setsAdminOnlyField({ role: null })).toBe(true);
     expect(setsAdminOnlyField({ active: "garbage" })).toBe(true);
     expect(setsAdminOnlyField("role")).toBe(false);
