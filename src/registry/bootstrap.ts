@@ -1,5 +1,5 @@
 /**
- * The first admin (registry.md §4). For containers: when `VIGIE_ADMIN_NAME` and
+ * The first admin (docs/registry.md). For containers: when `VIGIE_ADMIN_NAME` and
  * `VIGIE_ADMIN_PASSWORD` are set and no user of that name exists, the server creates it as an
  * active admin at start-up. An existing user of that name is left as it is (its password is not
  * reset), so the variables can stay set across restarts.
@@ -20,7 +20,7 @@ export interface BootstrapAdmin {
  * Reads `VIGIE_ADMIN_NAME` and `VIGIE_ADMIN_PASSWORD` (both or neither; empty counts as unset).
  *
  * @returns the admin to create, or `undefined` when neither variable is set
- * @throws ConfigError when only one is set or a value breaks the rules of registry.md §2 (the
+ * @throws ConfigError when only one is set or a value breaks the rules of a user name or password (the
  *   password is never shown)
  */
 export function bootstrapAdminFrom(

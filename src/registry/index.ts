@@ -1,10 +1,10 @@
 /**
- * The registry module (registry.md): users, roles and API tokens. Its tokens also guard the admin
+ * The registry module (docs/registry.md): users, roles and API tokens. Its tokens also guard the admin
  * APIs of the other modules, through the verifier it registers with the platform's auth hook.
  *
  * Configuration: `registry: {enabled: true, cargo: {…}, sign-in: {…}}` (see cargo/config.ts and
  * sign-in-limit.ts). Environment: `VIGIE_ADMIN_NAME` and
- * `VIGIE_ADMIN_PASSWORD` create the first admin at start-up (registry.md §4).
+ * `VIGIE_ADMIN_PASSWORD` create the first admin at start-up.
  */
 import { defineModule, type VigieModule } from "../platform/module.js";
 import { bootstrapAdminFrom, createBootstrapAdmin } from "./bootstrap.js";
@@ -84,7 +84,7 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
       const cluster = context.cluster;
       if (cluster !== undefined) {
         // A token revoked or a user deactivated here is refused everywhere within a second
-        // (scale-out.md §2), not after the cache's TTL.
+        // (docs/cluster.md), not after the cache's TTL.
         verifier.onInvalidate = (change) => void cluster.changes.publish(REGISTRY_TOPIC, change);
         cluster.changes.on(REGISTRY_TOPIC, (change) => verifier.forget(isInvalidation(change) ? change : "all"));
         cluster.changes.onResync(() => verifier.forget("all"));

@@ -1,6 +1,6 @@
 /**
  * Records when tokens are used without turning authenticated traffic into database writes
- * (registry.md §3): `last_used_at` is written at most once a minute per token, in the background.
+ * (docs/registry.md): `last_used_at` is written at most once a minute per token, in the background.
  * The write is never awaited by a request; its failure is logged, and the next use retries.
  */
 

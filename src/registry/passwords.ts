@@ -1,5 +1,5 @@
 /**
- * Password hashing for registry users (registry.md §2): Argon2id through @node-rs/argon2, whose
+ * Password hashing for registry users (docs/registry.md): Argon2id through @node-rs/argon2, whose
  * defaults follow the OWASP recommendation (19 MiB of memory, 2 passes, 1 lane). Hashing and
  * verifying run on libuv's thread pool, off the event loop.
  */
@@ -32,7 +32,7 @@ let dummy: Promise<string> | undefined;
 
 /**
  * A hash of a random password with the same parameters as real ones. Verifying against it when a
- * user does not exist makes "unknown user" take as long as "wrong password" (registry.md §3).
+ * user does not exist makes "unknown user" take as long as "wrong password".
  */
 export function dummyPasswordHash(): Promise<string> {
   dummy ??= hashPassword(randomBytes(24).toString("base64url"));

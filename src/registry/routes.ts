@@ -1,15 +1,16 @@
 /**
- * The routes of the registry (registry.md §2–3): users (admin, or a user for its own description
+ * The routes of the registry (docs/registry.md): users (admin, or a user for its own description
  * and password) and tokens (created with the user's password, rate limited; listed and deleted by
  * their owner, or by an admin with `?user=<name>`). A token may be created with Cargo `scopes` and
- * `crates` (cargo.md §4); such a token is refused by every guard here (the guards are created
- * without `scoped`), so it cannot manage users or tokens. Errors are HttpErrors and
+ * `crates` (docs/cargo.md); such a token is refused by every guard here (the guards are created
+ * without `scoped`), so it cannot manage users or tokens. Errors are catalogue errors and
  * ValidationErrors, answered by the platform's error handler.
  */
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
 import type { Principal } from "../platform/auth.js";
-import { HttpError } from "../platform/errors.js";
-import { optional, ValidationError } from "../platform/validation.js";
+import { ForbiddenError, RateLimitedError, UnauthorizedError } from "../platform/errors.js";
+import { type Query, queryError, queryOf, queryString } from "../platform/query.js";
+import { ValidationError } from "../platform/validation.js";
 import { dummyPasswordHash, hashPassword, verifyPassword } from "./passwords.js";
 import type { SignInLimiter } from "./sign-in-limit.js";
 import type { TokenStore, UserStore } from "./storage.js";
@@ -42,7 +43,20 @@ function principalOf(request: FastifyRequest): Principal {
   return principal;
 }
 
-const queryUser = optional(userName);
+/**
+ * The `user` query parameter, a user name, or `undefined` when absent.
+ * @throws InvalidError `query parameter user: <rule>` (`must be a string` when repeated)
+ */
+function userParameter(query: Query): string | undefined {
+  const name = queryString(query, "user", "must be a string");
+  if (name === undefined) return undefined;
+  try {
+    return userName(name, "user");
+  } catch (error) {
+    if (error instanceof ValidationError) throw queryError("user", error.rule);
+    throw error;
+  }
+}
 
 /**
  * Registers POST/GET `/api/v1/registry/user`, POST/DELETE `/api/v1/registry/user/:name`, POST/GET
@@ -53,19 +67,13 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
 
   /**
    * The user whose tokens a request is about: the caller, or with `?user=<name>` another user
-   * for an admin (registry.md §3).
+   * for an admin.
    */
   async function tokenOwner(request: FastifyRequest): Promise<Pick<User, "id" | "name">> {
     const principal = principalOf(request);
-    let name: string | undefined;
-    try {
-      name = queryUser((request.query as Record<string, unknown>).user, "user");
-    } catch (error) {
-      if (error instanceof ValidationError) throw new HttpError(400, `query parameter ${error.message}`);
-      throw error;
-    }
+    const name = userParameter(queryOf(request.query));
     if (name === undefined || name === principal.name) return principal;
-    if (principal.role !== "admin") throw new HttpError(403, "forbidden");
+    if (principal.role !== "admin") throw new ForbiddenError("forbidden");
     const user = await users.find(name);
     if (user === undefined) throw userNotFound(name);
     return user;
@@ -87,8 +95,8 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
     const principal = principalOf(request);
     const { name } = request.params;
     const admin = principal.role === "admin";
-    if (!admin && principal.name !== name) throw new HttpError(403, "forbidden");
-    if (!admin && setsAdminOnlyField(request.body)) throw new HttpError(403, "only admins can change role or active");
+    if (!admin && principal.name !== name) throw new ForbiddenError("forbidden");
+    if (!admin && setsAdminOnlyField(request.body)) throw new ForbiddenError("only admins can change role or active");
     const changes = userUpdateBody(request.body, "");
     const passwordHash = changes.password === undefined ? undefined : await hashPassword(changes.password);
     const user = await users.update(
@@ -115,17 +123,15 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
     const body = newTokenBody(request.body, "");
     // Checked before the password, so a limited attacker gets no answer about it.
     const wait = await limiter.refusal(body.user, request.ip, now());
-    if (wait !== undefined) {
-      throw new HttpError(429, `too many failed attempts, retry in ${wait} seconds`, { "retry-after": String(wait) });
-    }
+    if (wait !== undefined) throw new RateLimitedError(`too many failed attempts, retry in ${wait} seconds`, wait);
     const user = await users.findCredentials(body.user);
     // An unknown user costs the same Argon2 verification as a wrong password (same timing).
     const matches = await verifyPassword(user?.passwordHash ?? (await dummyPasswordHash()), body.password);
     if (user === undefined || !matches) {
       await limiter.failed(body.user, request.ip, now());
-      throw new HttpError(401, "invalid user or password");
+      throw new UnauthorizedError("invalid user or password");
     }
-    if (!user.active) throw new HttpError(403, "user is not active");
+    if (!user.active) throw new ForbiddenError("user is not active");
     const { token } = await tokens.create(user.id, body.name, body.validity, now(), {
       scopes: body.scopes,
       crates: body.crates,

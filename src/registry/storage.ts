@@ -1,19 +1,19 @@
 /**
- * The registry's storage (registry.md §2–3): its tables, its migrations and every SQL statement of
+ * The registry's storage (docs/registry.md): its tables, its migrations and every SQL statement of
  * the module, the same on SQLite and PostgreSQL. Timestamps are BIGINT milliseconds since the Unix
  * epoch; booleans are INTEGER 0/1 so that both databases store and return the same values.
  *
  * - `registry_user`: users, with their Argon2id password hash (never leaves the server);
  * - `registry_token`: tokens, of which only the SHA-256 is stored, in a unique index, with their
- *   Cargo limits (cargo.md §4) as JSON arrays of strings in text columns, null for all;
+ *   Cargo limits as JSON arrays of strings in text columns, null for all;
  * - `registry_token_failure`: failed token creations, the memory of the rate limit, in the
- *   database so that instances sharing PostgreSQL share it (platform.md §3).
+ *   database so that instances sharing PostgreSQL share it.
  */
 import { randomUUID } from "node:crypto";
 import { type Kysely, type Migration, sql } from "kysely";
 import type { Role } from "../platform/auth.js";
 import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
-import { HttpError } from "../platform/errors.js";
+import { ConflictError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
 import {
   DAY_MS,
@@ -69,14 +69,14 @@ export interface TokenTable {
   expires_at: number;
   /** Milliseconds since the epoch, or null before the first use. Written at most once a minute. */
   last_used_at: number | null;
-  /** Cargo scopes (cargo.md §4), a JSON array of strings; null: every scope. */
+  /** Cargo scopes, a JSON array of strings; null: every scope. */
   scopes: string | null;
-  /** Crate name patterns (cargo.md §4), a JSON array of strings; null: every crate. */
+  /** Crate name patterns, a JSON array of strings; null: every crate. */
   crates: string | null;
 }
 
 /**
- * One failed token creation: `registry_token_failure`, the memory of the rate limit (registry.md §3).
+ * One failed token creation: `registry_token_failure`, the memory of the rate limit.
  * In the database, not in process memory, so instances sharing a PostgreSQL database share limits.
  */
 export interface TokenFailureTable {
@@ -187,7 +187,7 @@ export class UserStore {
    * Inserts a user with a new UUID v4.
    *
    * @param now milliseconds since the epoch
-   * @throws HttpError 409 `user <name> already exists`
+   * @throws ConflictError `user <name> already exists`
    */
   async create(user: NewUser, now: number): Promise<User> {
     const created = await this.createIfAbsent(user, now);
@@ -254,7 +254,7 @@ export class UserStore {
    *
    * @param now milliseconds since the epoch
    * @returns the user after the change
-   * @throws HttpError 404 `user <name> not found`, 409 `at least one active admin must remain`
+   * @throws NotFoundError `user <name> not found`; ConflictError `at least one active admin must remain`
    */
   async update(name: string, changes: UserChanges, now: number): Promise<User> {
     return this.#db.transaction().execute(async (trx) => {
@@ -269,7 +269,7 @@ export class UserStore {
       };
       const wasActiveAdmin = current.active && current.role === "admin";
       const isActiveAdmin = next.active && next.role === "admin";
-      if (wasActiveAdmin && !isActiveAdmin && admins.length <= 1) throw new HttpError(409, LAST_ADMIN);
+      if (wasActiveAdmin && !isActiveAdmin && admins.length <= 1) throw new ConflictError(LAST_ADMIN);
       await trx
         .updateTable("registry_user")
         .set({
@@ -289,14 +289,14 @@ export class UserStore {
    * Deletes a user and its tokens, refusing to delete the last active admin.
    *
    * @returns the deleted user
-   * @throws HttpError 404 `user <name> not found`, 409 `at least one active admin must remain`
+   * @throws NotFoundError `user <name> not found`; ConflictError `at least one active admin must remain`
    */
   async delete(name: string): Promise<User> {
     return this.#db.transaction().execute(async (trx) => {
       const admins = await this.#activeAdmins(trx);
       const current = await this.#lockUser(trx, name);
       if (current === undefined) throw userNotFound(name);
-      if (current.active && current.role === "admin" && admins.length <= 1) throw new HttpError(409, LAST_ADMIN);
+      if (current.active && current.role === "admin" && admins.length <= 1) throw new ConflictError(LAST_ADMIN);
       // The foreign key cascades too; deleting explicitly does not depend on SQLite's foreign_keys pragma.
       await trx.deleteFrom("registry_token").where("user_id", "=", current.id).execute();
       await trx.deleteFrom("registry_user").where("id", "=", current.id).execute();
@@ -383,9 +383,9 @@ export class TokenStore {
    *
    * @param validityDays 1–3650
    * @param now milliseconds since the epoch
-   * @param limits Cargo scopes and crate patterns (cargo.md §4), already validated; none: all
+   * @param limits Cargo scopes and crate patterns, already validated; none: all
    * @returns the token, to show once, and what is stored of it
-   * @throws HttpError 409 `token <name> already exists` when the user has a token of that name
+   * @throws ConflictError `token <name> already exists` when the user has a token of that name
    */
   async create(
     userId: string,
@@ -411,7 +411,7 @@ export class TokenStore {
       .values(row)
       .onConflict((conflict) => conflict.columns(["user_id", "name"]).doNothing())
       .executeTakeFirst();
-    if (Number(result.numInsertedOrUpdatedRows ?? 0) === 0) throw new HttpError(409, `token ${name} already exists`);
+    if (Number(result.numInsertedOrUpdatedRows ?? 0) === 0) throw new ConflictError(`token ${name} already exists`);
     return { token, stored: toStoredToken(row) };
   }
 
@@ -425,7 +425,7 @@ export class TokenStore {
    * Deletes the token `name` of a user.
    *
    * @returns the deleted token
-   * @throws HttpError 404 `token <name> not found`
+   * @throws NotFoundError `token <name> not found`
    */
   async delete(userId: string, name: string): Promise<StoredToken> {
     const row = await this.#db
@@ -477,7 +477,7 @@ export class TokenStore {
   /**
    * Records a use of a token, unless the stored time of use is less than `minIntervalMs` older
    * than `at` (or newer). The condition is in the statement, so instances sharing a database, each
-   * throttling its own writes, still change the row at most once a minute (registry.md §3), and a
+   * throttling its own writes, still change the row at most once a minute, and a
    * clock behind the others never moves the time back.
    *
    * @param at milliseconds since the epoch

@@ -1,6 +1,6 @@
 /**
  * An in-process cache of token lookups, so most authenticated requests are answered without
- * waiting for the database (registry.md §5: under 0.2 ms of CPU per request).
+ * waiting for the database (a budget of 0.2 ms of CPU per request).
  *
  * Entries live `ttlMs` (5 s by default). This process drops them as soon as it changes a user or
  * deletes a token; another instance sharing the database sees such a change after at most the TTL
@@ -12,15 +12,15 @@ import type { Principal } from "../platform/auth.js";
 /** What the cache keeps of a token and its user. */
 export interface CachedToken {
   readonly tokenId: string;
-  /** The user, with the token's Cargo limits (cargo.md §4), which never change once created. */
+  /** The user, with the token's Cargo limits, which never change once created. */
   readonly principal: Principal;
   readonly active: boolean;
   /** Milliseconds since the epoch. */
   readonly expiresAt: number;
 }
 
-interface Entry {
-  readonly value: CachedToken;
+interface Entry<V> {
+  readonly value: V;
   /** Milliseconds since the epoch after which the entry is stale. */
   readonly staleAt: number;
 }
@@ -35,9 +35,9 @@ export interface TokenCacheOptions {
   readonly now?: () => number;
 }
 
-/** Token lookups by token hash, with a TTL and a bounded size. */
-export class TokenCache {
-  readonly #entries = new Map<string, Entry>();
+/** Token lookups by token hash, with a TTL and a bounded size; `V` is what a lookup keeps. */
+export class TokenCache<V extends CachedToken = CachedToken> {
+  readonly #entries = new Map<string, Entry<V>>();
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #now: () => number;
@@ -63,7 +63,7 @@ export class TokenCache {
   }
 
   /** The fresh entry of a token hash, or `undefined` (a stale entry is dropped). */
-  get(hash: string): CachedToken | undefined {
+  get(hash: string): V | undefined {
     const entry = this.#entries.get(hash);
     if (entry === undefined) return undefined;
     if (entry.staleAt <= this.#now()) {
@@ -74,13 +74,13 @@ export class TokenCache {
   }
 
   /** Keeps a lookup, unless the cache was invalidated since `generation` was read. */
-  set(hash: string, value: CachedToken, generation: number): void {
+  set(hash: string, value: V, generation: number): void {
     if (this.#ttlMs <= 0 || generation !== this.#generation) return;
     this.#entries.delete(hash);
     this.#entries.set(hash, { value, staleAt: this.#now() + this.#ttlMs });
     // A Map iterates in insertion order: the first key is the oldest entry.
-    while (this.#entries.size > this.#maxEntries) {
-      const oldest = this.#entries.keys().next().value as string;
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.#maxEntries) break;
       this.#entries.delete(oldest);
     }
   }
@@ -101,7 +101,7 @@ export class TokenCache {
     this.#entries.clear();
   }
 
-  #drop(matches: (value: CachedToken) => boolean): void {
+  #drop(matches: (value: V) => boolean): void {
     this.#generation += 1;
     // At most maxEntries entries, on rare administrative changes: a scan is cheaper than an index.
     for (const [hash, entry] of this.#entries) if (matches(entry.value)) this.#entries.delete(hash);

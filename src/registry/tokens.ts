@@ -1,11 +1,11 @@
 /**
- * API tokens (registry.md §3): their format, their hash, the rules of a token request and their API
+ * API tokens (docs/registry.md): their format, their hash, the rules of a token request and their API
  * view (storage.ts keeps them). The database keeps only the SHA-256 of a token, so authenticating is
  * one indexed lookup.
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { Role } from "../platform/auth.js";
-import { HttpError } from "../platform/errors.js";
+import { NotFoundError } from "../platform/errors.js";
 import { rfc3339 } from "../platform/time.js";
 import {
   integer,
@@ -44,7 +44,7 @@ export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }
 
-/** The most characters (Unicode code points) a token name may have (registry.md §3). */
+/** The most characters (Unicode code points) a token name may have. */
 export const TOKEN_NAME_MAX = 100;
 
 /**
@@ -58,7 +58,7 @@ const NOT_PRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}\u202A-\u202E\u2066-\u2069]/u;
 export const TOKEN_NAME_RULE = `must be 1 to ${TOKEN_NAME_MAX} characters of printable text (spaces allowed, no control characters)`;
 
 /**
- * A token name (registry.md §3): 1–100 characters (code points, as PostgreSQL's `varchar(100)`
+ * A token name: 1–100 characters (code points, as PostgreSQL's `varchar(100)`
  * counts) of printable Unicode, spaces included (`laptop ci`, `clé de déploiement`), no control
  * characters. Taken as given: not trimmed.
  */
@@ -74,8 +74,8 @@ export const tokenName: Validator<string> = (value, path) => {
 
 /**
  * The body of POST /api/v1/registry/token. `password` is only checked for type and size here: a
- * password that breaks the rules of §2 is simply a wrong one (401), counted by the rate limit.
- * `scopes` and `crates` (cargo.md §4) are optional non-empty arrays, duplicates removed; absent
+ * password that breaks the rules of a user's password is simply a wrong one (401), counted by the rate limit.
+ * `scopes` and `crates` are optional non-empty arrays, duplicates removed; absent
  * (or null) means all.
  *
  * @throws ValidationError naming the field: `name: is required`, `scopes[1]: must be one of ...`
@@ -87,9 +87,9 @@ export const newTokenBody = object(
     password: required(string({ min: 1, max: 1024 })),
     /** Days, 1–3650, default 365. */
     validity: withDefault(integer(1, 3650), 365),
-    /** Cargo scopes (cargo.md §4); absent: all. */
+    /** Cargo scopes; absent: all. */
     scopes: optional(tokenScopes),
-    /** Crate name patterns (cargo.md §4); absent: every crate. */
+    /** Crate name patterns; absent: every crate. */
     crates: optional(cratePatterns),
   },
   { unknownKeys: "ignore" },
@@ -99,7 +99,7 @@ export const newTokenBody = object(
 export type NewTokenBody = ReturnType<typeof newTokenBody>;
 
 /**
- * The limits of a Cargo token (cargo.md §4), set when it is created and never changed: scope names
+ * The limits of a Cargo token, set when it is created and never changed: scope names
  * and crate name patterns, each `undefined` for all. A token with either one is "scoped", for
  * Cargo only.
  */
@@ -161,7 +161,7 @@ export function tokenView(token: StoredToken): TokenView {
   };
 }
 
-/** 404 `token <name> not found`. */
-export function tokenNotFound(name: string): HttpError {
-  return new HttpError(404, `token ${name} not found`);
+/** `token <name> not found`. */
+export function tokenNotFound(name: string): NotFoundError {
+  return new NotFoundError(`token ${name} not found`);
 }

@@ -1,11 +1,11 @@
 /**
- * Users of the registry (registry.md §1–2): the rules of their fields, their API shape and their
+ * Users of the registry (docs/registry.md): the rules of their fields, their API shape and their
  * errors (storage.ts keeps them). An admin
  * may do anything except create tokens for another user; a tech user reads and updates only its own
  * account. At least one active admin always remains.
  */
 import type { Role } from "../platform/auth.js";
-import { HttpError } from "../platform/errors.js";
+import { ConflictError, NotFoundError } from "../platform/errors.js";
 import {
   boolean,
   isPlainObject,
@@ -18,10 +18,10 @@ import {
   type Validator,
 } from "../platform/validation.js";
 
-/** The roles of registry.md §1, in the order error messages list them. */
+/** The roles of registry users, in the order error messages list them. */
 export const ROLES: readonly Role[] = ["admin", "tech"];
 
-/** A user name, also a token name: 1–64 characters of `A-Z a-z 0-9 . _ -` (registry.md §2). */
+/** A user name, also a token name: 1–64 characters of `A-Z a-z 0-9 . _ -`. */
 export const userName: Validator<string> = string({
   min: 1,
   max: 64,
@@ -60,7 +60,7 @@ const updateFields = object(
     role: optional(userRole),
     active: optional(boolean()),
   },
-  // `name` is ignored (no rename, registry.md §2), like any other unknown key.
+  // `name` is ignored (users are never renamed), like any other unknown key.
   { unknownKeys: "ignore" },
 );
 
@@ -83,7 +83,7 @@ export function userUpdateBody(value: unknown, path: string): UserUpdateBody {
 
 /**
  * Whether a body names a field only an admin may change (`role`, `active`), whatever its value:
- * permission is checked before validation (registry.md §1), so a tech user sending `active` gets the
+ * permission is checked before validation, so a tech user sending `active` gets the
  * 403 even with a value that would not validate, or `null`.
  */
 export function setsAdminOnlyField(body: unknown): boolean {
@@ -121,17 +121,17 @@ export interface UserChanges {
   readonly active?: boolean;
 }
 
-/** 404 `user <name> not found`. */
-export function userNotFound(name: string): HttpError {
-  return new HttpError(404, `user ${name} not found`);
+/** `user <name> not found`. */
+export function userNotFound(name: string): NotFoundError {
+  return new NotFoundError(`user ${name} not found`);
 }
 
-/** 409 `user <name> already exists`. */
-export function userExists(name: string): HttpError {
-  return new HttpError(409, `user ${name} already exists`);
+/** `user <name> already exists`. */
+export function userExists(name: string): ConflictError {
+  return new ConflictError(`user ${name} already exists`);
 }
 
-/** 409 when a change would leave no active admin. */
+/** The conflict of a change that would leave no active admin. */
 export const LAST_ADMIN = "at least one active admin must remain";
 
 /** Compares names by UTF-16 code units: the same order on SQLite and PostgreSQL, whatever the collation. */

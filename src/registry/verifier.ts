@@ -1,11 +1,12 @@
 /**
- * The verifier of registry tokens that the registry registers with the platform's auth hook
- * (platform.md §5): SHA-256 of the token, then the in-process cache, else one indexed lookup that
+ * The verifier of registry tokens that the registry registers with the platform's auth hook:
+ * SHA-256 of the token, then the in-process cache, else one indexed lookup that
  * joins the user. A cache hit answers synchronously, so a guarded route awaits no promise. The
- * token's Cargo limits (cargo.md §4) come in the same lookup and travel on the principal, built
+ * token's Cargo limits come in the same lookup and travel on the principal, built
  * once per lookup: the guard reads them without any further query or allocation.
  */
 import type { Principal, TokenVerification } from "../platform/auth.js";
+import { isPlainObject } from "../platform/validation.js";
 import type { LastUsedRecorder } from "./last-used.js";
 import type { CachedToken, TokenCache } from "./token-cache.js";
 import { hashToken, isTokenFormat, type TokenOwner } from "./tokens.js";
@@ -27,21 +28,24 @@ export type Invalidation = { readonly user: string } | { readonly token: string 
 
 /** Whether a value received from another instance is an {@link Invalidation}. */
 export function isInvalidation(value: unknown): value is Invalidation {
-  if (typeof value !== "object" || value === null) return false;
-  const change = value as Record<string, unknown>;
-  return typeof change.user === "string" || typeof change.token === "string";
+  return isPlainObject(value) && (typeof value.user === "string" || typeof value.token === "string");
 }
 
 /** Maps tokens to users: outcomes ok, invalid (unknown or malformed), expired, inactive. */
 export class RegistryVerifier {
   readonly #findOwner: FindOwner;
-  readonly #cache: TokenCache;
+  readonly #cache: TokenCache<Verified>;
   readonly #lastUsed: LastUsedRecorder;
   readonly #now: () => number;
   /** Lookups in flight by token hash, so a burst with a new token asks the database once. */
   readonly #inFlight = new Map<string, Promise<Verified | undefined>>();
 
-  constructor(options: { findOwner: FindOwner; cache: TokenCache; lastUsed: LastUsedRecorder; now: () => number }) {
+  constructor(options: {
+    findOwner: FindOwner;
+    cache: TokenCache<Verified>;
+    lastUsed: LastUsedRecorder;
+    now: () => number;
+  }) {
     this.#findOwner = options.findOwner;
     this.#cache = options.cache;
     this.#lastUsed = options.lastUsed;
@@ -57,7 +61,7 @@ export class RegistryVerifier {
   readonly verify = (token: string): TokenVerification | Promise<TokenVerification> => {
     if (!isTokenFormat(token)) return INVALID;
     const hash = hashToken(token);
-    const cached = this.#cache.get(hash) as Verified | undefined;
+    const cached = this.#cache.get(hash);
     if (cached !== undefined) return this.#outcome(cached);
     let lookup = this.#inFlight.get(hash);
     if (lookup === undefined) {
@@ -74,7 +78,7 @@ export class RegistryVerifier {
 
   /**
    * Called after this instance changed a user or deleted a token, with what to forget: cluster
-   * mode tells the other instances (scale-out.md §2), which apply it with {@link forget}.
+   * mode tells the other instances (docs/cluster.md), which apply it with {@link forget}.
    */
   onInvalidate: (change: Invalidation) => void = () => {};
 

@@ -1,5 +1,5 @@
 /**
- * The Cargo registry (cargo.md §6) with the stock `cargo` against the real `vigie` process: publish
+ * The Cargo registry (docs/cargo.md) with the stock `cargo` against the real `vigie` process: publish
  * a library `a` (0.1.0, 0.2.0) and `b` depending on `a = "0.1"`, build and run a fresh binary that
  * depends on `b` (Cargo fetches both through the sparse index and downloads), yank and unyank as a
  * fresh lockfile sees them, owners, search, refusals (a non-owner, a version published twice,

@@ -1,5 +1,5 @@
 /**
- * `vigie registry check` (cargo.md §3, §5) against the database and storage directory of a real
+ * `vigie registry check` (docs/cargo.md) against the database and storage directory of a real
  * configuration: it needs the Cargo registry enabled, reports an orphan `.crate` (a file without
  * its version, as a crash between the file and the commit leaves), keeps a young one (a publish may
  * be running), removes an old one unless `--dry-run`, and its exit code says whether anything is

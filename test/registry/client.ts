@@ -1,7 +1,7 @@
 /**
  * A small client of the registry API over `app.inject()` for the API tests. Every response it sees
  * is checked for leaked secrets: no password, password hash or token hash may appear in a body
- * (platform.md §4).
+ *.
  */
 import type { FastifyInstance } from "fastify";
 import { expect } from "vitest";

@@ -1,6 +1,6 @@
 /**
  * The registry API through `app.inject()`, on SQLite and on PostgreSQL: every rule, status and
- * message of registry.md §1–3.
+ * message of docs/registry.md.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createRegistryModule } from "../../src/registry/index.js";

@@ -59,7 +59,7 @@ describe("token request body", () => {
     });
   });
 
-  it("takes optional scopes and crates, duplicates removed; absent or null means all (cargo.md §4)", () => {
+  it("takes optional scopes and crates, duplicates removed; absent or null means all (docs/cargo.md)", () => {
     const base = { name: "a", user: "b", password: "c" };
     expect(newTokenBody(base, "")).not.toHaveProperty("scopes");
     expect(newTokenBody(base, "")).not.toHaveProperty("crates");
@@ -164,7 +164,7 @@ describe("token view", () => {
     expect(rfc3339(0)).toBe("1970-01-01T00:00:00.000Z");
   });
 
-  it("shows scopes and crates only when the token has them (cargo.md §4)", () => {
+  it("shows scopes and crates only when the token has them (docs/cargo.md)", () => {
     const token = { id: "id", userId: "user", name: "ci", createdAt: 0, expiresAt: DAY_MS, lastUsedAt: null };
     const keys = (view: object) => Object.keys(view).sort();
     const plain = ["created-at", "expires-at", "id", "last-used-at", "name"];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
-import { HttpError } from "../../src/platform/errors.js";
+import { STATUS_OF, VigieError } from "../../src/platform/errors.js";
 import { registryMigrations, UserStore } from "../../src/registry/storage.js";
 import { newUserBody, setsAdminOnlyField, type User, userName, userUpdateBody } from "../../src/registry/users.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
@@ -58,7 +58,7 @@ describe("user fields", () => {
     expect(setsAdminOnlyField({ role: "tech" })).toBe(true);
     expect(setsAdminOnlyField({ active: true })).toBe(true);
     expect(setsAdminOnlyField({ description: "x", password: "12345678" })).toBe(false);
-    // Whatever the value: permission comes before validation (registry.md §1).
+    // Whatever the value: permission comes before validation (docs/registry.md).
     expect(setsAdminOnlyField({ role: null })).toBe(true);
     expect(setsAdminOnlyField({ active: "garbage" })).toBe(true);
     expect(setsAdminOnlyField("role")).toBe(false);
@@ -70,7 +70,7 @@ async function statusOf(promise: Promise<unknown>): Promise<number | "ok"> {
     await promise;
     return "ok";
   } catch (error) {
-    if (error instanceof HttpError) return error.statusCode;
+    if (error instanceof VigieError) return STATUS_OF[error.code];
     throw error;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * `vigie registry check` and its start-up counterpart (cargo.md §3, §5): the disagreements between
+ * `vigie registry check` and its start-up counterpart (docs/cargo.md): the disagreements between
  * the database and the stored `.crate` files, and the removal of what a crash left behind.
  *
  * - A version without its file (or with a file of another size) is reported; nothing can repair it

@@ -1,6 +1,6 @@
 /**
- * The `registry.cargo` section of the configuration (cargo.md): the private Cargo registry, off by
- * default. Unknown keys are refused (platform.md §2).
+ * The `registry.cargo` section of the configuration (docs/cargo.md): the private Cargo registry, off by
+ * default. Unknown keys are refused, as in every section (docs/configuration.md).
  */
 import type { PlatformConfig } from "../../platform/config.js";
 import {
@@ -17,7 +17,7 @@ import {
 } from "../../platform/validation.js";
 import { DEFAULT_MAX_FEATURES, DEFAULT_MAX_INDEX_LINE } from "./publish.js";
 
-/** The default largest `.crate` accepted (cargo.md: `max-crate-size`), in bytes: 10 MiB, crates.io's. */
+/** The default largest `.crate` accepted (`max-crate-size`), in bytes: 10 MiB, crates.io's. */
 export const DEFAULT_MAX_CRATE_SIZE = 10 * 1024 * 1024;
 
 /** A size of at least 1 KiB: a smaller index line could not even hold a version without features. */
@@ -65,7 +65,7 @@ export type CargoSettings = Infer<typeof cargoSection>;
 const WILDCARD_HOSTS = new Set(["0.0.0.0", "[::]"]);
 
 /**
- * Refuses a Cargo registry whose public URL names a wildcard address (cargo.md): Cargo would be
+ * Refuses a Cargo registry whose public URL names a wildcard address: Cargo would be
  * told to download from `0.0.0.0`. Run by `vigie config check` and at start-up.
  *
  * @throws ValidationError naming `http.public-url`

@@ -1,12 +1,12 @@
 /**
- * What a published `.crate` must be (cargo.md §3): a gzip-compressed tar whose entries all sit under
+ * What a published `.crate` must be (docs/cargo.md): a gzip-compressed tar whose entries all sit under
  * `<name>-<vers>/`, as `cargo package` writes it, with `<name>-<vers>/Cargo.toml` among them. Read
  * as a stream in memory (node:zlib, then tar-stream), never extracted to disk; contents are drained,
  * not kept.
  */
 import { createGunzip } from "node:zlib";
 import tar from "tar-stream";
-import { HttpError } from "../../platform/errors.js";
+import { errorMessage, InvalidError } from "../../platform/errors.js";
 
 /** Limits of {@link checkCrateFile}. */
 export interface CrateFileLimits {
@@ -37,8 +37,8 @@ function bytesShown(bytes: number): string {
   return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 }
 
-function refusal(sentence: string): HttpError {
-  return new HttpError(400, sentence);
+function refusal(sentence: string): InvalidError {
+  return new InvalidError(sentence);
 }
 
 /**
@@ -46,9 +46,9 @@ function refusal(sentence: string): HttpError {
  * member as another member, ignoring only zero padding). The first member's magic is checked before
  * zlib, so a header with a wrong magic can only come after the gzip data.
  */
-function gzipError(error: unknown): HttpError {
+function gzipError(error: unknown): InvalidError {
   const code = error instanceof Error && "code" in error ? error.code : undefined;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   if (code === "Z_BUF_ERROR") return refusal("the .crate is a truncated gzip file");
   if (message === "incorrect header check") return refusal("the .crate has bytes after its gzip data");
   if (message === "unknown compression method" || message === "unknown header flags set") {
@@ -58,8 +58,8 @@ function gzipError(error: unknown): HttpError {
 }
 
 /** What a tar-stream failure means for the user (its messages, tar-stream 3 `extract.js`/`headers.js`). */
-function tarError(error: unknown): HttpError {
-  const message = error instanceof Error ? error.message : String(error);
+function tarError(error: unknown): InvalidError {
+  const message = errorMessage(error);
   const prefix = "the .crate is not a valid tar archive";
   if (message === "Unexpected end of data") return refusal(`${prefix}: it ends in the middle of a header or an entry`);
   if (message.startsWith("Invalid tar header. Maybe")) return refusal(`${prefix}: a header has a wrong checksum`);
@@ -107,7 +107,7 @@ function refusedPath(path: string, prefix: string, directory: boolean): string |
 }
 
 /**
- * Checks a `.crate` (cargo.md §3): gzip of a tar whose every entry is a file or a directory under
+ * Checks a `.crate`: gzip of a tar whose every entry is a file or a directory under
  * exactly `<name>-<vers>/` (the name as in the metadata, case kept, as `cargo package` writes it),
  * with no `..` segment, backslash or absolute path, and which holds the file
  * `<name>-<vers>/Cargo.toml`. Decompresses in memory as a stream and drains each entry; stops at
@@ -116,7 +116,7 @@ function refusedPath(path: string, prefix: string, directory: boolean): string |
  * @param bytes the `.crate`
  * @param name the crate name of the metadata, already checked (`crateName`)
  * @param vers the version of the metadata, already checked
- * @throws HttpError 400 (a rejected promise, which always settles) with a sentence: `the .crate is
+ * @throws InvalidError (a rejected promise, which always settles) with a sentence: `the .crate is
  *   not a gzip file`, `the .crate is a truncated gzip file`, `the .crate has bytes after its gzip
  *   data`, `the .crate is a corrupt gzip file (…)`, `the .crate is not a valid tar archive: …`,
  *   `the .crate holds a path outside a-0.1.0/: a-0.1.0/../evil`, `the .crate holds an absolute
@@ -144,14 +144,14 @@ export function checkCrateFile(bytes: Buffer, name: string, vers: string, limits
     let entries = 0;
     let hasManifest = false;
 
-    const fail = (error: HttpError): void => {
+    const fail = (error: InvalidError): void => {
       if (settled) return;
       settled = true;
       gunzip.destroy();
       extract.destroy();
       reject(error);
     };
-    const tooBig = (): HttpError => refusal(`the .crate unpacks to more than ${bytesShown(maxUnpacked)}`);
+    const tooBig = (): InvalidError => refusal(`the .crate unpacks to more than ${bytesShown(maxUnpacked)}`);
 
     gunzip.on("error", (error) => fail(gzipError(error)));
     extract.on("error", (error) => fail(tarError(error)));

@@ -1,5 +1,5 @@
 /**
- * The `.crate` files of the Cargo registry (cargo.md §3): `<storage>/<name>/<name>-<vers>.crate`,
+ * The `.crate` files of the Cargo registry (docs/cargo.md): `<storage>/<name>/<name>-<vers>.crate`,
  * with the crate's canonical name. A file is written to a temporary file in the same directory,
  * fsynced, linked to its name and its directory fsynced, so that a crash leaves either no file or
  * the whole file; the database row comes after, so a crash between the two leaves an orphan file

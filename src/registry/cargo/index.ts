@@ -1,5 +1,5 @@
 /**
- * The Cargo registry (cargo.md), part of the registry module: `setUpCargo` builds its storage,
+ * The Cargo registry (docs/cargo.md), part of the registry module: `setUpCargo` builds its storage,
  * files and metrics, checks the files against the database at start-up (removing what a crash
  * left behind), and registers its routes. Enabled by `registry.cargo.enabled`.
  */
@@ -13,7 +13,7 @@ import type { CargoSettings } from "./config.js";
 import { CrateFiles } from "./files.js";
 import { IndexCache } from "./index-cache.js";
 import { registerCargoMetrics } from "./metrics.js";
-import { registerCargoRoutes } from "./routes.js";
+import { registerCargoRoutes } from "./routes/index.js";
 import { CargoStore } from "./storage.js";
 
 export { type CheckReport, checkCrateFiles, hasDisagreements, ORPHAN_GRACE_MS, reportLines } from "./check.js";
@@ -30,7 +30,7 @@ export function crateStorage(settings: CargoSettings, dataDirectory: string): st
 }
 
 /**
- * Sets the Cargo registry up on `app` (cargo.md §1–5).
+ * Sets the Cargo registry up on `app`.
  * @param now milliseconds since the epoch
  */
 export async function setUpCargo(

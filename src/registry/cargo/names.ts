@@ -1,10 +1,10 @@
 /**
- * Crate names (cargo.md §3) and where a crate sits in Cargo's sparse index (cargo.md §1,
+ * Crate names (docs/cargo.md) and where a crate sits in Cargo's sparse index (see
  * https://doc.rust-lang.org/cargo/reference/registry-index.html#index-files).
  */
-import { HttpError } from "../../platform/errors.js";
+import { InvalidError } from "../../platform/errors.js";
 
-/** The most characters a crate name may have (cargo.md §3, as crates.io). */
+/** The most characters a crate name may have (as on crates.io). */
 export const CRATE_NAME_MAX = 64;
 
 /** What a crate name may hold once its first character is a letter. */
@@ -25,25 +25,24 @@ export function quoted(value: string): string {
 }
 
 /**
- * Checks a crate name (cargo.md §3): 1–64 characters, ASCII letters, digits, `-` and `_`, starting
+ * Checks a crate name: 1–64 characters, ASCII letters, digits, `-` and `_`, starting
  * with an ASCII letter. Returns it unchanged (case and `-`/`_` as given).
  *
  * @param what how the sentence names the value: `crate name` (default), `dependency name` …
- * @throws HttpError 400 naming the broken rule, e.g. `invalid crate name "9abc": must start with an
+ * @throws InvalidError naming the broken rule, e.g. `invalid crate name "9abc": must start with an
  *   ASCII letter`
  */
 export function crateName(value: unknown, what = "crate name"): string {
-  if (typeof value !== "string") throw new HttpError(400, `invalid ${what}: must be a string`);
-  if (value.length === 0) throw new HttpError(400, `invalid ${what} "": must not be empty`);
+  if (typeof value !== "string") throw new InvalidError(`invalid ${what}: must be a string`);
+  if (value.length === 0) throw new InvalidError(`invalid ${what} "": must not be empty`);
   const shown = quoted(value);
   if (value.length > CRATE_NAME_MAX) {
-    throw new HttpError(400, `invalid ${what} ${shown}: must be at most ${CRATE_NAME_MAX} characters`);
+    throw new InvalidError(`invalid ${what} ${shown}: must be at most ${CRATE_NAME_MAX} characters`);
   }
-  if (!/^[A-Za-z]/.test(value)) throw new HttpError(400, `invalid ${what} ${shown}: must start with an ASCII letter`);
+  if (!/^[A-Za-z]/.test(value)) throw new InvalidError(`invalid ${what} ${shown}: must start with an ASCII letter`);
   if (!NAME_CHARACTERS.test(value)) {
     const bad = [...value].find((character) => !NAME_CHARACTERS.test(character)) ?? "";
-    throw new HttpError(
-      400,
+    throw new InvalidError(
       `invalid ${what} ${shown}: character ${quoted(bad)} is not allowed (only ASCII letters, digits, "-" and "_")`,
     );
   }
@@ -128,7 +127,7 @@ export function reservedCrateName(name: string): string | undefined {
 }
 
 /**
- * The form under which two names are the same crate (cargo.md §3): lower-cased, `_` replaced by
+ * The form under which two names are the same crate: lower-cased, `_` replaced by
  * `-` (`Foo_bar` and `foo-bar` → `foo-bar`). Expects a valid name (ASCII only).
  */
 export function canonicalCrateName(name: string): string {
@@ -138,7 +137,7 @@ export function canonicalCrateName(name: string): string {
 /**
  * The path of a crate's file in the sparse index, relative to the index root: the lower-cased name
  * under `1/`, `2/`, `3/<first character>/` or `<characters 1–2>/<characters 3–4>/` by its length
- * (`a` → `1/a`, `abc` → `3/a/abc`, `Serde` → `se/rd/serde`). Cargo's layout, cargo.md §1 and
+ * (`a` → `1/a`, `abc` → `3/a/abc`, `Serde` → `se/rd/serde`). Cargo's layout,
  * https://doc.rust-lang.org/cargo/reference/registry-index.html#index-files. Expects a valid name.
  */
 export function indexPath(name: string): string {
@@ -157,7 +156,7 @@ export function indexPath(name: string): string {
 
 /**
  * The crate an index request asks for: `path` is what follows `/api/v1/cargo/index/` (`se/rd/serde`).
- * Matched case-insensitively (cargo.md §1), ASCII only, so that `SE/rd/Serde` finds `serde`.
+ * Matched case-insensitively, ASCII only, so that `SE/rd/Serde` finds `serde`.
  *
  * @returns the lower-cased crate name, or undefined when `path` is not exactly {@link indexPath} of
  *   a valid name (`config.json`, `se/rd/serde/`, `xx/rd/serde`): the route answers 404

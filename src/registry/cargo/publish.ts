@@ -1,19 +1,19 @@
 /**
- * Publishing (cargo.md §3): the frame `cargo publish` sends, the rules of its metadata, and the
+ * Publishing (docs/cargo.md): the frame `cargo publish` sends, the rules of its metadata, and the
  * sparse index line a version becomes. Plain TypeScript: the route reads the body, the storage keeps
- * the line; every refusal is an {@link HttpError} whose sentence cargo prints to the user.
+ * the line; every refusal is an {@link InvalidError} whose sentence cargo prints to the user.
  *
  * Sources: https://doc.rust-lang.org/cargo/reference/registry-web-api.html#publish (frame and
  * metadata) and https://doc.rust-lang.org/cargo/reference/registry-index.html#json-schema (index line).
  */
 import { createHash } from "node:crypto";
 import semver from "semver";
-import { HttpError } from "../../platform/errors.js";
+import { InvalidError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
 import { crateName, quoted, reservedCrateName } from "./names.js";
 
 function refuse(sentence: string): never {
-  throw new HttpError(400, sentence);
+  throw new InvalidError(sentence);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -30,12 +30,12 @@ export interface PublishFrame {
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Splits the body of `PUT /api/v1/crates/new` (cargo.md §3, Cargo's web API "Publish"): a u32
+ * Splits the body of `PUT /api/v1/crates/new` (Cargo's web API "Publish"): a u32
  * little-endian length, that many bytes of UTF-8 JSON metadata, a u32 little-endian length, that
  * many bytes of `.crate`, and nothing after. The size limit (413) is the route's: it knows
  * `max-crate-size` and can check `crate.length`.
  *
- * @throws HttpError 400 naming the inconsistency: a body shorter than 4 bytes, a metadata length
+ * @throws InvalidError naming the inconsistency: a body shorter than 4 bytes, a metadata length
  *   past the end, metadata that is not UTF-8, not JSON or not a JSON object, a missing `.crate`
  *   length, a `.crate` length past the end, bytes after the `.crate`
  */
@@ -122,7 +122,7 @@ export interface PublishDependency {
 
 /**
  * The checked metadata of a publish: what the index line needs (name, vers, deps, features, links,
- * rustVersion) and what `GET /api/v1/registry/crates/<name>` shows (cargo.md §3). Cargo's other
+ * rustVersion) and what `GET /api/v1/registry/crates/<name>` shows. Cargo's other
  * fields (`authors`, `badges`, `readme_file`, `license_file`) and unknown keys are dropped.
  */
 export interface PublishMetadata {
@@ -284,10 +284,10 @@ function stringList(
 }
 
 /**
- * Checks a version (cargo.md §3): strict SemVer 2.0 as the `semver` package parses it, written in
+ * Checks a version: strict SemVer 2.0 as the `semver` package parses it, written in
  * its normal form (no `v` or `=` prefix, no spaces), build metadata allowed.
  *
- * @throws HttpError 400 `invalid version "1.0": must be strict SemVer 2.0 ...`
+ * @throws InvalidError `invalid version "1.0": must be strict SemVer 2.0 ...`
  */
 export function publishVersion(value: unknown): string {
   if (typeof value !== "string") refuse("invalid version: vers must be a string");
@@ -394,7 +394,7 @@ function category(entry: string): string | undefined {
 }
 
 /**
- * Checks the metadata object of a publish (cargo.md §3; fields of
+ * Checks the metadata object of a publish (fields of
  * https://doc.rust-lang.org/cargo/reference/registry-web-api.html#publish). `name` follows
  * {@link crateName}; `vers` {@link publishVersion}; each dependency has a valid name (and rename,
  * `explicit_name_in_toml`), a Cargo version requirement, a kind among normal/dev/build and a
@@ -406,7 +406,7 @@ function category(entry: string): string | undefined {
  * ({@link reservedCrateName}: Windows device names and the names crates.io keeps for Rust's own
  * crates).
  *
- * @throws HttpError 400 with a sentence naming the field and the rule, e.g. `dependency a comes
+ * @throws InvalidError with a sentence naming the field and the rule, e.g. `dependency a comes
  *   from registry "https://example.com/index": only this registry and crates.io are allowed`
  */
 export function publishMetadata(value: unknown, limits: PublishLimits = DEFAULT_PUBLISH_LIMITS): PublishMetadata {
@@ -458,8 +458,8 @@ export function publishMetadata(value: unknown, limits: PublishLimits = DEFAULT_
 
 /**
  * The version under which two publishes are the same version: `vers` without its build metadata
- * (`1.0.0+abc` → `1.0.0`), since SemVer ignores it for precedence and cargo.md §3 answers 409 to
- * an existing version "build metadata ignored". Storage puts its unique constraint on
+ * (`1.0.0+abc` → `1.0.0`), since SemVer ignores it for precedence and a publish of an existing
+ * version is refused (409) whatever its build metadata. Storage puts its unique constraint on
  * (crate, versionKey). Case is kept (`1.0.0-Alpha` and `1.0.0-alpha` are two versions).
  */
 export function versionKey(vers: string): string {
@@ -467,7 +467,7 @@ export function versionKey(vers: string): string {
   return plus < 0 ? vers : vers.slice(0, plus);
 }
 
-/** The SHA-256 of some bytes in 64 lower-case hex digits: the `cksum` of a `.crate` (cargo.md §1). */
+/** The SHA-256 of some bytes in 64 lower-case hex digits: the `cksum` of a `.crate`. */
 export function sha256Hex(bytes: Buffer): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
@@ -528,7 +528,7 @@ function indexDependency(dep: PublishDependency): IndexDependency {
 }
 
 /**
- * The index line of a newly published version (cargo.md §1): not yanked, `links` null when absent,
+ * The index line of a newly published version: not yanked, `links` null when absent,
  * `rust_version` only when set. Storage keeps `JSON.stringify(indexEntry(...))` and the index route
  * joins the stored lines with `\n`; a yank rewrites the stored line with {@link withYanked}.
  *
@@ -555,7 +555,7 @@ export function indexEntry(metadata: PublishMetadata, cksum: string): IndexEntry
  * written.
  *
  * @param maxBytes default {@link DEFAULT_MAX_INDEX_LINE}
- * @throws HttpError 400 `the index line of this version would be 300000 bytes: at most 262144 are
+ * @throws InvalidError `the index line of this version would be 300000 bytes: at most 262144 are
  *   allowed (the registry's max-index-line); fewer or shorter features or dependencies`
  */
 export function indexLine(metadata: PublishMetadata, cksum: string, maxBytes = DEFAULT_MAX_INDEX_LINE): string {

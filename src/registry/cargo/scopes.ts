@@ -1,5 +1,5 @@
 /**
- * Token scopes of the Cargo registry (cargo.md §4): what a token may do (`scopes`) and on which
+ * Token scopes of the Cargo registry (docs/cargo.md): what a token may do (`scopes`) and on which
  * crates (`crates`, name patterns), both set when the token is created and absent meaning all.
  * The platform guard refuses a token with either one everywhere but on the Cargo routes; those
  * call {@link missingScope} once they know the crate a request is about.
@@ -7,11 +7,11 @@
 import type { Principal } from "../../platform/auth.js";
 import { array, oneOf, ValidationError, type Validator } from "../../platform/validation.js";
 
-/** The scopes of cargo.md §4, in the order error messages list them. */
+/** The scopes a Cargo token may have, in the order error messages list them. */
 export const CARGO_SCOPES = ["publish-new", "publish-update", "yank", "change-owners"] as const;
 
 /**
- * What a Cargo request needs (cargo.md §4): `publish-new` (the first version of a crate),
+ * What a Cargo request needs: `publish-new` (the first version of a crate),
  * `publish-update` (a new version of an existing crate), `yank` (yank and unyank),
  * `change-owners` (add or remove owners).
  */
@@ -21,7 +21,7 @@ export type CargoScope = "publish-new" | "publish-update" | "yank" | "change-own
 export const CRATE_PATTERNS_MAX = 100;
 
 /**
- * A crate name (cargo.md §3: 1–64 ASCII letters, digits, `-`, `_`, starting with a letter),
+ * A crate name (1–64 ASCII letters, digits, `-`, `_`, starting with a letter),
  * optionally followed by one `*`.
  */
 const CRATE_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,63}\*?$/;
@@ -86,7 +86,7 @@ function canonical(code: number): number {
 
 /**
  * Whether a crate pattern matches a crate name, both compared in canonical form (lower case, `_`
- * as `-`, cargo.md §3): `foo_bar` matches `Foo-Bar`; `foo*` matches `foo` and every crate starting
+ * as `-`): `foo_bar` matches `Foo-Bar`; `foo*` matches `foo` and every crate starting
  * with `foo`. Allocates nothing (compares character codes).
  */
 export function matchesCratePattern(pattern: string, crate: string): boolean {
@@ -100,7 +100,7 @@ export function matchesCratePattern(pattern: string, crate: string): boolean {
 }
 
 /**
- * Why a principal may not do `scope` on `crate` (cargo.md §4), as the sentence of the 403, or
+ * Why a principal may not do `scope` on `crate`, as the sentence of the 403, or
  * `undefined` when it may. A principal without `scopes` has every scope, one without `crates` is
  * for every crate; the scope is checked before the crate. Allocates nothing when allowed.
  *

@@ -1,5 +1,5 @@
 /**
- * The Cargo registry's tables, migrations and queries (cargo.md §1–5), the same on SQLite and
+ * The Cargo registry's tables, migrations and queries (docs/cargo.md), the same on SQLite and
  * PostgreSQL. Times are BIGINT milliseconds since the epoch; booleans INTEGER 0/1.
  *
  * - `registry_crate`: one row per crate, under its canonical name (lower case, `_` as `-`, so
@@ -16,7 +16,7 @@ import { createHash } from "node:crypto";
 import type { Generated, Kysely, Migration, Transaction } from "kysely";
 import { sql } from "kysely";
 import { type Database, migrationDialect, type PlatformTables } from "../../platform/database.js";
-import { HttpError } from "../../platform/errors.js";
+import { ConflictError, ForbiddenError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
 import type { RegistryTables } from "../storage.js";
 import { withYanked } from "./publish.js";
@@ -46,7 +46,7 @@ export interface CrateVersionTable {
   crate_id: number;
   /** As published, build metadata included (`1.0.0+abc`). */
   vers: string;
-  /** Without build metadata: unique per crate (cargo.md §3). */
+  /** Without build metadata: unique per crate. */
   vers_key: string;
   /** The line of the sparse index, JSON, `yanked` kept equal to the column below. */
   index_line: string;
@@ -227,12 +227,6 @@ export interface StoredFile {
   readonly cksum: string;
 }
 
-class Refusal extends Error {
-  constructor(readonly error: HttpError) {
-    super(error.message);
-  }
-}
-
 /** The ETag of an index file after a change: random enough to differ between instances. */
 function newEtag(crateId: number, now: number, salt: string): string {
   return createHash("sha256").update(`${crateId}:${now}:${salt}:${Math.random()}`).digest("hex").slice(0, 32);
@@ -258,79 +252,68 @@ export class CargoStore {
    * crate nor is an admin (403) and a version that exists, build metadata ignored (409, decided by
    * the unique constraint so that it holds across instances).
    *
-   * @throws HttpError 403 or 409
+   * @throws ForbiddenError (not an owner); ConflictError (the version exists)
    */
   async publish(version: NewVersion): Promise<PublishOutcome> {
-    try {
-      return await this.#db.transaction().execute(async (trx) => {
-        const created = await trx
-          .insertInto("registry_crate")
-          .values({
-            canonical: version.canonical,
-            name: version.name,
-            description: version.description,
-            keywords: JSON.stringify(version.keywords),
-            index_etag: "",
-            updated_at: version.now,
-            created_at: version.now,
-          })
-          .onConflict((conflict) => conflict.column("canonical").doNothing())
-          .executeTakeFirst();
-        const newCrate = Number(created.numInsertedOrUpdatedRows ?? 0) > 0;
-        const crate = await trx
-          .selectFrom("registry_crate")
-          .select(["id", "name"])
-          .where("canonical", "=", version.canonical)
-          .executeTakeFirstOrThrow();
-        if (newCrate) {
-          await trx
-            .insertInto("registry_crate_owner")
-            .values({ crate_id: crate.id, user_id: version.userId })
-            .execute();
-        } else if (!version.admin && !(await isOwner(trx, crate.id, version.userId))) {
-          throw new Refusal(
-            new HttpError(
-              403,
-              `you are not an owner of crate ${crate.name}: ask an owner to add you (cargo owner --add)`,
-            ),
-          );
-        }
-        const inserted = await trx
-          .insertInto("registry_crate_version")
-          .values({
-            crate_id: crate.id,
-            vers: version.vers,
-            vers_key: version.versKey,
-            index_line: version.indexLine,
-            cksum: version.cksum,
-            size: version.size,
-            yanked: 0,
-            downloads: 0,
-            metadata: JSON.stringify(version.metadata),
-            published_by: version.userId,
-            published_at: version.now,
-          })
-          .onConflict((conflict) => conflict.columns(["crate_id", "vers_key"]).doNothing())
-          .executeTakeFirst();
-        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) {
-          throw new Refusal(new HttpError(409, `crate ${crate.name} version ${version.versKey} already exists`));
-        }
-        await trx
-          .updateTable("registry_crate")
-          .set({
-            description: version.description,
-            keywords: JSON.stringify(version.keywords),
-            index_etag: newEtag(crate.id, version.now, version.vers),
-            updated_at: version.now,
-          })
-          .where("id", "=", crate.id)
-          .execute();
-        return { newCrate, crateName: crate.name };
-      });
-    } catch (error) {
-      if (error instanceof Refusal) throw error.error;
-      throw error;
-    }
+    return await this.#db.transaction().execute(async (trx) => {
+      const created = await trx
+        .insertInto("registry_crate")
+        .values({
+          canonical: version.canonical,
+          name: version.name,
+          description: version.description,
+          keywords: JSON.stringify(version.keywords),
+          index_etag: "",
+          updated_at: version.now,
+          created_at: version.now,
+        })
+        .onConflict((conflict) => conflict.column("canonical").doNothing())
+        .executeTakeFirst();
+      const newCrate = Number(created.numInsertedOrUpdatedRows ?? 0) > 0;
+      const crate = await trx
+        .selectFrom("registry_crate")
+        .select(["id", "name"])
+        .where("canonical", "=", version.canonical)
+        .executeTakeFirstOrThrow();
+      if (newCrate) {
+        await trx.insertInto("registry_crate_owner").values({ crate_id: crate.id, user_id: version.userId }).execute();
+      } else if (!version.admin && !(await isOwner(trx, crate.id, version.userId))) {
+        throw new ForbiddenError(
+          `you are not an owner of crate ${crate.name}: ask an owner to add you (cargo owner --add)`,
+        );
+      }
+      const inserted = await trx
+        .insertInto("registry_crate_version")
+        .values({
+          crate_id: crate.id,
+          vers: version.vers,
+          vers_key: version.versKey,
+          index_line: version.indexLine,
+          cksum: version.cksum,
+          size: version.size,
+          yanked: 0,
+          downloads: 0,
+          metadata: JSON.stringify(version.metadata),
+          published_by: version.userId,
+          published_at: version.now,
+        })
+        .onConflict((conflict) => conflict.columns(["crate_id", "vers_key"]).doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) {
+        throw new ConflictError(`crate ${crate.name} version ${version.versKey} already exists`);
+      }
+      await trx
+        .updateTable("registry_crate")
+        .set({
+          description: version.description,
+          keywords: JSON.stringify(version.keywords),
+          index_etag: newEtag(crate.id, version.now, version.vers),
+          updated_at: version.now,
+        })
+        .where("id", "=", crate.id)
+        .execute();
+      return { newCrate, crateName: crate.name };
+    });
   }
 
   /** The crate whose canonical name is `canonical`, or `undefined`. */
@@ -455,32 +438,25 @@ export class CargoStore {
 
   /**
    * Removes owners (by user id), unless none would be left: the crate keeps at least one owner.
-   * @throws HttpError 409 when the removal would leave the crate without owner
+   * @throws ConflictError when the removal would leave the crate without owner
    */
   async removeOwners(crateId: number, crateName: string, userIds: readonly string[]): Promise<void> {
     if (userIds.length === 0) return;
-    try {
-      await this.#db.transaction().execute(async (trx) => {
-        await trx
-          .deleteFrom("registry_crate_owner")
-          .where("crate_id", "=", crateId)
-          .where("user_id", "in", userIds)
-          .execute();
-        const left = await trx
-          .selectFrom("registry_crate_owner")
-          .select((eb) => eb.fn.countAll().as("count"))
-          .where("crate_id", "=", crateId)
-          .executeTakeFirstOrThrow();
-        if (Number(left.count) === 0) {
-          throw new Refusal(
-            new HttpError(409, `cannot remove every owner of crate ${crateName}: add another one first`),
-          );
-        }
-      });
-    } catch (error) {
-      if (error instanceof Refusal) throw error.error;
-      throw error;
-    }
+    await this.#db.transaction().execute(async (trx) => {
+      await trx
+        .deleteFrom("registry_crate_owner")
+        .where("crate_id", "=", crateId)
+        .where("user_id", "in", userIds)
+        .execute();
+      const left = await trx
+        .selectFrom("registry_crate_owner")
+        .select((eb) => eb.fn.countAll().as("count"))
+        .where("crate_id", "=", crateId)
+        .executeTakeFirstOrThrow();
+      if (Number(left.count) === 0) {
+        throw new ConflictError(`cannot remove every owner of crate ${crateName}: add another one first`);
+      }
+    });
   }
 
   /** Adds `counts` (downloads by version id) to the versions' download counters, in one transaction. */

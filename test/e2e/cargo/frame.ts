@@ -1,5 +1,5 @@
 /**
- * `PUT /api/v1/crates/new` as Cargo sends it (cargo.md §3), for the requests the e2e test makes
+ * `PUT /api/v1/crates/new` as Cargo sends it (docs/cargo.md), for the requests the e2e test makes
  * without cargo; the bodies come from test/registry/cargo/frames.ts.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The disagreements between the database and the `.crate` files (cargo.md §3, §5): `checkCrateFiles`
+ * The disagreements between the database and the `.crate` files (docs/cargo.md): `checkCrateFiles`
  * on a temporary storage directory, and the same check run when Vigie starts (on SQLite every
  * orphan is a crash's and goes; on PostgreSQL only those older than the grace period).
  */

@@ -2,7 +2,7 @@ import { gzipSync } from "node:zlib";
 import fc from "fast-check";
 import tar from "tar-stream";
 import { describe, expect, it } from "vitest";
-import { HttpError } from "../../../src/platform/errors.js";
+import { InvalidError } from "../../../src/platform/errors.js";
 import { checkCrateFile } from "../../../src/registry/cargo/crate-file.js";
 
 /** One entry of a test tar: a file unless `type` says otherwise. */
@@ -52,8 +52,8 @@ async function refusal(check: Promise<void>): Promise<string> {
   try {
     await check;
   } catch (error) {
-    if (!(error instanceof HttpError)) throw error;
-    expect(error.statusCode).toBe(400);
+    if (!(error instanceof InvalidError)) throw error;
+    expect(error.code).toBe("VIGIE_ERR_INVALID");
     return error.message;
   }
   throw new Error("expected the check to reject");
@@ -320,7 +320,7 @@ describe("checkCrateFile", () => {
           broken[index] = (broken[index] ?? 0) ^ flip;
           // Some changes (the mtime of the gzip header) leave a valid crate: resolved or 400, never hanging.
           await checkCrateFile(broken, "a", "0.1.0").catch((error: unknown) => {
-            expect(error).toBeInstanceOf(HttpError);
+            expect(error).toBeInstanceOf(InvalidError);
           });
         }),
         { seed: SEED, numRuns: 300 },

@@ -1,5 +1,5 @@
 /**
- * Publish requests of the Cargo registry built in memory, as `cargo publish` sends them (cargo.md §3,
+ * Publish requests of the Cargo registry built in memory, as `cargo publish` sends them (see
  * https://doc.rust-lang.org/cargo/reference/registry-web-api.html#publish): a u32 little-endian
  * length, the JSON metadata, a u32 little-endian length, the `.crate` (a gzip of a tar, built with
  * tar-stream and node:zlib, never on disk).

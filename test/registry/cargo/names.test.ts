@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { HttpError } from "../../../src/platform/errors.js";
+import { InvalidError } from "../../../src/platform/errors.js";
 import {
   CRATE_NAME_MAX,
   canonicalCrateName,
@@ -11,22 +11,16 @@ import {
   reservedCrateName,
 } from "../../../src/registry/cargo/names.js";
 
-/** The HttpError `run` throws. */
-function httpError(run: () => unknown): HttpError {
+/** The sentence of the InvalidError (400) that `run` throws. */
+function refusal(run: () => unknown): string {
   try {
     run();
   } catch (error) {
-    if (error instanceof HttpError) return error;
-    throw error;
+    if (!(error instanceof InvalidError)) throw error;
+    expect(error.code).toBe("VIGIE_ERR_INVALID");
+    return error.message;
   }
-  throw new Error("expected an HttpError");
-}
-
-/** The sentence of the 400 that `run` throws. */
-function refusal(run: () => unknown): string {
-  const error = httpError(run);
-  expect(error.statusCode).toBe(400);
-  return error.message;
+  throw new Error("expected an InvalidError");
 }
 
 // Seeded so that a failure can be replayed; fast-check prints the seed and the counterexample.

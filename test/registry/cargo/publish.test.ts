@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { HttpError } from "../../../src/platform/errors.js";
+import { InvalidError } from "../../../src/platform/errors.js";
 import {
   CRATES_IO_INDEXES,
   DEFAULT_MAX_FEATURES,
@@ -25,11 +25,11 @@ function refusal(run: () => unknown): string {
   try {
     run();
   } catch (error) {
-    if (!(error instanceof HttpError)) throw error;
-    expect(error.statusCode).toBe(400);
+    if (!(error instanceof InvalidError)) throw error;
+    expect(error.code).toBe("VIGIE_ERR_INVALID");
     return error.message;
   }
-  throw new Error("expected an HttpError");
+  throw new Error("expected an InvalidError");
 }
 
 function u32(value: number): Buffer {

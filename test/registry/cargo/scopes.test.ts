@@ -1,5 +1,5 @@
 /**
- * Token scopes of the Cargo registry (cargo.md §4), without I/O: what `missingScope` allows and
+ * Token scopes of the Cargo registry (docs/cargo.md), without I/O: what `missingScope` allows and
  * the sentence it answers otherwise; the validators of the token request's `scopes` and `crates`.
  */
 import { describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 /**
  * The platform guard fed by registry tokens: a test-only module guards one route with `tech` and
- * one with `admin` through `context.auth.require` (platform.md §5).
+ * one with `admin` through `context.auth.require`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commentsModule } from "../../src/comments/index.js";

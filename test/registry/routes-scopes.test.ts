@@ -1,5 +1,5 @@
 /**
- * Token scopes through the API (cargo.md §4), on SQLite and on PostgreSQL: tokens created with
+ * Token scopes through the API (docs/cargo.md), on SQLite and on PostgreSQL: tokens created with
  * `scopes` and `crates`, listed back; bad values answered 400 naming the field; a scoped token
  * refused by the registry's user and token API and by every guard but one created with `scoped`
  * (the Cargo routes'), which sees the limits on the principal; unscoped tokens unchanged.

@@ -1,5 +1,5 @@
 /**
- * The storage of tokens (registry.md §3) on SQLite and PostgreSQL: only the SHA-256 of a token is
+ * The storage of tokens (docs/registry.md) on SQLite and PostgreSQL: only the SHA-256 of a token is
  * stored, in a unique index that authentication looks up; names are unique per user; a user's
  * tokens go with it; `last_used_at` moves at most once a minute whatever the callers.
  */

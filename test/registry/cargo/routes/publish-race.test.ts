@@ -1,6 +1,6 @@
 /**
  * Two instances of Vigie on one PostgreSQL database racing to publish the same crate version
- * (cargo.md §3): exactly one succeeds, the other gets 409, the index holds the version once and the
+ * (docs/cargo.md): exactly one succeeds, the other gets 409, the index holds the version once and the
  * loser leaves no file behind, whether the instances share their storage directory or not.
  * PostgreSQL only: SQLite is one instance's database.
  */
@@ -9,20 +9,22 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRegistryModule } from "../../../src/registry/index.js";
-import type { VigieServer } from "../../../src/server.js";
-import { createTestDatabase, POSTGRES_URL, type TestDatabase } from "../../support/databases.js";
-import { startTestServer } from "../../support/server.js";
-import { temporaryDirectory } from "../../support/temporary.js";
-import { dropWhenClosed } from "../sessions.js";
-import { publication } from "./frames.js";
+import { createRegistryModule } from "../../../../src/registry/index.js";
+import type { VigieServer } from "../../../../src/server.js";
+import { createTestDatabase, POSTGRES_URL, type TestDatabase } from "../../../support/databases.js";
+import { startTestServer } from "../../../support/server.js";
+import { temporaryDirectory } from "../../../support/temporary.js";
+import { dropWhenClosed } from "../../sessions.js";
+import { publication } from "../frames.js";
 
 const ROOT_PASSWORD = "root-password-1";
 const PASSWORD = "alice-password-1";
 const ROUNDS = 20;
 
 if (POSTGRES_URL === undefined) {
-  console.log("race.test.ts skipped: set VIGIE_TEST_POSTGRES_URL to race two instances on one PostgreSQL database");
+  console.log(
+    "publish-race.test.ts skipped: set VIGIE_TEST_POSTGRES_URL to race two instances on one PostgreSQL database",
+  );
 }
 
 /** Every file under a directory, relative paths, sorted. */

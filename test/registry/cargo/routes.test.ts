@@ -1,5 +1,5 @@
 /**
- * The Cargo registry through `app.inject()`, on SQLite and on PostgreSQL (cargo.md §1–5): the sparse
+ * The Cargo registry through `app.inject()`, on SQLite and on PostgreSQL (docs/cargo.md): the sparse
  * index, publish, yank, owners, search, download, token scopes, browsing and metrics, with the
  * requests the stock cargo sends (no `Content-Type` on a publish, an empty JSON body on a yank, the
  * raw token in `Authorization`).
@@ -86,7 +86,7 @@ async function call(
   return reply;
 }
 
-/** Expects Cargo's error format (cargo.md §2) with `status` and a detail matching `detail`. */
+/** Expects Cargo's error format (docs/cargo.md) with `status` and a detail matching `detail`. */
 function expectCargoError(reply: Reply, status: number, detail: RegExp | string): void {
   expect({ status: reply.status, body: reply.body }).toEqual({
     status,

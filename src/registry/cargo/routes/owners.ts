@@ -1,0 +1,59 @@
+/** `cargo owner`: list, add and remove the owners of a crate. */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { InvalidError, NotFoundError } from "../../../platform/errors.js";
+import { isPlainObject } from "../../../platform/validation.js";
+import { type CargoContext, SMALL_BODY } from "./context.js";
+
+/** Registers `GET`, `PUT` and `DELETE /:name/owners` on Cargo's web API. */
+export function registerOwners(cargo: FastifyInstance, context: CargoContext): void {
+  const { authRequired, authenticate, requireUser, findCrate, requireOwner, store, users } = context;
+
+  cargo.get<{ Params: { name: string } }>("/:name/owners", async (request) => {
+    await authenticate(request, authRequired);
+    const crate = await findCrate(request.params.name);
+    return { users: await store.owners(crate.id) };
+  });
+
+  const changeOwners = (add: boolean) => async (request: FastifyRequest<{ Params: { name: string } }>) => {
+    const principal = await requireUser(request);
+    const crate = await findCrate(request.params.name);
+    await requireOwner(principal, crate, "change-owners");
+    const names = ownerNames(request.body);
+    const ids: string[] = [];
+    for (const name of names) {
+      const user = await users.find(name);
+      if (user === undefined) throw new NotFoundError(`user ${name} not found`);
+      ids.push(user.id);
+    }
+    if (add) await store.addOwners(crate.id, ids);
+    else await store.removeOwners(crate.id, crate.name, ids);
+    const who = names.length === 1 ? `user ${names[0]} has` : `users ${names.join(", ")} have`;
+    const what = add ? "been added as an owner" : "been removed from the owners";
+    return { ok: true, msg: `${who} ${what}${add && names.length > 1 ? "s" : ""} of crate ${crate.name}` };
+  };
+  cargo.put("/:name/owners", { bodyLimit: SMALL_BODY }, changeOwners(true));
+  cargo.delete("/:name/owners", { bodyLimit: SMALL_BODY }, changeOwners(false));
+}
+
+/**
+ * The user names of an owners request, `{"users": ["a", "b"]}` (1 to 100 names).
+ * @throws InvalidError
+ */
+function ownerNames(body: unknown): string[] {
+  let value: unknown;
+  try {
+    value = Buffer.isBuffer(body) ? JSON.parse(body.toString("utf8")) : undefined;
+  } catch {
+    throw new InvalidError('the body is not JSON: send {"users": ["name"]}');
+  }
+  const users = isPlainObject(value) ? value.users : undefined;
+  if (
+    !Array.isArray(users) ||
+    users.length === 0 ||
+    users.length > 100 ||
+    !users.every((user): user is string => typeof user === "string" && user.length > 0 && user.length <= 64)
+  ) {
+    throw new InvalidError('field users: must be a list of 1 to 100 user names: {"users": ["name"]}');
+  }
+  return [...new Set(users)];
+}

@@ -1,0 +1,21 @@
+/** `cargo yank` and `cargo yank --undo`: a version hidden from new resolutions, or shown again. */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { NotFoundError } from "../../../platform/errors.js";
+import { versionKey } from "../publish.js";
+import { type CargoContext, isVersion, SMALL_BODY } from "./context.js";
+
+/** Registers `DELETE /:name/:version/yank` and `PUT /:name/:version/unyank` on Cargo's web API. */
+export function registerYank(cargo: FastifyInstance, context: CargoContext): void {
+  const { requireUser, findCrate, requireOwner, store, now } = context;
+  const yank = (yanked: boolean) => async (request: FastifyRequest<{ Params: { name: string; version: string } }>) => {
+    const principal = await requireUser(request);
+    const crate = await findCrate(request.params.name);
+    await requireOwner(principal, crate, "yank");
+    const version = request.params.version;
+    const found = isVersion(version) && (await store.setYanked(crate.id, versionKey(version), yanked, now()));
+    if (!found) throw new NotFoundError(`crate ${crate.name} has no version ${version}`);
+    return { ok: true };
+  };
+  cargo.delete("/:name/:version/yank", { bodyLimit: SMALL_BODY }, yank(true));
+  cargo.put("/:name/:version/unyank", { bodyLimit: SMALL_BODY }, yank(false));
+}
