@@ -8,7 +8,9 @@
 import { createHash, randomUUID } from "node:crypto";
 import { type Kysely, type Migration, type SelectQueryBuilder, sql } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
+import { InvalidError, RateLimitedError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
+import { CHALLENGE_ALREADY_USED } from "./challenge.js";
 import { type Comment, type CommentEvent, NEW_COMMENT, newCommentMessage } from "./resources.js";
 
 /** One comment: `comments_comment`. */
@@ -207,6 +209,11 @@ async function checkRateLimit(
   return retryAfterSeconds(row?.at, now, policy);
 }
 
+/** The message of a comment refused by the rate limit. */
+export function rateLimitMessage(retryAfterSeconds: number): string {
+  return `too many comments from this address; retry in ${retryAfterSeconds} s`;
+}
+
 /**
  * Records one accepted comment for this key.
  * @param now milliseconds since the epoch
@@ -231,21 +238,6 @@ export interface NewComment {
   readonly clientAddress: string;
   /** Milliseconds since the epoch: the comment's timestamp. */
   readonly now: number;
-}
-
-/** How adding a comment ended. */
-export type AddOutcome =
-  | { readonly outcome: "added"; readonly comment: Comment }
-  /** The challenge's signature was used by an accepted comment already (comments.md §4 rule 3). */
-  | { readonly outcome: "challenge-used" }
-  /** The client is over the rate limit; wait this many seconds. */
-  | { readonly outcome: "rate-limited"; readonly retryAfterSeconds: number };
-
-/** Thrown inside the transaction to roll it back with a refusal. */
-class Refusal extends Error {
-  constructor(readonly outcome: Exclude<AddOutcome, { outcome: "added" }>) {
-    super(outcome.outcome);
-  }
 }
 
 type CommentRow = Pick<CommentTable, "id" | "content" | "author" | "author_website" | "approved" | "created_at">;
@@ -336,74 +328,72 @@ export class CommentStore {
 
   /**
    * Stores a comment and its `new-comment` event in one transaction, after checking that its
-   * challenge was not used and that the client is within the rate limit (in that order, comments.md
-   * §5). Refusals leave nothing behind: the challenge stays usable, the attempt is not counted.
+   * challenge was not used and that the client is within the rate limit, in that order. Refusals
+   * leave nothing behind: the challenge stays usable, the attempt is not counted.
    *
    * Concurrency: on PostgreSQL the transaction first takes an advisory lock of the (website, client
    * address) pair, so concurrent posts of one client count each other even across instances; the
    * primary key of the used signature refuses a replay racing on another instance (the second insert
    * waits for the first transaction and then inserts nothing). SQLite runs the transactions of the
    * one connection one after the other.
+   *
+   * @returns the comment as stored
+   * @throws InvalidError `The challenge has already been used`
+   * @throws RateLimitedError `too many comments from this address; retry in <n> s`, with the seconds
+   *   to wait (see {@link retryAfterSeconds})
    */
-  async add(input: NewComment): Promise<AddOutcome> {
+  async add(input: NewComment): Promise<Comment> {
     const policy = this.#policy;
     const id = randomUUID();
-    try {
-      await this.#db.transaction().execute(async (trx) => {
-        if (this.#postgres) {
-          const key = rateLimitLockKey(input.website, input.clientAddress);
-          await sql`select pg_advisory_xact_lock(${key}::bigint)`.execute(trx);
-        }
-        const used = await trx
-          .insertInto("comments_used_challenge")
-          .values({ signature: input.signature, expires_at: input.challengeExpiresAt })
-          .onConflict((conflict) => conflict.column("signature").doNothing())
-          .executeTakeFirst();
-        if (Number(used.numInsertedOrUpdatedRows ?? 0) === 0) throw new Refusal({ outcome: "challenge-used" });
-        const wait = await checkRateLimit(trx, policy, input.website, input.clientAddress, input.now);
-        if (wait !== undefined) throw new Refusal({ outcome: "rate-limited", retryAfterSeconds: wait });
-        await recordRateLimitHit(trx, input.website, input.clientAddress, input.now);
-        await trx
-          .insertInto("comments_comment")
-          .values({
-            id,
-            website: input.website,
-            article: input.article,
-            author: input.author,
-            author_website: input.authorWebsite ?? null,
-            content: input.content,
-            approved: input.approved ? 1 : 0,
-            created_at: input.now,
-          })
-          .execute();
-        await trx
-          .insertInto("comments_event")
-          .values({
-            id: randomUUID(),
-            website: input.website,
-            article: input.article,
-            comment_id: id,
-            type: NEW_COMMENT,
-            message: newCommentMessage(id, input.article),
-            created_at: input.now,
-          })
-          .execute();
-      });
-    } catch (error) {
-      if (error instanceof Refusal) return error.outcome;
-      throw error;
-    }
-    return {
-      outcome: "added",
-      comment: toComment({
-        id,
-        content: input.content,
-        author: input.author,
-        author_website: input.authorWebsite ?? null,
-        approved: input.approved ? 1 : 0,
-        created_at: input.now,
-      }),
-    };
+    // A refusal is thrown inside the transaction, which rolls it back.
+    await this.#db.transaction().execute(async (trx) => {
+      if (this.#postgres) {
+        const key = rateLimitLockKey(input.website, input.clientAddress);
+        await sql`select pg_advisory_xact_lock(${key}::bigint)`.execute(trx);
+      }
+      const used = await trx
+        .insertInto("comments_used_challenge")
+        .values({ signature: input.signature, expires_at: input.challengeExpiresAt })
+        .onConflict((conflict) => conflict.column("signature").doNothing())
+        .executeTakeFirst();
+      if (Number(used.numInsertedOrUpdatedRows ?? 0) === 0) throw new InvalidError(CHALLENGE_ALREADY_USED);
+      const wait = await checkRateLimit(trx, policy, input.website, input.clientAddress, input.now);
+      if (wait !== undefined) throw new RateLimitedError(rateLimitMessage(wait), wait);
+      await recordRateLimitHit(trx, input.website, input.clientAddress, input.now);
+      await trx
+        .insertInto("comments_comment")
+        .values({
+          id,
+          website: input.website,
+          article: input.article,
+          author: input.author,
+          author_website: input.authorWebsite ?? null,
+          content: input.content,
+          approved: input.approved ? 1 : 0,
+          created_at: input.now,
+        })
+        .execute();
+      await trx
+        .insertInto("comments_event")
+        .values({
+          id: randomUUID(),
+          website: input.website,
+          article: input.article,
+          comment_id: id,
+          type: NEW_COMMENT,
+          message: newCommentMessage(id, input.article),
+          created_at: input.now,
+        })
+        .execute();
+    });
+    return toComment({
+      id,
+      content: input.content,
+      author: input.author,
+      author_website: input.authorWebsite ?? null,
+      approved: input.approved ? 1 : 0,
+      created_at: input.now,
+    });
   }
 
   /**

@@ -3,7 +3,7 @@
  * article allow-lists, open mode (no configured list: any well-formed name is a website), and which
  * origins may call the public API of a website (CORS, comments.md §5).
  */
-import { HttpError } from "../platform/errors.js";
+import { NotFoundError } from "../platform/errors.js";
 
 /** `<website>`: 1–64 characters of `A-Z a-z 0-9 . _ -` (comments.md §2). */
 export const WEBSITE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -42,13 +42,13 @@ export interface Website {
 }
 
 /** The message of an unknown website (comments.md §2). */
-export function websiteNotFound(name: string): HttpError {
-  return new HttpError(404, `website ${name} not found`);
+export function websiteNotFound(name: string): NotFoundError {
+  return new NotFoundError(`website ${name} not found`);
 }
 
 /** The message of an unknown article (comments.md §2). */
-export function articleNotFound(name: string): HttpError {
-  return new HttpError(404, `article ${name} not found`);
+export function articleNotFound(name: string): NotFoundError {
+  return new NotFoundError(`article ${name} not found`);
 }
 
 /** The websites of the configuration, or open mode when none is configured. */
@@ -96,7 +96,7 @@ export class Websites {
 
   /**
    * The website called `name`.
-   * @throws HttpError 404 `website <name> not found`
+   * @throws NotFoundError `website <name> not found`
    */
   get(name: string): Website {
     const website = this.find(name);
@@ -106,7 +106,7 @@ export class Websites {
 
   /**
    * The website called `website` after checking that it accepts article `article`.
-   * @throws HttpError 404 `website <website> not found` or `article <article> not found`
+   * @throws NotFoundError `website <website> not found` or `article <article> not found`
    */
   getWithArticle(website: string, article: string): Website {
     const found = this.get(website);

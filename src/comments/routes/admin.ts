@@ -8,7 +8,7 @@
  * `GET /api/admin/website` lists the websites it moderates.
  */
 import type { FastifyInstance, preHandlerHookHandler } from "fastify";
-import { HttpError } from "../../platform/errors.js";
+import { NotFoundError } from "../../platform/errors.js";
 import type { ListCache } from "../list-cache.js";
 import { commentIdOf } from "../resources.js";
 import type { CommentStore } from "../storage.js";
@@ -33,8 +33,8 @@ interface CommentParams extends ArticleParams {
   id: string;
 }
 
-function commentNotFound(id: string): HttpError {
-  return new HttpError(404, `comment ${id} not found`);
+function commentNotFound(id: string): NotFoundError {
+  return new NotFoundError(`comment ${id} not found`);
 }
 
 /** Registers the routes of comments.md §6 under `/api/admin/`. */
@@ -54,7 +54,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOp
     }
   };
 
-  /** The website, article and stored id of a comment path. @throws HttpError 404 */
+  /** The website, article and stored id of a comment path. @throws NotFoundError */
   const locate = (params: CommentParams): { website: string; article: string; id: string } => {
     const website = websites.getWithArticle(params.website, params.article).name;
     const id = commentIdOf(params.id);

@@ -10,7 +10,7 @@
  * the page, its script and its style are revalidated at each use, so that an upgrade shows at once.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { HttpError } from "../../platform/errors.js";
+import { NotFoundError } from "../../platform/errors.js";
 import {
   ADMIN_PAGE_CSP,
   ADMIN_PAGE_PATH,
@@ -70,7 +70,7 @@ export async function registerAssetRoutes(app: FastifyInstance, options: AssetRo
   for (const [path, asset, cacheControl] of files) {
     if (asset === undefined) app.log.warn(`${path} is not built (npm run build): it answers 404`);
     app.get(path, async (request, reply) => {
-      if (asset === undefined) throw new HttpError(404, `${path} is not built`);
+      if (asset === undefined) throw new NotFoundError(`${path} is not built`);
       return serve(request, reply, asset, cacheControl);
     });
   }

@@ -6,7 +6,7 @@
  * segment and the admin routes must send no CORS header at all.
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from "fastify";
-import { HttpError } from "../../platform/errors.js";
+import { ForbiddenError } from "../../platform/errors.js";
 import { allowedOrigin, type Websites } from "../websites.js";
 
 /** The methods a pre-flight allows (comments.md §5). */
@@ -31,7 +31,7 @@ export interface WebsiteParams {
 }
 
 /** A path parameter of a request (`website`, `article`), or `undefined` when its path has none. */
-function pathParam(request: FastifyRequest, name: string): string | undefined {
+export function pathParam(request: FastifyRequest, name: string): string | undefined {
   const params: unknown = request.params;
   if (typeof params !== "object" || params === null) return undefined;
   const value: unknown = Reflect.get(params, name);
@@ -90,7 +90,7 @@ export function preflight(websites: Websites, allow: string) {
     const origin = request.headers.origin;
     if (origin !== undefined && origin !== "") {
       if (allowedOrigin(website, origin) === undefined) {
-        throw new HttpError(403, `origin ${origin} is not allowed for website ${website.name}`);
+        throw new ForbiddenError(`origin ${origin} is not allowed for website ${website.name}`);
       }
       reply.header("Access-Control-Allow-Methods", CORS_METHODS);
       reply.header("Access-Control-Allow-Headers", CORS_HEADERS);
