@@ -121,13 +121,13 @@ export const commentsConfigShape = {
   ),
   websites: withDefault(websites, []),
   /** Streams that receive every new comment as an event (comments.md §11). */
-  streams: withDefault(
+  streams: withDefault<string[]>(
     array(
       string({
         pattern: /^[A-Za-z0-9._-]{1,128}$/,
         patternRule: "must be a stream name: 1 to 128 characters of A-Z a-z 0-9 . _ -",
       }),
     ),
-    [] as string[],
+    [],
   ),
 } satisfies Shape;

@@ -199,8 +199,9 @@ export class ListCache {
     }
     this.#entries.set(key, entry);
     this.#bytes += entry.bytes;
-    while (this.#entries.size > this.#maxArticles || this.#bytes > this.#maxBytes) {
-      const oldest = this.#entries.keys().next().value as string;
+    // A Map iterates in insertion order: its first key is the least recently stored.
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.#maxArticles && this.#bytes <= this.#maxBytes) break;
       this.#remove(oldest);
       this.#observer.dropped?.();
     }

@@ -39,7 +39,7 @@ async function writeTokenFile(file: string, token: string): Promise<void> {
   try {
     await chmod(file, 0o600);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    if (!(error instanceof Error && "code" in error && error.code === "ENOENT")) throw error;
   }
   await writeFile(file, token, { mode: 0o600 });
   await chmod(file, 0o600);
