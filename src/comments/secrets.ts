@@ -1,5 +1,5 @@
 /**
- * The comments admin token and challenge secret (comments.md §7): the configured value (file or
+ * The comments admin token and challenge secret: the configured value (file or
  * environment) when there is one; otherwise a value generated at the first start (32 random bytes,
  * base64url), stored in the database and reused by every later start and every instance sharing
  * the database. A generated admin token is also written to `<data directory>/comments-admin-token`
@@ -46,7 +46,7 @@ async function writeTokenFile(file: string, token: string): Promise<void> {
 }
 
 /**
- * Resolves the admin token and challenge secret (comments.md §7).
+ * Resolves the admin token and challenge secret.
  *
  * @param configured the values of `admin-token` and `challenge.secret`, if given
  * @throws Error when the database cannot be read or written. A token file that cannot be written

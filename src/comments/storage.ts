@@ -1,5 +1,5 @@
 /**
- * The comments module's storage (comments.md §3–6): its tables, its migrations and every SQL
+ * The comments module's storage: its tables, its migrations and every SQL
  * statement of the module, the same on SQLite and PostgreSQL. Timestamps are BIGINT milliseconds
  * since the Unix epoch; booleans are INTEGER 0/1 so that both databases store and return the same
  * values. Adding a comment is one transaction: the single use of its challenge, the rate limit, the
@@ -19,11 +19,11 @@ export interface CommentTable {
   id: string;
   website: string;
   article: string;
-  /** HTML-escaped (comments.md §5). */
+  /** HTML-escaped. */
   author: string;
   /** As given, or null. */
   author_website: string | null;
-  /** HTML-escaped (comments.md §5). */
+  /** HTML-escaped. */
   content: string;
   /** 1 approved, 0 waiting for moderation. */
   approved: number;
@@ -46,7 +46,7 @@ export interface EventTable {
 }
 
 /**
- * A signature of an accepted comment's challenge: `comments_used_challenge` (comments.md §4 rule 3).
+ * A signature of an accepted comment's challenge: `comments_used_challenge`.
  * The primary key makes a replay fail even between instances sharing PostgreSQL.
  */
 export interface UsedChallengeTable {
@@ -57,7 +57,7 @@ export interface UsedChallengeTable {
 }
 
 /**
- * One accepted comment as the rate limit counts it: `comments_rate_limit_hit` (comments.md §5).
+ * One accepted comment as the rate limit counts it: `comments_rate_limit_hit`.
  * Separate from the comments so that deleting spam does not give its sender a fresh allowance, and
  * so that client addresses are kept only for the length of the window.
  */
@@ -274,7 +274,7 @@ function byTimestampThenId(a: CommentEvent, b: CommentEvent): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-/** Most comments a page may hold, and the default of the admin list's page (comments.md §9–10). */
+/** Most comments a page may hold, and the default of the admin list's page. */
 export const PAGE_LIMIT_MAX = 100;
 
 /**
@@ -292,7 +292,7 @@ export interface PageRequest {
   readonly before: number | undefined;
 }
 
-/** A comment with the article it belongs to (the admin list of a website, comments.md §10). */
+/** A comment with the article it belongs to (the admin list of a website). */
 export type ArticleComment = Comment & { readonly article: string };
 
 /**
@@ -465,7 +465,7 @@ export class CommentStore {
 
   /**
    * The websites that hold at least one comment, sorted by code point, at most `limit` of them: what the
-   * moderation page lists in open mode, where any well-formed name is a website (comments.md §1).
+   * moderation page lists in open mode, where any well-formed name is a website.
    * The website column leads the comments' index, so this is an index scan, not a table scan.
    */
   async websitesWithComments(limit: number): Promise<string[]> {

@@ -1,17 +1,17 @@
 /**
- * Websites and articles (comments.md §1–2): the name rules, the configured websites with their
+ * Websites and articles: the name rules, the configured websites with their
  * article allow-lists, open mode (no configured list: any well-formed name is a website), and which
- * origins may call the public API of a website (CORS, comments.md §5).
+ * origins may call the public API of a website (CORS).
  */
 import { NotFoundError } from "../platform/errors.js";
 
-/** `<website>`: 1–64 characters of `A-Z a-z 0-9 . _ -` (comments.md §2). */
+/** `<website>`: 1–64 characters of `A-Z a-z 0-9 . _ -`. */
 export const WEBSITE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** The website name rule, worded for configuration errors. */
 export const WEBSITE_NAME_RULE = "must be 1 to 64 characters of A-Z a-z 0-9 . _ -";
 
-/** `<article>`: 1–200 characters of `A-Z a-z 0-9 . _ ~ -` (comments.md §2). */
+/** `<article>`: 1–200 characters of `A-Z a-z 0-9 . _ ~ -`. */
 export const ARTICLE_NAME = /^[A-Za-z0-9._~-]{1,200}$/;
 
 /** The article name rule, worded for configuration errors. */
@@ -41,12 +41,12 @@ export interface Website {
   readonly articles: ReadonlySet<string> | undefined;
 }
 
-/** The message of an unknown website (comments.md §2). */
+/** The message of an unknown website. */
 export function websiteNotFound(name: string): NotFoundError {
   return new NotFoundError(`website ${name} not found`);
 }
 
-/** The message of an unknown article (comments.md §2). */
+/** The message of an unknown article. */
 export function articleNotFound(name: string): NotFoundError {
   return new NotFoundError(`article ${name} not found`);
 }
@@ -55,7 +55,7 @@ export function articleNotFound(name: string): NotFoundError {
 export class Websites {
   readonly #configured: ReadonlyMap<string, Website> | undefined;
 
-  /** @param settings the `comments.websites` list; empty means open mode (comments.md §1) */
+  /** @param settings the `comments.websites` list; empty means open mode */
   constructor(settings: readonly WebsiteSettings[]) {
     if (settings.length === 0) {
       this.#configured = undefined;
@@ -85,7 +85,7 @@ export class Websites {
   }
 
   /**
-   * The website called `name`, or `undefined` when the name breaks the rules of §2 or, with a
+   * The website called `name`, or `undefined` when the name breaks the name rules or, with a
    * configured list, is not in it. Case-sensitive, like every path segment.
    */
   find(name: string): Website | undefined {

@@ -1,5 +1,5 @@
 /**
- * The comment widget a static site embeds (comments.md §9), bundled by esbuild into
+ * The comment widget a static site embeds, bundled by esbuild into
  * `dist/comments/browser/widget.js` and served at `/comments/widget.js`:
  *
  * ```html
@@ -54,7 +54,7 @@ interface Field {
   readonly error: HTMLParagraphElement;
 }
 
-/** The most articles the count route takes per call (comments.md §9). */
+/** The most articles the count route takes per call. */
 const COUNT_BATCH = 100;
 
 /** Numbers the widgets of a page, for unique element ids. */

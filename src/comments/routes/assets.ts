@@ -1,5 +1,5 @@
 /**
- * The browser side of comments (comments.md §9–10): `GET /comments/widget.js` (the script a static
+ * The browser side of comments: `GET /comments/widget.js` (the script a static
  * site embeds), `GET /comments/admin` (the moderation page), `GET /comments/admin.js` and
  * `GET /comments/admin.css` (its script and style). All public: the files hold no data, and the API
  * calls the page makes need a token. No CORS: a `<script src>` needs none.
@@ -21,10 +21,10 @@ import {
 import { acceptsGzip, type CommentAssets, loadCommentAssets, type StaticAsset, staticAsset } from "../assets.js";
 import { ifNoneMatchHolds } from "../list-cache.js";
 
-/** Where the widget is served (comments.md §9). */
+/** Where the widget is served. */
 export const WIDGET_PATH = "/comments/widget.js";
 
-/** The widget's `Cache-Control` (comments.md §9): an hour in any cache, then fetched again. */
+/** The widget's `Cache-Control`: an hour in any cache, then fetched again. */
 export const WIDGET_CACHE_CONTROL = "public, max-age=3600";
 
 /** The `Cache-Control` of the moderation page and its files: revalidated at each use (RFC 9111 §5.2.2.4). */
