@@ -19,32 +19,42 @@ interface SignInForm {
   busy: boolean;
 }
 
+/** A sign-in form: its title, each required field (label, control, id) and its submit button. */
+function signInForm(
+  title: string,
+  fields: ReadonlyArray<readonly [string, HTMLInputElement, string]>,
+  submit: string,
+): HTMLFormElement {
+  const form = h("form");
+  form.append(h("h3", "", title));
+  for (const [label, control, id] of fields) {
+    control.required = true;
+    form.append(labelled(label, control, id), control);
+  }
+  form.append(button(submit, "submit"));
+  return form;
+}
+
 /** Builds the sign-in section: a form for the admin token, one for a registry account. */
 function signInSection(): { section: HTMLElement; form: SignInForm } {
   const section = h("section", "signin");
   const heading = h("h2", "", "Sign in");
   const error = alertText();
-  const tokenForm = h("form");
   const token = input("password", "off");
-  token.required = true;
-  tokenForm.append(
-    h("h3", "", "With the comments admin token"),
-    labelled("Admin token", token, "token"),
-    token,
-    button("Sign in with the token", "submit"),
+  const tokenForm = signInForm(
+    "With the comments admin token",
+    [["Admin token", token, "token"]],
+    "Sign in with the token",
   );
-  const userForm = h("form");
   const user = input("text", "username");
-  user.required = true;
   const password = input("password", "current-password");
-  password.required = true;
-  userForm.append(
-    h("h3", "", "With a registry account"),
-    labelled("User name", user, "user"),
-    user,
-    labelled("Password", password, "password"),
-    password,
-    button("Sign in", "submit"),
+  const userForm = signInForm(
+    "With a registry account",
+    [
+      ["User name", user, "user"],
+      ["Password", password, "password"],
+    ],
+    "Sign in",
   );
   section.append(heading, tokenForm, userForm, error);
   return { section, form: { tokenForm, token, userForm, user, password, error, busy: false } };

@@ -150,6 +150,11 @@ export function authorHref(website: string | undefined): string | undefined {
   }
 }
 
+/** Whether `value` is an object (not null). */
+function isObject(value: unknown): value is object {
+  return typeof value === "object" && value !== null;
+}
+
 /** Whether `value` is an object whose `key` has the JavaScript type `type`. */
 function has(value: object, key: string, type: "string" | "number" | "boolean"): boolean {
   return typeof Reflect.get(value, key) === type;
@@ -158,8 +163,7 @@ function has(value: object, key: string, type: "string" | "number" | "boolean"):
 /** Whether an API answer is a comment. */
 export function isComment(value: unknown): value is Comment {
   return (
-    typeof value === "object" &&
-    value !== null &&
+    isObject(value) &&
     has(value, "id", "string") &&
     has(value, "content", "string") &&
     has(value, "author", "string") &&
@@ -177,8 +181,7 @@ export function isCommentList(value: unknown): value is Comment[] {
 /** Whether an API answer is a challenge. */
 export function isChallenge(value: unknown): value is Challenge {
   return (
-    typeof value === "object" &&
-    value !== null &&
+    isObject(value) &&
     has(value, "question", "string") &&
     has(value, "signature", "string") &&
     has(value, "timestamp", "number")
