@@ -1,5 +1,5 @@
 /**
- * The moderation page's HTML (comments.md §10): a shell the server renders (title, heading, a
+ * The moderation page's HTML: a shell the server renders (title, heading, a
  * `<main>` its script fills, a `<noscript>` for browsers without JavaScript), its script and style
  * sheet from this origin, and the Content-Security-Policy that allows nothing else: no inline
  * script or style, requests to this origin only, no framing. The page holds no data; the API calls

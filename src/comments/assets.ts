@@ -1,5 +1,5 @@
 /**
- * The browser files of the comments module as the server serves them (comments.md §9–10): the
+ * The browser files of the comments module as the server serves them: the
  * widget a static site embeds, and the moderation page's script and style. esbuild builds them from
  * src/comments/browser/ into `dist/comments/browser/` (scripts/build-browser.mjs: `widget.js`,
  * `admin.js`, and `admin.css` when admin.ts imports a style sheet); the server reads them once at
@@ -14,8 +14,8 @@ import { constants, gzipSync } from "node:zlib";
 export const COMMENTS_BROWSER_DIRECTORY = new URL("./browser/", import.meta.url);
 
 /**
- * The most the widget may weigh gzip-compressed, CSS included, in bytes (comments.md §9: "at most
- * 5 kB gzip"; read as 5 000 bytes, the stricter of the two readings of kB).
+ * The most the widget may weigh gzip-compressed, CSS included, in bytes: 5 kB, read as 5 000 bytes,
+ * the stricter of the two readings of kB.
  */
 export const WIDGET_GZIP_BUDGET_BYTES = 5_000;
 

@@ -1,5 +1,5 @@
 /**
- * The challenge against spam (comments.md §4): an arithmetic question (or one of a configured list),
+ * The challenge against spam: an arithmetic question (or one of a configured list),
  * signed with HMAC-SHA256 so that nothing is stored when it is issued and the answer never leaves the
  * server. Plain functions of their inputs (the clock and the random source are parameters); the
  * single-use rule needs the database and lives in storage.ts.
@@ -7,19 +7,19 @@
 import { createHmac, randomInt } from "node:crypto";
 import { constantTimeEqual } from "../platform/auth.js";
 
-/** The answer to a verification whose timestamp is older than the TTL (comments.md §4). */
+/** The answer to a verification whose timestamp is older than the TTL. */
 export const CHALLENGE_EXPIRED = "The challenge has expired";
 
-/** The answer to a wrong answer, a forged signature or a timestamp in the future (comments.md §4). */
+/** The answer to a wrong answer, a forged signature or a timestamp in the future. */
 export const BAD_CHALLENGE_RESPONSE = "Bad challenge response";
 
-/** The answer to a signature already used by an accepted comment (comments.md §4). */
+/** The answer to a signature already used by an accepted comment. */
 export const CHALLENGE_ALREADY_USED = "The challenge has already been used";
 
 /** How far in the future a timestamp may be, in milliseconds, for clocks of instances that disagree. */
 export const MAX_CLOCK_SKEW_MS = 60_000;
 
-/** The operators of a math question (comments.md §4). */
+/** The operators of a math question. */
 const OPERATORS = ["+", "-", "*"] as const;
 
 /** The operands of a math question are drawn uniformly in 0 to this value inclusive. */
@@ -59,13 +59,13 @@ export function listQuestion(questions: readonly Question[], draw: Draw = secure
   return questions[draw(questions.length)] as Question;
 }
 
-/** How an answer is compared: trimmed and lower-cased (comments.md §4). */
+/** How an answer is compared: trimmed and lower-cased. */
 export function normalizeAnswer(answer: string): string {
   return answer.trim().toLowerCase();
 }
 
 /**
- * The signature of a challenge (comments.md §4): lower-case hex HMAC-SHA256, keyed with `secret`,
+ * The signature of a challenge: lower-case hex HMAC-SHA256, keyed with `secret`,
  * of the UTF-8 text of the JSON array `[timestamp, answer, website, article]` exactly as
  * `JSON.stringify` writes it, e.g. `[1700000000000,"10","blog","my-post"]`. A JSON array rather
  * than the parts joined with `-`: names may contain `-`, and `blog`/`my-post` must not sign the same
@@ -122,7 +122,7 @@ export const MAX_CLOCK_LEAD_MS = 10_000;
 
 /**
  * Timestamps of issued challenges, strictly increasing within one process. The signed text has no
- * nonce (comments.md §4), so two challenges of one article issued in the same millisecond with the
+ * nonce, so two challenges of one article issued in the same millisecond with the
  * same answer would share their signature, and the second visitor would be told the challenge was
  * already used. One millisecond apart they differ. Under a burst of more than 1000 challenges a
  * second the timestamps run ahead of the clock, which the minute of allowed skew absorbs. They never
@@ -166,7 +166,7 @@ export function issueChallenge(
 }
 
 /**
- * Checks the first two rules of comments.md §4, in their order: the timestamp (older than the TTL
+ * Checks the first two rules of a challenge, in their order: the timestamp (older than the TTL
  * → expired; more than one minute ahead → bad), then the signature against the HMAC of the answer
  * trimmed and lower-cased for this website and article (constant-time). The third rule, single use,
  * is checked when the comment is stored.
@@ -194,7 +194,7 @@ export function verifyChallenge(
 }
 
 /**
- * Until when a used signature must be remembered (comments.md §4): the instant its challenge
+ * Until when a used signature must be remembered: the instant its challenge
  * expires, in milliseconds since the Unix epoch. After it, rule 1 refuses the challenge anyway.
  */
 export function challengeExpiresAt(settings: ChallengeSettings, timestamp: number): number {

@@ -1,6 +1,6 @@
 /**
- * New comments as stream events (comments.md §11): `comments.streams` receives every new comment
- * as one event through the platform's event sink (platform.md §9), so that a stream with an output
+ * New comments as stream events: `comments.streams` receives every new comment
+ * as one event through the platform's event sink, so that a stream with an output
  * notifies the author. Never the content, nor the author's website.
  */
 import type { EventSink, SinkEvent } from "../platform/events.js";

@@ -1,6 +1,6 @@
 /**
- * The fields of a posted comment (comments.md §5): each rule worded for `field <name>: <rule>`
- * (platform.md §4). Unknown fields are ignored. Lengths count Unicode characters (code points), so
+ * The fields of a posted comment (docs/comments.md): each rule worded for `field <name>: <rule>`.
+ * Unknown fields are ignored. Lengths count Unicode characters (code points), so
  * an emoji counts as one character as a visitor would expect.
  */
 import { isHostName } from "../platform/hosts.js";
@@ -58,7 +58,7 @@ function trimmedText(max: number, rule: string): Validator<string> {
 const URI_CHARACTERS = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
 
 /**
- * `author-website`: a bare domain or an `http://` / `https://` URL with a host (comments.md §5);
+ * `author-website`: a bare domain or an `http://` / `https://` URL with a host;
  * any other scheme (`javascript:`, `ftp://`) is refused. A blank string counts as absent, as an
  * empty form field would send it. Returned as given (trimmed), not normalised.
  */
@@ -121,7 +121,7 @@ const commentBody = object(
 
 /**
  * Checks the body of `POST /api/v1/comment/<website>/<article>` field by field, in the order of
- * the table of comments.md §5.
+ * the fields documented in docs/api.md (author, author-website, content, answer, signature, timestamp).
  *
  * @throws ValidationError with the field name as path (`author`), or an empty path when the body is
  *   not a JSON object; `fieldError()` turns it into the 400 answer

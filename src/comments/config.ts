@@ -1,7 +1,7 @@
 /**
- * The `comments:` section of the configuration (comments.md §1), its environment overrides and the
- * name rules of §2 applied to configured websites and articles. Unknown keys are refused at every
- * level (platform.md §2).
+ * The `comments:` section of the configuration (docs/configuration.md), its environment overrides
+ * and the name rules of websites and articles applied to the configured ones. Unknown keys are
+ * refused at every level.
  */
 import type { Duration } from "../platform/duration.js";
 import { parseAllowedOrigin } from "../platform/host-origin.js";
@@ -26,13 +26,13 @@ import {
 import { ANSWER_MAX_LENGTH } from "./comment-validation.js";
 import { ANY_ORIGIN, ARTICLE_NAME, ARTICLE_NAME_RULE, WEBSITE_NAME, WEBSITE_NAME_RULE } from "./websites.js";
 
-/** Environment variables overriding keys of the section (comments.md §1). */
+/** Environment variables overriding keys of the section. */
 export const COMMENTS_ENVIRONMENT: Readonly<Record<string, string>> = {
   VIGIE_COMMENTS_ADMIN_TOKEN: "admin-token",
   VIGIE_COMMENTS_CHALLENGE_SECRET: "challenge.secret",
 };
 
-/** The default challenge TTL and rate-limit window (comments.md §1). */
+/** The default challenge TTL and rate-limit window. */
 const TEN_MINUTES: Duration = { text: "10m", milliseconds: 600_000 };
 
 const ORIGIN_RULE = "must be * or an origin such as https://blog.example.org (scheme, host and optional port, no path)";
@@ -60,7 +60,7 @@ const secretText = secret(
 const question = object(
   {
     question: required(string({ min: 1, trim: true })),
-    // A visitor's answer has at most 64 characters (comments.md §5): a longer one could never match.
+    // A visitor's answer has at most 64 characters: a longer one could never match.
     answer: required(string({ min: 1, max: ANSWER_MAX_LENGTH, trim: true })),
   },
   { unknownKeys: "reject" },
@@ -108,7 +108,7 @@ const websites: Validator<Array<Infer<typeof website>>> = (value, path) => {
   return list;
 };
 
-/** The keys of `comments:` besides `enabled` (comments.md §1). Durations are parsed. */
+/** The keys of `comments:` besides `enabled`. Durations are parsed. */
 export const commentsConfigShape = {
   "admin-token": optional(secretText),
   challenge,
@@ -120,14 +120,14 @@ export const commentsConfigShape = {
     { unknownKeys: "reject", optional: true },
   ),
   websites: withDefault(websites, []),
-  /** Streams that receive every new comment as an event (comments.md §11). */
-  streams: withDefault(
+  /** Streams that receive every new comment as an event. */
+  streams: withDefault<string[]>(
     array(
       string({
         pattern: /^[A-Za-z0-9._-]{1,128}$/,
         patternRule: "must be a stream name: 1 to 128 characters of A-Z a-z 0-9 . _ -",
       }),
     ),
-    [] as string[],
+    [],
   ),
 } satisfies Shape;

@@ -1,5 +1,5 @@
 /**
- * The comments module (comments.md): comments on the articles of static websites, a signed
+ * The comments module: comments on the articles of static websites, a signed
  * challenge against spam, admin moderation and an event log.
  */
 import { constantTimeEqual } from "../platform/auth.js";
@@ -18,9 +18,9 @@ import { CommentStore, commentsMigrations } from "./storage.js";
 import { Websites } from "./websites.js";
 
 /**
- * The comments module, for the `modules` list of `src/server.ts`. Its plugin resolves the secrets
- * (comments.md §7), then registers the public routes (§4–5, §9), the admin routes (§6, §10), which
- * share the cache of the public list (list-cache.ts), and the widget and moderation page (§9–10).
+ * The comments module, for the `modules` list of `src/server.ts`. Its plugin resolves the secrets,
+ * then registers the public routes (challenge, post, list, count), the admin routes, which share
+ * the cache of the public list (list-cache.ts), and the widget and moderation page.
  */
 export const commentsModule = defineModule({
   name: "comments",
@@ -65,7 +65,7 @@ export const commentsModule = defineModule({
       lists,
       guard: context.auth.require("admin", { alsoAccept: (token) => constantTimeEqual(token, adminToken) }),
     });
-    // The widget and the moderation page (§9–10): public files, read once from the build.
+    // The widget and the moderation page: public files, read once from the build.
     await registerAssetRoutes(app);
   },
 });

@@ -1,22 +1,22 @@
 /**
- * The cache of the public list of approved comments (`GET /api/v1/comment/<website>/<article>`,
- * comments.md §5): per article, the JSON text of the answer and its entity tag, so that a read
+ * The cache of the public list of approved comments (`GET /api/v1/comment/<website>/<article>`):
+ * per article, the JSON text of the answer and its entity tag, so that a read
  * costs neither a query nor a serialisation. Plain TypeScript, no Fastify and no SQL: the route
  * passes the query as a function, and the routes that write call {@link ListCache.invalidate}.
  *
- * Bounds (platform.md §8, "Bounded everything"): at most {@link LIST_CACHE_MAX_ARTICLES} articles
+ * Bounds, as every cache of Vigie has: at most {@link LIST_CACHE_MAX_ARTICLES} articles
  * and {@link LIST_CACHE_MAX_BYTES} bytes of JSON text in all, the least recently used article
  * dropped first; a list longer than {@link LIST_CACHE_MAX_ENTRY_BYTES} is never kept (it is read
  * from the database each time, as without the cache). Every list dropped or not kept for these
  * bounds is reported to {@link ListCacheObserver.dropped} (a metric).
  *
- * Instances (platform.md §3): an in-process cache cannot see the writes of another Vigie instance.
+ * Instances: an in-process cache cannot see the writes of another Vigie instance.
  * On SQLite only one process serves the database, and every write goes through this process's
  * routes, which invalidate: entries live until invalidated or dropped (no TTL). On PostgreSQL several
  * instances may share the database, so an entry lives at most {@link LIST_CACHE_SHARED_TTL_MS}
  * (1 s): a comment approved or deleted through another instance shows on this one within a second;
- * writes through this instance show at once. The admin routes never use this cache (comments.md
- * §10: every change on the moderation page is visible through the API at once).
+ * writes through this instance show at once. The admin routes never use this cache: every change
+ * on the moderation page is visible through the API at once.
  */
 import { createHash } from "node:crypto";
 
@@ -107,7 +107,7 @@ interface Entry extends CachedList {
 
 /**
  * The per-article cache of approved lists; see the file's comment for its bounds and its TTL.
- * Keys are a website name and an article name, already checked against comments.md §2.
+ * Keys are a website name and an article name, already checked against their rules.
  */
 export class ListCache {
   readonly #maxArticles: number;
@@ -199,8 +199,9 @@ export class ListCache {
     }
     this.#entries.set(key, entry);
     this.#bytes += entry.bytes;
-    while (this.#entries.size > this.#maxArticles || this.#bytes > this.#maxBytes) {
-      const oldest = this.#entries.keys().next().value as string;
+    // A Map iterates in insertion order: its first key is the least recently stored.
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.#maxArticles && this.#bytes <= this.#maxBytes) break;
       this.#remove(oldest);
       this.#observer.dropped?.();
     }
@@ -214,7 +215,7 @@ export class ListCache {
   }
 }
 
-/** Website names have no `/` (comments.md §2), so the pair is unambiguous. */
+/** Website names have no `/`, so the pair is unambiguous. */
 function keyOf(website: string, article: string): string {
   return `${website}/${article}`;
 }

@@ -1,5 +1,5 @@
 /**
- * The resources of the comments API (comments.md §3), exactly as they are serialised: field names
+ * The resources of the comments API, exactly as they are serialised: field names
  * in kebab-case, timestamps in milliseconds since the Unix epoch.
  */
 
@@ -33,7 +33,7 @@ export interface CommentEvent {
   readonly message: string;
 }
 
-/** The message of a `new-comment` event (comments.md §3). */
+/** The message of a `new-comment` event. */
 export function newCommentMessage(commentId: string, article: string): string {
   return `New comment ${commentId} on article ${article}`;
 }
@@ -42,7 +42,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The id of a comment in a path, lower-cased as ids are stored (UUIDs are case-insensitive,
- * RFC 9562 §4), or `undefined` when it is not a UUID and so cannot name a comment (comments.md §2).
+ * RFC 9562 §4), or `undefined` when it is not a UUID and so cannot name a comment.
  */
 export function commentIdOf(text: string): string | undefined {
   return UUID.test(text) ? text.toLowerCase() : undefined;

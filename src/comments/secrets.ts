@@ -1,5 +1,5 @@
 /**
- * The comments admin token and challenge secret (comments.md §7): the configured value (file or
+ * The comments admin token and challenge secret: the configured value (file or
  * environment) when there is one; otherwise a value generated at the first start (32 random bytes,
  * base64url), stored in the database and reused by every later start and every instance sharing
  * the database. A generated admin token is also written to `<data directory>/comments-admin-token`
@@ -39,14 +39,14 @@ async function writeTokenFile(file: string, token: string): Promise<void> {
   try {
     await chmod(file, 0o600);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    if (!(error instanceof Error && "code" in error && error.code === "ENOENT")) throw error;
   }
   await writeFile(file, token, { mode: 0o600 });
   await chmod(file, 0o600);
 }
 
 /**
- * Resolves the admin token and challenge secret (comments.md §7).
+ * Resolves the admin token and challenge secret.
  *
  * @param configured the values of `admin-token` and `challenge.secret`, if given
  * @throws Error when the database cannot be read or written. A token file that cannot be written

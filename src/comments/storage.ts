@@ -1,5 +1,5 @@
 /**
- * The comments module's storage (comments.md §3–6): its tables, its migrations and every SQL
+ * The comments module's storage: its tables, its migrations and every SQL
  * statement of the module, the same on SQLite and PostgreSQL. Timestamps are BIGINT milliseconds
  * since the Unix epoch; booleans are INTEGER 0/1 so that both databases store and return the same
  * values. Adding a comment is one transaction: the single use of its challenge, the rate limit, the
@@ -8,7 +8,9 @@
 import { createHash, randomUUID } from "node:crypto";
 import { type Kysely, type Migration, type SelectQueryBuilder, sql } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
+import { InvalidError, RateLimitedError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
+import { CHALLENGE_ALREADY_USED } from "./challenge.js";
 import { type Comment, type CommentEvent, NEW_COMMENT, newCommentMessage } from "./resources.js";
 
 /** One comment: `comments_comment`. */
@@ -17,11 +19,11 @@ export interface CommentTable {
   id: string;
   website: string;
   article: string;
-  /** HTML-escaped (comments.md §5). */
+  /** HTML-escaped. */
   author: string;
   /** As given, or null. */
   author_website: string | null;
-  /** HTML-escaped (comments.md §5). */
+  /** HTML-escaped. */
   content: string;
   /** 1 approved, 0 waiting for moderation. */
   approved: number;
@@ -44,7 +46,7 @@ export interface EventTable {
 }
 
 /**
- * A signature of an accepted comment's challenge: `comments_used_challenge` (comments.md §4 rule 3).
+ * A signature of an accepted comment's challenge: `comments_used_challenge`.
  * The primary key makes a replay fail even between instances sharing PostgreSQL.
  */
 export interface UsedChallengeTable {
@@ -55,7 +57,7 @@ export interface UsedChallengeTable {
 }
 
 /**
- * One accepted comment as the rate limit counts it: `comments_rate_limit_hit` (comments.md §5).
+ * One accepted comment as the rate limit counts it: `comments_rate_limit_hit`.
  * Separate from the comments so that deleting spam does not give its sender a fresh allowance, and
  * so that client addresses are kept only for the length of the window.
  */
@@ -207,6 +209,11 @@ async function checkRateLimit(
   return retryAfterSeconds(row?.at, now, policy);
 }
 
+/** The message of a comment refused by the rate limit. */
+export function rateLimitMessage(retryAfterSeconds: number): string {
+  return `too many comments from this address; retry in ${retryAfterSeconds} s`;
+}
+
 /**
  * Records one accepted comment for this key.
  * @param now milliseconds since the epoch
@@ -231,21 +238,6 @@ export interface NewComment {
   readonly clientAddress: string;
   /** Milliseconds since the epoch: the comment's timestamp. */
   readonly now: number;
-}
-
-/** How adding a comment ended. */
-export type AddOutcome =
-  | { readonly outcome: "added"; readonly comment: Comment }
-  /** The challenge's signature was used by an accepted comment already (comments.md §4 rule 3). */
-  | { readonly outcome: "challenge-used" }
-  /** The client is over the rate limit; wait this many seconds. */
-  | { readonly outcome: "rate-limited"; readonly retryAfterSeconds: number };
-
-/** Thrown inside the transaction to roll it back with a refusal. */
-class Refusal extends Error {
-  constructor(readonly outcome: Exclude<AddOutcome, { outcome: "added" }>) {
-    super(outcome.outcome);
-  }
 }
 
 type CommentRow = Pick<CommentTable, "id" | "content" | "author" | "author_website" | "approved" | "created_at">;
@@ -282,7 +274,7 @@ function byTimestampThenId(a: CommentEvent, b: CommentEvent): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-/** Most comments a page may hold, and the default of the admin list's page (comments.md §9–10). */
+/** Most comments a page may hold, and the default of the admin list's page. */
 export const PAGE_LIMIT_MAX = 100;
 
 /**
@@ -300,7 +292,7 @@ export interface PageRequest {
   readonly before: number | undefined;
 }
 
-/** A comment with the article it belongs to (the admin list of a website, comments.md §10). */
+/** A comment with the article it belongs to (the admin list of a website). */
 export type ArticleComment = Comment & { readonly article: string };
 
 /**
@@ -336,74 +328,72 @@ export class CommentStore {
 
   /**
    * Stores a comment and its `new-comment` event in one transaction, after checking that its
-   * challenge was not used and that the client is within the rate limit (in that order, comments.md
-   * §5). Refusals leave nothing behind: the challenge stays usable, the attempt is not counted.
+   * challenge was not used and that the client is within the rate limit, in that order. Refusals
+   * leave nothing behind: the challenge stays usable, the attempt is not counted.
    *
    * Concurrency: on PostgreSQL the transaction first takes an advisory lock of the (website, client
    * address) pair, so concurrent posts of one client count each other even across instances; the
    * primary key of the used signature refuses a replay racing on another instance (the second insert
    * waits for the first transaction and then inserts nothing). SQLite runs the transactions of the
    * one connection one after the other.
+   *
+   * @returns the comment as stored
+   * @throws InvalidError `The challenge has already been used`
+   * @throws RateLimitedError `too many comments from this address; retry in <n> s`, with the seconds
+   *   to wait (see {@link retryAfterSeconds})
    */
-  async add(input: NewComment): Promise<AddOutcome> {
+  async add(input: NewComment): Promise<Comment> {
     const policy = this.#policy;
     const id = randomUUID();
-    try {
-      await this.#db.transaction().execute(async (trx) => {
-        if (this.#postgres) {
-          const key = rateLimitLockKey(input.website, input.clientAddress);
-          await sql`select pg_advisory_xact_lock(${key}::bigint)`.execute(trx);
-        }
-        const used = await trx
-          .insertInto("comments_used_challenge")
-          .values({ signature: input.signature, expires_at: input.challengeExpiresAt })
-          .onConflict((conflict) => conflict.column("signature").doNothing())
-          .executeTakeFirst();
-        if (Number(used.numInsertedOrUpdatedRows ?? 0) === 0) throw new Refusal({ outcome: "challenge-used" });
-        const wait = await checkRateLimit(trx, policy, input.website, input.clientAddress, input.now);
-        if (wait !== undefined) throw new Refusal({ outcome: "rate-limited", retryAfterSeconds: wait });
-        await recordRateLimitHit(trx, input.website, input.clientAddress, input.now);
-        await trx
-          .insertInto("comments_comment")
-          .values({
-            id,
-            website: input.website,
-            article: input.article,
-            author: input.author,
-            author_website: input.authorWebsite ?? null,
-            content: input.content,
-            approved: input.approved ? 1 : 0,
-            created_at: input.now,
-          })
-          .execute();
-        await trx
-          .insertInto("comments_event")
-          .values({
-            id: randomUUID(),
-            website: input.website,
-            article: input.article,
-            comment_id: id,
-            type: NEW_COMMENT,
-            message: newCommentMessage(id, input.article),
-            created_at: input.now,
-          })
-          .execute();
-      });
-    } catch (error) {
-      if (error instanceof Refusal) return error.outcome;
-      throw error;
-    }
-    return {
-      outcome: "added",
-      comment: toComment({
-        id,
-        content: input.content,
-        author: input.author,
-        author_website: input.authorWebsite ?? null,
-        approved: input.approved ? 1 : 0,
-        created_at: input.now,
-      }),
-    };
+    // A refusal is thrown inside the transaction, which rolls it back.
+    await this.#db.transaction().execute(async (trx) => {
+      if (this.#postgres) {
+        const key = rateLimitLockKey(input.website, input.clientAddress);
+        await sql`select pg_advisory_xact_lock(${key}::bigint)`.execute(trx);
+      }
+      const used = await trx
+        .insertInto("comments_used_challenge")
+        .values({ signature: input.signature, expires_at: input.challengeExpiresAt })
+        .onConflict((conflict) => conflict.column("signature").doNothing())
+        .executeTakeFirst();
+      if (Number(used.numInsertedOrUpdatedRows ?? 0) === 0) throw new InvalidError(CHALLENGE_ALREADY_USED);
+      const wait = await checkRateLimit(trx, policy, input.website, input.clientAddress, input.now);
+      if (wait !== undefined) throw new RateLimitedError(rateLimitMessage(wait), wait);
+      await recordRateLimitHit(trx, input.website, input.clientAddress, input.now);
+      await trx
+        .insertInto("comments_comment")
+        .values({
+          id,
+          website: input.website,
+          article: input.article,
+          author: input.author,
+          author_website: input.authorWebsite ?? null,
+          content: input.content,
+          approved: input.approved ? 1 : 0,
+          created_at: input.now,
+        })
+        .execute();
+      await trx
+        .insertInto("comments_event")
+        .values({
+          id: randomUUID(),
+          website: input.website,
+          article: input.article,
+          comment_id: id,
+          type: NEW_COMMENT,
+          message: newCommentMessage(id, input.article),
+          created_at: input.now,
+        })
+        .execute();
+    });
+    return toComment({
+      id,
+      content: input.content,
+      author: input.author,
+      author_website: input.authorWebsite ?? null,
+      approved: input.approved ? 1 : 0,
+      created_at: input.now,
+    });
   }
 
   /**
@@ -475,7 +465,7 @@ export class CommentStore {
 
   /**
    * The websites that hold at least one comment, sorted by code point, at most `limit` of them: what the
-   * moderation page lists in open mode, where any well-formed name is a website (comments.md §1).
+   * moderation page lists in open mode, where any well-formed name is a website.
    * The website column leads the comments' index, so this is an index scan, not a table scan.
    */
   async websitesWithComments(limit: number): Promise<string[]> {

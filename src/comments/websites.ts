@@ -1,17 +1,17 @@
 /**
- * Websites and articles (comments.md §1–2): the name rules, the configured websites with their
+ * Websites and articles: the name rules, the configured websites with their
  * article allow-lists, open mode (no configured list: any well-formed name is a website), and which
- * origins may call the public API of a website (CORS, comments.md §5).
+ * origins may call the public API of a website (CORS).
  */
-import { HttpError } from "../platform/errors.js";
+import { NotFoundError } from "../platform/errors.js";
 
-/** `<website>`: 1–64 characters of `A-Z a-z 0-9 . _ -` (comments.md §2). */
+/** `<website>`: 1–64 characters of `A-Z a-z 0-9 . _ -`. */
 export const WEBSITE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** The website name rule, worded for configuration errors. */
 export const WEBSITE_NAME_RULE = "must be 1 to 64 characters of A-Z a-z 0-9 . _ -";
 
-/** `<article>`: 1–200 characters of `A-Z a-z 0-9 . _ ~ -` (comments.md §2). */
+/** `<article>`: 1–200 characters of `A-Z a-z 0-9 . _ ~ -`. */
 export const ARTICLE_NAME = /^[A-Za-z0-9._~-]{1,200}$/;
 
 /** The article name rule, worded for configuration errors. */
@@ -41,21 +41,21 @@ export interface Website {
   readonly articles: ReadonlySet<string> | undefined;
 }
 
-/** The message of an unknown website (comments.md §2). */
-export function websiteNotFound(name: string): HttpError {
-  return new HttpError(404, `website ${name} not found`);
+/** The message of an unknown website. */
+export function websiteNotFound(name: string): NotFoundError {
+  return new NotFoundError(`website ${name} not found`);
 }
 
-/** The message of an unknown article (comments.md §2). */
-export function articleNotFound(name: string): HttpError {
-  return new HttpError(404, `article ${name} not found`);
+/** The message of an unknown article. */
+export function articleNotFound(name: string): NotFoundError {
+  return new NotFoundError(`article ${name} not found`);
 }
 
 /** The websites of the configuration, or open mode when none is configured. */
 export class Websites {
   readonly #configured: ReadonlyMap<string, Website> | undefined;
 
-  /** @param settings the `comments.websites` list; empty means open mode (comments.md §1) */
+  /** @param settings the `comments.websites` list; empty means open mode */
   constructor(settings: readonly WebsiteSettings[]) {
     if (settings.length === 0) {
       this.#configured = undefined;
@@ -85,7 +85,7 @@ export class Websites {
   }
 
   /**
-   * The website called `name`, or `undefined` when the name breaks the rules of §2 or, with a
+   * The website called `name`, or `undefined` when the name breaks the name rules or, with a
    * configured list, is not in it. Case-sensitive, like every path segment.
    */
   find(name: string): Website | undefined {
@@ -96,7 +96,7 @@ export class Websites {
 
   /**
    * The website called `name`.
-   * @throws HttpError 404 `website <name> not found`
+   * @throws NotFoundError `website <name> not found`
    */
   get(name: string): Website {
     const website = this.find(name);
@@ -106,7 +106,7 @@ export class Websites {
 
   /**
    * The website called `website` after checking that it accepts article `article`.
-   * @throws HttpError 404 `website <website> not found` or `article <article> not found`
+   * @throws NotFoundError `website <website> not found` or `article <article> not found`
    */
   getWithArticle(website: string, article: string): Website {
     const found = this.get(website);

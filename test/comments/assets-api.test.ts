@@ -4,7 +4,7 @@
  * `/comments/admin.css` with their types, caching, strong entity tags and 304s, gzip when accepted,
  * `nosniff`, the page's shell and its Content-Security-Policy; a missing build answers 404 after
  * one warning. The files are fixtures written to a temporary directory (the build is the browser
- * engineer's; widget-size.test.ts serves the real one). SQLite only: these routes read no database.
+ * engineer's; assets-build.test.ts serves the real one). SQLite only: these routes read no database.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -8,6 +8,8 @@ import { commentsServers, fetchChallenge } from "./support.js";
 
 const NOW = 1_700_000_000_000;
 const MINUTE = 60_000;
+/** A comment id as the store makes it. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** A Kysely plugin that makes every insert into `table` fail, as a full disk or a lost connection would. */
 function failingInsertsInto(table: string): KyselyPlugin {
@@ -84,7 +86,7 @@ describe.each(DATABASE_KINDS)("comment storage on $kind", ({ kind, skip }) => {
 
     // The challenge was not used up: the same comment goes through once the database is well again.
     const store = new CommentStore(db, { limit: 5, windowMs: 10 * MINUTE });
-    expect((await store.add(input)).outcome).toBe("added");
+    expect((await store.add(input)).id).toMatch(UUID);
     expect(await count("comments_comment", "atomic")).toBe(1);
     expect(await count("comments_event", "atomic")).toBe(1);
   });
@@ -94,9 +96,7 @@ describe.each(DATABASE_KINDS)("comment storage on $kind", ({ kind, skip }) => {
     const store = new CommentStore(db, { limit: 100, windowMs: 10 * MINUTE });
     const ids: string[] = [];
     for (let i = 0; i < 8; i++) {
-      const added = await store.add(comment("ties", { now: NOW }));
-      if (added.outcome !== "added") throw new Error(added.outcome);
-      ids.push(added.comment.id);
+      ids.push((await store.add(comment("ties", { now: NOW }))).id);
     }
     const sorted = [...ids].sort();
     expect((await store.list("ties", "post", true)).map((one) => one.id)).toEqual(sorted);
@@ -112,23 +112,30 @@ describe.each(DATABASE_KINDS)("comment storage on $kind", ({ kind, skip }) => {
     const store = new CommentStore(db, { limit: 1, windowMs: 10 * MINUTE });
     const expiresAt = NOW + 10 * MINUTE;
     const first = comment("purge", { signature: "cd".repeat(32), challengeExpiresAt: expiresAt });
-    expect((await store.add(first)).outcome).toBe("added");
+    expect((await store.add(first)).id).toMatch(UUID);
 
     // A hit counts, and is kept, until it leaves the window.
     const later = comment("purge", { now: NOW + 10 * MINUTE - 1 });
     await store.purge(later.now);
     expect(await count("comments_rate_limit_hit", "purge")).toBe(1);
-    expect(await store.add(later)).toEqual({ outcome: "rate-limited", retryAfterSeconds: 1 });
+    await expect(store.add(later)).rejects.toMatchObject({
+      code: "VIGIE_ERR_RATE_LIMITED",
+      message: "too many comments from this address; retry in 1 s",
+      headers: { "retry-after": "1" },
+    });
 
     // Up to the instant the challenge expires, the purge keeps its signature: no replay.
     await store.purge(expiresAt);
     expect(await count("comments_rate_limit_hit", "purge")).toBe(0);
     expect(await count("comments_used_challenge", first.signature)).toBe(1);
-    expect(await store.add({ ...first, now: expiresAt })).toEqual({ outcome: "challenge-used" });
+    await expect(store.add({ ...first, now: expiresAt })).rejects.toMatchObject({
+      code: "VIGIE_ERR_INVALID",
+      message: "The challenge has already been used",
+    });
     // After it, the signature may go (the challenge itself is refused as expired by then).
     await store.purge(expiresAt + 1);
     expect(await count("comments_used_challenge", first.signature)).toBe(0);
-    expect((await store.add(comment("purge", { now: NOW + 10 * MINUTE }))).outcome).toBe("added");
+    expect((await store.add(comment("purge", { now: NOW + 10 * MINUTE }))).id).toMatch(UUID);
   });
 });
 

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { allowedOrigin, Websites } from "../../src/comments/websites.js";
-import { HttpError } from "../../src/platform/errors.js";
+import { STATUS_OF, VigieError } from "../../src/platform/errors.js";
 
 function status(action: () => unknown): string {
   try {
     action();
     return "ok";
   } catch (error) {
-    if (error instanceof HttpError) return `${error.statusCode} ${error.message}`;
+    if (error instanceof VigieError) return `${STATUS_OF[error.code]} ${error.message}`;
     throw error;
   }
 }

@@ -1,11 +1,11 @@
 /**
- * The moderation page's logic as plain functions (comments.md §10), apart from the DOM so that the
+ * The moderation page's logic as plain functions, apart from the DOM so that the
  * unit tests run them under Node: the session kept in `sessionStorage`, the name of the registry
  * token it creates, the list of websites typed by the moderator, the order of the pending list.
  */
 import { type Comment, isComment } from "./widget-logic.js";
 
-/** A comment of the admin list of a website (comments.md §10), with its website added by the page. */
+/** A comment of the admin list of a website, with its website added by the page. */
 export interface ModeratedComment extends Comment {
   readonly website: string;
   readonly article: string;
@@ -27,13 +27,13 @@ export const SESSION_KEY = "vigie-comments-admin";
 /** The `localStorage` key of the websites typed (names only, no secret: kept across sessions). */
 export const WEBSITES_KEY = "vigie-comments-websites";
 
-/** The validity, in days, of the registry token a sign-in creates (comments.md §10). */
+/** The validity, in days, of the registry token a sign-in creates. */
 export const TOKEN_VALIDITY_DAYS = 1;
 
-/** The website names of comments.md §2. */
+/** A website name: 1–64 characters of `A-Z a-z 0-9 . _ -`. */
 const WEBSITE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
-/** Whether `text` is a website name (comments.md §2: 1–64 characters of `A-Z a-z 0-9 . _ -`). */
+/** Whether `text` is a website name (1–64 characters of `A-Z a-z 0-9 . _ -`). */
 export function isWebsiteName(text: string): boolean {
   return WEBSITE_NAME.test(text);
 }
@@ -90,7 +90,7 @@ export function websiteList(value: unknown): string[] | undefined {
   return valid.length === names.length ? valid : undefined;
 }
 
-/** Newest first: timestamp, then id, both descending (the order of the admin list, comments.md §10). */
+/** Newest first: timestamp, then id, both descending (the order of the admin list). */
 export function newestFirst(a: Comment, b: Comment): number {
   return b.timestamp - a.timestamp || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 }

@@ -1,5 +1,5 @@
 /**
- * The comment widget's logic as plain functions (comments.md §9), apart from the DOM so that the
+ * The comment widget's logic as plain functions, apart from the DOM so that the
  * unit tests run them under Node: the article name of a page, the decoding of the stored text, the
  * field a server error names, the paging cursor, the shape checks of the API's answers.
  *
@@ -10,14 +10,14 @@
 import type { Comment as ServerComment } from "../resources.js";
 
 /**
- * A comment as the public list returns it: the server's own resource (comments.md §3); `article`
+ * A comment as the public list returns it: the server's own resource; `article`
  * comes with the admin routes.
  */
 export interface Comment extends ServerComment {
   readonly article?: string;
 }
 
-/** A challenge (comments.md §4). */
+/** A challenge. */
 export interface Challenge {
   readonly question: string;
   readonly signature: string;
@@ -25,15 +25,15 @@ export interface Challenge {
   readonly timestamp: number;
 }
 
-/** How many comments a page of the list shows (comments.md §9: "the newest 50"). */
+/** How many comments a page of the list shows: the newest 50, then 50 more on demand. */
 export const PAGE_SIZE = 50;
 
-/** The longest article name (comments.md §2). */
+/** The longest article name. */
 const ARTICLE_MAX_LENGTH = 200;
 
 /**
  * The article name of a page whose script has no `data-article`: its path reduced to the article
- * character set `A-Z a-z 0-9 . _ ~ -` (comments.md §2). A final `index.html` (or `index.htm`) is
+ * character set `A-Z a-z 0-9 . _ ~ -`. A final `index.html` (or `index.htm`) is
  * dropped, since `/post/` and `/post/index.html` are one page; every run of other characters
  * (slashes, percent escapes of non-ASCII letters, `+`) becomes one `-`; `-` at either end go; the
  * result is cut at 200 characters. The root page (nothing left) is `index`.
@@ -50,7 +50,7 @@ export function articleFromPath(path: string): string {
   return name === "" ? "index" : name;
 }
 
-/** Whether `text` is an article name (comments.md §2: 1–200 characters of `A-Z a-z 0-9 . _ ~ -`). */
+/** Whether `text` is an article name (1–200 characters of `A-Z a-z 0-9 . _ ~ -`). */
 export function isArticleName(text: string): boolean {
   return /^[\w.~-]{1,200}$/.test(text);
 }
@@ -71,7 +71,7 @@ export function decodeEntities(text: string): string {
   return text.replace(/&(?:amp|lt|gt|quot|#39);/g, (entity) => ENTITIES[entity] ?? entity);
 }
 
-/** The form fields a server error can name: the posted names of comments.md §5. */
+/** The form fields a server error can name: the names of the posted fields. */
 export type FormField = "author" | "author-website" | "content" | "answer";
 
 /** Where an error goes in the form and what it says. */
@@ -136,7 +136,7 @@ export function nextPage(
 }
 
 /**
- * The link of an author's website (comments.md §5: a bare domain or an http(s) URL): a bare domain
+ * The link of an author's website (a bare domain or an http(s) URL): a bare domain
  * gets `https://`; anything that is not then an http or https URL gets no link.
  */
 export function authorHref(website: string | undefined): string | undefined {
@@ -150,6 +150,11 @@ export function authorHref(website: string | undefined): string | undefined {
   }
 }
 
+/** Whether `value` is an object (not null). */
+function isObject(value: unknown): value is object {
+  return typeof value === "object" && value !== null;
+}
+
 /** Whether `value` is an object whose `key` has the JavaScript type `type`. */
 function has(value: object, key: string, type: "string" | "number" | "boolean"): boolean {
   return typeof Reflect.get(value, key) === type;
@@ -158,8 +163,7 @@ function has(value: object, key: string, type: "string" | "number" | "boolean"):
 /** Whether an API answer is a comment. */
 export function isComment(value: unknown): value is Comment {
   return (
-    typeof value === "object" &&
-    value !== null &&
+    isObject(value) &&
     has(value, "id", "string") &&
     has(value, "content", "string") &&
     has(value, "author", "string") &&
@@ -177,8 +181,7 @@ export function isCommentList(value: unknown): value is Comment[] {
 /** Whether an API answer is a challenge. */
 export function isChallenge(value: unknown): value is Challenge {
   return (
-    typeof value === "object" &&
-    value !== null &&
+    isObject(value) &&
     has(value, "question", "string") &&
     has(value, "signature", "string") &&
     has(value, "timestamp", "number")

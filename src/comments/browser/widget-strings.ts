@@ -1,5 +1,5 @@
 /**
- * Every visible string of the comment widget, one table per language (comments.md §9: `data-lang`,
+ * Every visible string of the comment widget, one table per language (`data-lang`,
  * `en` by default, or `fr`). Server error sentences are shown as the server words them. Plain data
  * and functions, no browser global: the unit tests check that both tables are complete.
  */
@@ -83,8 +83,8 @@ export function countText(lang: Lang, count: number): string {
 }
 
 /**
- * The question as shown: the server's math question (`what is the result of: 7 * 3`, comments.md
- * §4) in the widget's language with `×` for `*`, which screen readers say as "times"; any other
+ * The question as shown: the server's math question (`what is the result of: 7 * 3`) in the
+ * widget's language with `×` for `*`, which screen readers say as "times"; any other
  * (configured) question as written.
  */
 export function questionText(lang: Lang, question: string): string {

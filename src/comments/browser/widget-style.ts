@@ -1,5 +1,5 @@
 /**
- * The widget's style (comments.md §9), injected once per page as a `<style id="vigie-style">`.
+ * The widget's style, injected once per page as a `<style id="vigie-style">`.
  * Everything is under the class `vigie`; text colour and font come from the page. The colours are
  * CSS custom properties a page may set on any ancestor (`:root{--vigie-accent:#b00}`), each with a
  * light and a dark default (prefers-color-scheme), both at least 4.5:1 on a white / near-black page:

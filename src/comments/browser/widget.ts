@@ -1,5 +1,5 @@
 /**
- * The comment widget a static site embeds (comments.md §9), bundled by esbuild into
+ * The comment widget a static site embeds, bundled by esbuild into
  * `dist/comments/browser/widget.js` and served at `/comments/widget.js`:
  *
  * ```html
@@ -54,7 +54,7 @@ interface Field {
   readonly error: HTMLParagraphElement;
 }
 
-/** The most articles the count route takes per call (comments.md §9). */
+/** The most articles the count route takes per call. */
 const COUNT_BATCH = 100;
 
 /** Numbers the widgets of a page, for unique element ids. */
@@ -91,19 +91,72 @@ async function fillCounts(settings: Settings, extra: readonly string[]): Promise
   return counts;
 }
 
-/** Builds the widget into `target` and loads its comments. */
-function render(target: Element, settings: Settings): void {
-  const { lang, article } = settings;
+/** The elements of one widget. */
+interface View {
+  readonly root: HTMLElement;
+  readonly heading: HTMLElement;
+  /** Load failures of the list, announced. */
+  readonly note: HTMLElement;
+  readonly older: HTMLButtonElement;
+  readonly list: HTMLOListElement;
+  readonly form: HTMLFormElement;
+  readonly fields: Record<FormField, Field>;
+  readonly send: HTMLButtonElement;
+  /** What became of the comment sent, announced. */
+  readonly status: HTMLElement;
+}
+
+/** Appends to `form` a field `name` of widget `id`: its label, its control and its error. */
+function field(
+  form: HTMLFormElement,
+  id: string,
+  name: FormField,
+  label: string,
+  control: HTMLInputElement | HTMLTextAreaElement,
+  max: number,
+): Field {
+  const fieldId = `${id}-${name}`;
+  const labelElement = h("label", "", label);
+  labelElement.htmlFor = fieldId;
+  control.id = fieldId;
+  control.name = name;
+  control.maxLength = max;
+  control.required = name !== "author-website";
+  const error = h("p", "v-e");
+  error.id = `${fieldId}-e`;
+  error.setAttribute("aria-live", "polite");
+  control.setAttribute("aria-describedby", error.id);
+  form.append(labelElement, control, error);
+  return { control, label: labelElement, error };
+}
+
+/** The fields of the form of widget `id`, with the limits the server enforces so that the browser stops what it would refuse. */
+function formFields(form: HTMLFormElement, id: string, lang: Lang): Record<FormField, Field> {
+  const text = STRINGS[lang];
+  const fields: Record<FormField, Field> = {
+    author: field(form, id, "author", text.name, h("input"), 100),
+    "author-website": field(form, id, "author-website", text.website, h("input"), 200),
+    content: field(form, id, "content", text.comment, h("textarea"), 10_000),
+    answer: field(form, id, "answer", text.question, h("input"), 64),
+  };
+  const website = fields["author-website"].control;
+  fields.author.control.autocomplete = "name";
+  website.setAttribute("autocomplete", "url");
+  website.inputMode = "url";
+  fields.answer.control.autocomplete = "off";
+  if (fields.content.control instanceof HTMLTextAreaElement) fields.content.control.rows = 5;
+  return fields;
+}
+
+/** Builds the elements of a widget in `lang`: heading, note, "show older", list and form. */
+function buildView(lang: Lang): View {
   const text = STRINGS[lang];
   const id = `vigie${++instances}`;
-  const comments = `${settings.api}comment/${settings.website}/${encodeURIComponent(article)}`;
-
   const root = h("section", "vigie");
   root.lang = lang;
   root.setAttribute("aria-labelledby", `${id}-h`);
   const heading = h("h2", "", text.title);
   heading.id = `${id}-h`;
-  // Load failures of the list, announced.
   const note = h("p");
   note.setAttribute("role", "status");
   const older = h("button", "v-o", text.older);
@@ -113,87 +166,58 @@ function render(target: Element, settings: Settings): void {
   // Takes the focus when "show older" goes away under it, so a keyboard user keeps their place.
   list.tabIndex = -1;
   const form = h("form");
-
-  const field = (name: FormField, label: string, control: HTMLInputElement | HTMLTextAreaElement, max: number) => {
-    const fieldId = `${id}-${name}`;
-    const labelElement = h("label", "", label);
-    labelElement.htmlFor = fieldId;
-    control.id = fieldId;
-    control.name = name;
-    control.maxLength = max;
-    control.required = name !== "author-website";
-    const error = h("p", "v-e");
-    error.id = `${fieldId}-e`;
-    error.setAttribute("aria-live", "polite");
-    control.setAttribute("aria-describedby", error.id);
-    form.append(labelElement, control, error);
-    return { control, label: labelElement, error };
-  };
-  // The limits of comments.md §5, so that the browser stops what the server would refuse.
-  const fields: Record<FormField, Field> = {
-    author: field("author", text.name, h("input"), 100),
-    "author-website": field("author-website", text.website, h("input"), 200),
-    content: field("content", text.comment, h("textarea"), 10_000),
-    answer: field("answer", text.question, h("input"), 64),
-  };
-  const { author, content, answer } = fields;
-  const website = fields["author-website"].control;
-  author.control.autocomplete = "name";
-  website.setAttribute("autocomplete", "url");
-  website.inputMode = "url";
-  answer.control.autocomplete = "off";
-  if (content.control instanceof HTMLTextAreaElement) content.control.rows = 5;
+  const fields = formFields(form, id, lang);
   const send = h("button", "", text.send);
   const status = h("p");
   status.setAttribute("role", "status");
   form.append(send, status);
   root.append(heading, note, older, list, form);
-  target.append(root);
+  return { root, heading, note, older, list, form, fields, send, status };
+}
 
-  const item = (comment: Comment): HTMLLIElement => {
-    const href = authorHref(comment["author-website"]);
-    const name = decodeEntities(comment.author);
-    let who: HTMLElement;
-    if (href === undefined) who = h("strong", "", name);
-    else {
-      const link = h("a", "", name);
-      link.href = href;
-      link.rel = "nofollow ugc noopener";
-      who = link;
-    }
-    const date = new Date(comment.timestamp);
-    // The visitor's locale, whatever the widget's language: it is their clock.
-    const time = h("time", "", date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }));
-    time.dateTime = date.toISOString();
-    const head = h("p");
-    head.append(who, " ", time);
-    const li = h("li");
-    li.append(head, h("p", "v-c", decodeEntities(comment.content)));
-    return li;
-  };
+/** The list item of a comment: its author (a link to their website, if any), its time and its text. */
+function item(comment: Comment): HTMLLIElement {
+  const href = authorHref(comment["author-website"]);
+  const name = decodeEntities(comment.author);
+  let who: HTMLElement;
+  if (href === undefined) who = h("strong", "", name);
+  else {
+    const link = h("a", "", name);
+    link.href = href;
+    link.rel = "nofollow ugc noopener";
+    who = link;
+  }
+  const date = new Date(comment.timestamp);
+  // The visitor's locale, whatever the widget's language: it is their clock.
+  const time = h("time", "", date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }));
+  time.dateTime = date.toISOString();
+  const head = h("p");
+  head.append(who, " ", time);
+  const li = h("li");
+  li.append(head, h("p", "v-c", decodeEntities(comment.content)));
+  return li;
+}
 
+/**
+ * Wires the list of `view`: "show older" loads the next older page above the comments shown.
+ * @returns the loader of the newest page and every count of the page, from scratch, which resolves
+ *   to the comments shown
+ */
+function commentList(settings: Settings, view: View): () => Promise<readonly Comment[]> {
+  const { lang, article } = settings;
+  const { heading, note, older, list } = view;
+  const url = `${settings.api}comment/${settings.website}/${encodeURIComponent(article)}`;
   let shown: Comment[] = [];
-  /** Loads the next older page (or the first) and shows it above the comments shown. */
   const page = async (): Promise<void> => {
-    const { body } = await request(`${comments}?${pageQuery(shown)}`);
+    const { body } = await request(`${url}?${pageQuery(shown)}`);
     if (!isCommentList(body)) {
-      note.textContent = errorOf(body) ?? text.offline;
+      note.textContent = errorOf(body) ?? STRINGS[lang].offline;
       return;
     }
     const { fresh, more } = nextPage(body, shown);
     shown = [...fresh, ...shown];
     list.prepend(...fresh.map(item));
     older.hidden = !more;
-  };
-  /** Loads the newest page and every count of the page, from scratch. */
-  const load = async (): Promise<readonly Comment[]> => {
-    shown = [];
-    list.replaceChildren();
-    note.textContent = "";
-    const [counts] = await Promise.all([fillCounts(settings, [article]), page()]);
-    const count = counts.get(article) ?? (older.hidden ? shown.length : undefined);
-    heading.textContent = count === undefined ? text.title : countText(lang, count);
-    return shown;
   };
   let paging = false;
   older.addEventListener("click", async () => {
@@ -204,79 +228,111 @@ function render(target: Element, settings: Settings): void {
     paging = false;
     if (older.hidden) list.focus();
   });
-
-  const showError = (target: Field, message: string) => {
-    target.error.textContent = message;
-    target.control.setAttribute("aria-invalid", String(message !== ""));
+  return async () => {
+    shown = [];
+    list.replaceChildren();
+    note.textContent = "";
+    const [counts] = await Promise.all([fillCounts(settings, [article]), page()]);
+    const count = counts.get(article) ?? (older.hidden ? shown.length : undefined);
+    heading.textContent = count === undefined ? STRINGS[lang].title : countText(lang, count);
+    return shown;
   };
+}
 
-  let challenge: Challenge | undefined;
-  let asking: Promise<void> | undefined;
-  /** Fetches a question (once at a time); a failure is shown beside the answer. */
-  const ask = (): Promise<void> =>
-    (asking ??= (async () => {
-      const { body } = await request(`${settings.api}challenge/${settings.website}/${encodeURIComponent(article)}`, {
-        cache: "no-store",
-      });
-      if (isChallenge(body)) {
-        challenge = body;
-        answer.label.textContent = questionText(lang, body.question);
-      } else showError(answer, errorOf(body) ?? text.offline);
-      asking = undefined;
-    })());
-  form.addEventListener("focusin", () => {
-    if (challenge === undefined) void ask();
-  });
+/** Shows `message` as the error of `target` (none when empty). */
+function showError(target: Field, message: string): void {
+  target.error.textContent = message;
+  target.control.setAttribute("aria-invalid", String(message !== ""));
+}
 
-  const post = async (): Promise<void> => {
-    const asked = challenge;
-    if (asked === undefined) {
-      // Only when the first fetch failed: show the question now, to be answered.
-      status.textContent = "";
-      await ask();
-      answer.control.focus();
-      return;
-    }
-    const fieldsSent: Record<string, string | number> = {
-      author: author.control.value,
-      content: content.control.value,
-      answer: answer.control.value,
-      signature: asked.signature,
-      timestamp: asked.timestamp,
-    };
-    if (website.value.trim() !== "") fieldsSent["author-website"] = website.value.trim();
-    const { status: code, body } = await request(comments, {
+/** The form's challenge: the one answered, and the fetch of a question under way. */
+interface Asking {
+  challenge?: Challenge | undefined;
+  pending?: Promise<void> | undefined;
+}
+
+/** Fetches a question (once at a time); a failure is shown beside the answer. */
+function ask(settings: Settings, view: View, asking: Asking): Promise<void> {
+  const { answer } = view.fields;
+  asking.pending ??= (async () => {
+    const url = `${settings.api}challenge/${settings.website}/${encodeURIComponent(settings.article)}`;
+    const { body } = await request(url, { cache: "no-store" });
+    if (isChallenge(body)) {
+      asking.challenge = body;
+      answer.label.textContent = questionText(settings.lang, body.question);
+    } else showError(answer, errorOf(body) ?? STRINGS[settings.lang].offline);
+    asking.pending = undefined;
+  })();
+  return asking.pending;
+}
+
+/** Shows what became of a refused comment: beside its field, or under the form. */
+function showRefusal(settings: Settings, view: View, asking: Asking, code: number, body: unknown): void {
+  const { fields, status } = view;
+  // The text typed stays in the form whatever went wrong.
+  status.textContent = "";
+  const placed = placeError(errorOf(body) ?? (code === 0 ? STRINGS[settings.lang].offline : `HTTP ${code}`));
+  if (placed.renew) {
+    asking.challenge = undefined;
+    fields.answer.control.value = "";
+    void ask(settings, view, asking);
+  }
+  if (placed.field === undefined) status.textContent = placed.text;
+  else {
+    showError(fields[placed.field], placed.text);
+    fields[placed.field].control.focus();
+  }
+}
+
+/** Posts the comment of the form, then reloads the list (`load`) and says whether it is published. */
+async function post(settings: Settings, view: View, asking: Asking, load: () => Promise<readonly Comment[]>) {
+  const text = STRINGS[settings.lang];
+  const { fields, status } = view;
+  const { author, content, answer } = fields;
+  const website = fields["author-website"].control;
+  const asked = asking.challenge;
+  if (asked === undefined) {
+    // Only when the first fetch failed: show the question now, to be answered.
+    status.textContent = "";
+    await ask(settings, view, asking);
+    answer.control.focus();
+    return;
+  }
+  const fieldsSent: Record<string, string | number> = {
+    author: author.control.value,
+    content: content.control.value,
+    answer: answer.control.value,
+    signature: asked.signature,
+    timestamp: asked.timestamp,
+  };
+  if (website.value.trim() !== "") fieldsSent["author-website"] = website.value.trim();
+  const { status: code, body } = await request(
+    `${settings.api}comment/${settings.website}/${encodeURIComponent(settings.article)}`,
+    {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(fieldsSent),
-    });
-    if (code === 201) {
-      challenge = undefined;
-      answer.label.textContent = text.question;
-      const listed = await load();
-      const published = listed.some((comment) =>
-        isPosted(comment, author.control.value, content.control.value, asked.timestamp),
-      );
-      content.control.value = "";
-      answer.control.value = "";
-      status.textContent = published ? text.published : text.pending;
-      return;
-    }
-    // The text typed stays in the form whatever went wrong.
-    status.textContent = "";
-    const placed = placeError(errorOf(body) ?? (code === 0 ? text.offline : `HTTP ${code}`));
-    if (placed.renew) {
-      challenge = undefined;
-      answer.control.value = "";
-      void ask();
-    }
-    if (placed.field === undefined) status.textContent = placed.text;
-    else {
-      showError(fields[placed.field], placed.text);
-      fields[placed.field].control.focus();
-    }
-  };
+    },
+  );
+  if (code !== 201) return showRefusal(settings, view, asking, code, body);
+  asking.challenge = undefined;
+  answer.label.textContent = text.question;
+  const listed = await load();
+  const published = listed.some((comment) =>
+    isPosted(comment, author.control.value, content.control.value, asked.timestamp),
+  );
+  content.control.value = "";
+  answer.control.value = "";
+  status.textContent = published ? text.published : text.pending;
+}
 
+/** Wires the form of `view`: a question fetched when it is first focused, and its submission. */
+function commentForm(settings: Settings, view: View, load: () => Promise<readonly Comment[]>): void {
+  const { form, send, status, fields } = view;
+  const asking: Asking = {};
+  form.addEventListener("focusin", () => {
+    if (asking.challenge === undefined) void ask(settings, view, asking);
+  });
   let busy = false;
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -285,15 +341,22 @@ function render(target: Element, settings: Settings): void {
     // aria-disabled rather than disabled: a disabled button loses the keyboard focus.
     send.setAttribute("aria-disabled", "true");
     for (const each of Object.values(fields)) showError(each, "");
-    status.textContent = text.sending;
+    status.textContent = STRINGS[settings.lang].sending;
     try {
-      await post();
+      await post(settings, view, asking, load);
     } finally {
       busy = false;
       send.removeAttribute("aria-disabled");
     }
   });
+}
 
+/** Builds the widget into `target` and loads its comments. */
+function render(target: Element, settings: Settings): void {
+  const view = buildView(settings.lang);
+  target.append(view.root);
+  const load = commentList(settings, view);
+  commentForm(settings, view, load);
   void load();
 }
 

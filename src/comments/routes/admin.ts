@@ -1,14 +1,14 @@
 /**
- * The admin API of comments (comments.md §6): read, approve and delete comments, read and clear the
+ * The admin API of comments: read, approve and delete comments, read and clear the
  * event log of a website. Every route needs the comments admin token or a registry token of an
- * active admin user (platform.md §5); none sends CORS headers. The admin routes read the database
- * directly, never the cache of the public list (comments.md §10: every change is visible at once);
+ * active admin user; none sends CORS headers. The admin routes read the database
+ * directly, never the cache of the public list (every change is visible at once);
  * each write invalidates that cache for its article. `GET /api/admin/comment/<website>` lists a
- * website's comments across its articles by pages, newest first, for the moderation page (§10);
+ * website's comments across its articles by pages, newest first, for the moderation page;
  * `GET /api/admin/website` lists the websites it moderates.
  */
 import type { FastifyInstance, preHandlerHookHandler } from "fastify";
-import { HttpError } from "../../platform/errors.js";
+import { NotFoundError } from "../../platform/errors.js";
 import type { ListCache } from "../list-cache.js";
 import { commentIdOf } from "../resources.js";
 import type { CommentStore } from "../storage.js";
@@ -33,11 +33,11 @@ interface CommentParams extends ArticleParams {
   id: string;
 }
 
-function commentNotFound(id: string): HttpError {
-  return new HttpError(404, `comment ${id} not found`);
+function commentNotFound(id: string): NotFoundError {
+  return new NotFoundError(`comment ${id} not found`);
 }
 
-/** Registers the routes of comments.md §6 under `/api/admin/`. */
+/** Registers the admin routes of comments under `/api/admin/` (docs/api.md). */
 export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOptions): void {
   const { websites, store, lists, guard } = options;
   const route = { preHandler: guard };
@@ -54,7 +54,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOp
     }
   };
 
-  /** The website, article and stored id of a comment path. @throws HttpError 404 */
+  /** The website, article and stored id of a comment path. @throws NotFoundError */
   const locate = (params: CommentParams): { website: string; article: string; id: string } => {
     const website = websites.getWithArticle(params.website, params.article).name;
     const id = commentIdOf(params.id);
@@ -74,7 +74,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOp
     const approved = approvedOf(request.query);
     const page = pageOf(request.query, true);
     const comments = await store.websitePage(websites.get(request.params.website).name, approved, page);
-    // Pending comments are for the moderator's eyes: no copy kept by the browser (§10: read afresh).
+    // Pending comments are for the moderator's eyes: no copy kept by the browser (it reads afresh).
     reply.header("Cache-Control", "no-store");
     return comments;
   });

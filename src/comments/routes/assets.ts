@@ -1,5 +1,5 @@
 /**
- * The browser side of comments (comments.md §9–10): `GET /comments/widget.js` (the script a static
+ * The browser side of comments: `GET /comments/widget.js` (the script a static
  * site embeds), `GET /comments/admin` (the moderation page), `GET /comments/admin.js` and
  * `GET /comments/admin.css` (its script and style). All public: the files hold no data, and the API
  * calls the page makes need a token. No CORS: a `<script src>` needs none.
@@ -10,7 +10,7 @@
  * the page, its script and its style are revalidated at each use, so that an upgrade shows at once.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { HttpError } from "../../platform/errors.js";
+import { NotFoundError } from "../../platform/errors.js";
 import {
   ADMIN_PAGE_CSP,
   ADMIN_PAGE_PATH,
@@ -21,10 +21,10 @@ import {
 import { acceptsGzip, type CommentAssets, loadCommentAssets, type StaticAsset, staticAsset } from "../assets.js";
 import { ifNoneMatchHolds } from "../list-cache.js";
 
-/** Where the widget is served (comments.md §9). */
+/** Where the widget is served. */
 export const WIDGET_PATH = "/comments/widget.js";
 
-/** The widget's `Cache-Control` (comments.md §9): an hour in any cache, then fetched again. */
+/** The widget's `Cache-Control`: an hour in any cache, then fetched again. */
 export const WIDGET_CACHE_CONTROL = "public, max-age=3600";
 
 /** The `Cache-Control` of the moderation page and its files: revalidated at each use (RFC 9111 §5.2.2.4). */
@@ -70,7 +70,7 @@ export async function registerAssetRoutes(app: FastifyInstance, options: AssetRo
   for (const [path, asset, cacheControl] of files) {
     if (asset === undefined) app.log.warn(`${path} is not built (npm run build): it answers 404`);
     app.get(path, async (request, reply) => {
-      if (asset === undefined) throw new HttpError(404, `${path} is not built`);
+      if (asset === undefined) throw new NotFoundError(`${path} is not built`);
       return serve(request, reply, asset, cacheControl);
     });
   }

@@ -1,17 +1,17 @@
 /**
- * CORS for the public routes of the comments API (comments.md §5): pages of a website's
+ * CORS for the public routes of the comments API: pages of a website's
  * `allowed-origins` (any origin in open mode) may call the challenge, list and post routes from the
  * browser. The decision itself is {@link allowedOrigin}; this file puts it into Fastify hooks. Two
  * small hooks rather than @fastify/cors, because the allowed origins depend on the `<website>` path
  * segment and the admin routes must send no CORS header at all.
  */
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from "fastify";
-import { HttpError } from "../../platform/errors.js";
+import { ForbiddenError } from "../../platform/errors.js";
 import { allowedOrigin, type Websites } from "../websites.js";
 
-/** The methods a pre-flight allows (comments.md §5). */
+/** The methods a pre-flight allows. */
 export const CORS_METHODS = "GET, POST";
-/** The request headers a pre-flight allows (comments.md §5). */
+/** The request headers a pre-flight allows. */
 export const CORS_HEADERS = "Content-Type";
 /**
  * How long, in seconds, a browser may cache a pre-flight answer: short enough that a change of
@@ -25,13 +25,13 @@ export interface ArticleParams {
   article: string;
 }
 
-/** The path parameters of the public routes of a whole website (the count route, comments.md §9). */
+/** The path parameters of the public routes of a whole website (the count route). */
 export interface WebsiteParams {
   website: string;
 }
 
 /** A path parameter of a request (`website`, `article`), or `undefined` when its path has none. */
-function pathParam(request: FastifyRequest, name: string): string | undefined {
+export function pathParam(request: FastifyRequest, name: string): string | undefined {
   const params: unknown = request.params;
   if (typeof params !== "object" || params === null) return undefined;
   const value: unknown = Reflect.get(params, name);
@@ -59,8 +59,8 @@ export function corsHeaders(websites: Websites): onRequestHookHandler {
 }
 
 /**
- * The `allowOrigin` route option of the platform's origin check (platform.md §8): a public route
- * declares CORS for the origins its website allows (comments.md §5), so that a cross-origin POST
+ * The `allowOrigin` route option of the platform's origin check: a public route
+ * declares CORS for the origins its website allows, so that a cross-origin POST
  * from one of them is not refused with 403. A website that does not exist declares none.
  */
 export function declaredOrigins(websites: Websites): (request: FastifyRequest, origin: string) => boolean {
@@ -90,7 +90,7 @@ export function preflight(websites: Websites, allow: string) {
     const origin = request.headers.origin;
     if (origin !== undefined && origin !== "") {
       if (allowedOrigin(website, origin) === undefined) {
-        throw new HttpError(403, `origin ${origin} is not allowed for website ${website.name}`);
+        throw new ForbiddenError(`origin ${origin} is not allowed for website ${website.name}`);
       }
       reply.header("Access-Control-Allow-Methods", CORS_METHODS);
       reply.header("Access-Control-Allow-Headers", CORS_HEADERS);

@@ -1,17 +1,16 @@
 /**
- * The public API of comments (comments.md §4–5, §9): issue a challenge, post a comment, list the
+ * The public API of comments (docs/comments.md): issue a challenge, post a comment, list the
  * approved comments of an article (whole or by pages), count the approved comments of articles.
  * CORS for the website's allowed origins on all of them. The whole list is answered from a
  * per-article cache (list-cache.ts) with an entity tag; posting invalidates it. Pages and counts
  * are read from the database at each request: one indexed query of at most a few hundred rows, and
  * no second cache to keep in step with the writes.
  */
-import type { FastifyError, FastifyInstance, onErrorHookHandler } from "fastify";
-import { fieldError, HttpError } from "../../platform/errors.js";
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyRequest, onErrorHookHandler } from "fastify";
+import { fieldError, InvalidError, RateLimitedError } from "../../platform/errors.js";
 import { escapeHtml } from "../../platform/html.js";
 import { ValidationError } from "../../platform/validation.js";
 import {
-  CHALLENGE_ALREADY_USED,
   ChallengeClock,
   type ChallengeSettings,
   challengeExpiresAt,
@@ -20,21 +19,17 @@ import {
   verifyChallenge,
 } from "../challenge.js";
 import type { CommentPublisher } from "../comment-events.js";
-import { parseCommentFields } from "../comment-validation.js";
+import { type CommentFields, parseCommentFields } from "../comment-validation.js";
 import { type CachedList, ifNoneMatchHolds, type ListCache, listEntityTag } from "../list-cache.js";
 import type { CommentMetrics } from "../metrics.js";
-import type { AddOutcome, CommentStore } from "../storage.js";
-import type { Websites } from "../websites.js";
-import { type ArticleParams, corsHeaders, declaredOrigins, preflight, type WebsiteParams } from "./cors.js";
+import type { Comment } from "../resources.js";
+import type { CommentStore } from "../storage.js";
+import type { Website, Websites } from "../websites.js";
+import { type ArticleParams, corsHeaders, declaredOrigins, pathParam, preflight, type WebsiteParams } from "./cors.js";
 import { articlesOf, pageOf } from "./query.js";
 
-/** Body limit of the add-comment route, in bytes (comments.md §5). */
+/** Body limit of the add-comment route, in bytes. */
 export const COMMENT_BODY_LIMIT = 64 * 1024;
-
-/** The message of a 429 answer (comments.md §5). */
-export function rateLimitMessage(retryAfterSeconds: number): string {
-  return `too many comments from this address; retry in ${retryAfterSeconds} s`;
-}
 
 /**
  * The `Cache-Control` of the list (RFC 9111 §5.2.2.4): a browser or proxy may keep the list but must
@@ -58,22 +53,38 @@ export interface PublicRoutesOptions {
   readonly nextQuestion: () => Question;
   /** The clock, milliseconds since the Unix epoch. */
   readonly now?: () => number;
-  /** Where new comments go as stream events (comments.md §11). */
+  /** Where new comments go as stream events. */
   readonly publisher?: CommentPublisher;
 }
+
+/** The route options every public route shares: its CORS headers and declared origins. */
+type CorsOptions = {
+  readonly onRequest: ReturnType<typeof corsHeaders>;
+  readonly config: { readonly allowOrigin: ReturnType<typeof declaredOrigins> };
+};
 
 /**
  * Registers `GET /api/v1/challenge/…`, `GET|POST /api/v1/comment/…`, `GET /api/v1/count/…` and
  * their `OPTIONS`.
  */
 export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutesOptions): void {
-  const { websites, store, lists, metrics, challenge, nextQuestion } = options;
-  const now = options.now ?? Date.now;
+  const { websites } = options;
   // CORS on every public route: the headers, and the origins declared to the platform's check.
-  const cors = { onRequest: corsHeaders(websites), config: { allowOrigin: declaredOrigins(websites) } };
-  const clock = new ChallengeClock();
-  let lastPurge = 0;
+  const cors: CorsOptions = { onRequest: corsHeaders(websites), config: { allowOrigin: declaredOrigins(websites) } };
+  registerChallengeRoute(app, options, cors);
+  app.options("/api/v1/challenge/:website/:article", cors, preflight(websites, "GET, HEAD, OPTIONS"));
+  registerListRoute(app, options, cors);
+  app.options("/api/v1/comment/:website/:article", cors, preflight(websites, "GET, HEAD, POST, OPTIONS"));
+  registerCountRoute(app, options, cors);
+  app.options("/api/v1/count/:website", cors, preflight(websites, "GET, HEAD, OPTIONS"));
+  registerPostRoute(app, options, cors);
+}
 
+/** `GET /api/v1/challenge/<website>/<article>`: a new challenge, never cached. */
+function registerChallengeRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
+  const { websites, metrics, challenge, nextQuestion } = options;
+  const now = options.now ?? Date.now;
+  const clock = new ChallengeClock();
   app.get<{ Params: ArticleParams }>("/api/v1/challenge/:website/:article", cors, async (request, reply) => {
     const { website: name, article } = request.params;
     const website = websites.getWithArticle(name, article);
@@ -83,15 +94,19 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
     reply.header("Cache-Control", "no-store");
     return issued;
   });
-  app.options("/api/v1/challenge/:website/:article", cors, preflight(websites, "GET, HEAD, OPTIONS"));
+}
 
-  // Without `limit` and `before`, the whole list: the JSON text comes from the cache as
-  // `JSON.stringify` wrote it, the same bytes as Fastify's serialisation of the array. With either,
-  // one page (comments.md §9), read from the database; its tag is derived from its bytes as the
-  // cache's is. Conditional GET and HEAD per RFC 9110 §13.1.2: a matching `If-None-Match` → 304
-  // without body, with the headers a 200 would have (ETag, Cache-Control and the CORS headers set by
-  // the `onRequest` hook; RFC 9110 §15.4.5). Order of checks: query parameters (400), then website
-  // and article (404), as the post route checks its body first.
+/**
+ * `GET /api/v1/comment/<website>/<article>`. Without `limit` and `before`, the whole list: the JSON
+ * text comes from the cache as `JSON.stringify` wrote it, the same bytes as Fastify's serialisation
+ * of the array. With either, one page, read from the database; its tag is derived from its bytes as
+ * the cache's is. Conditional GET and HEAD per RFC 9110 §13.1.2: a matching `If-None-Match` → 304
+ * without body, with the headers a 200 would have (ETag, Cache-Control and the CORS headers set by
+ * the `onRequest` hook; RFC 9110 §15.4.5). Order of checks: query parameters (400), then website
+ * and article (404), as the post route checks its body first.
+ */
+function registerListRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
+  const { websites, store, lists } = options;
   app.get<{ Params: ArticleParams }>("/api/v1/comment/:website/:article", cors, async (request, reply) => {
     const { website: name, article } = request.params;
     const page = pageOf(request.query, false);
@@ -109,13 +124,17 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
     reply.type("application/json; charset=utf-8");
     return list.body;
   });
-  app.options("/api/v1/comment/:website/:article", cors, preflight(websites, "GET, HEAD, POST, OPTIONS"));
+}
 
-  // The approved comments of each requested article, 0 for those without (comments.md §9), in one
-  // query. Order of checks: query parameters (400), website (404), then each article against the
-  // website's allow-list (404 `article <name> not found`, as on every route that names one, §2).
-  // `Object.fromEntries` defines own properties, so an article called `__proto__` is a key like
-  // any other.
+/**
+ * `GET /api/v1/count/<website>`: the approved comments of each requested article, 0 for those
+ * without, in one query. Order of checks: query parameters (400), website (404), then each article
+ * against the website's allow-list (404 `article <name> not found`, as on every route that names
+ * one). `Object.fromEntries` defines own properties, so an article called `__proto__` is a key like
+ * any other.
+ */
+function registerCountRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
+  const { websites, store } = options;
   app.get<{ Params: WebsiteParams }>("/api/v1/count/:website", cors, async (request, reply) => {
     const articles = articlesOf(request.query);
     const website = websites.get(request.params.website);
@@ -124,85 +143,117 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
     reply.header("Cache-Control", LIST_CACHE_CONTROL);
     return Object.fromEntries(articles.map((article) => [article, counts.get(article) ?? 0]));
   });
-  app.options("/api/v1/count/:website", cors, preflight(websites, "GET, HEAD, OPTIONS"));
+}
 
+/**
+ * `POST /api/v1/comment/<website>/<article>`. Order of checks: fields (400), website and article
+ * (404), challenge (400), challenge already used (400), rate limit (429), then store.
+ */
+function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
+  const { websites, metrics, challenge } = options;
+  const now = options.now ?? Date.now;
+  const purge = throttledPurge(options.store);
   // Bodies the parser refuses (not JSON, too large, wrong media type) are invalid comments too.
   const countRefusedBody: onErrorHookHandler = (request, _reply, error: FastifyError, done) => {
-    const website = websites.find((request.params as ArticleParams).website);
+    const website = websites.find(pathParam(request, "website") ?? "");
     if (website !== undefined && error.code?.startsWith("FST_ERR_CTP_")) metrics.rejected(website.name, "invalid");
     done();
   };
-
   app.post<{ Params: ArticleParams }>(
     "/api/v1/comment/:website/:article",
     { ...cors, onError: countRefusedBody, bodyLimit: COMMENT_BODY_LIMIT },
     async (request, reply) => {
       const { website: name, article } = request.params;
       const time = now();
-      // Order of checks (comments.md §5): fields (400), website and article (404), challenge (400),
-      // rate limit (429), then store.
-      let fields: ReturnType<typeof parseCommentFields>;
-      try {
-        fields = parseCommentFields(request.body);
-      } catch (error) {
-        if (!(error instanceof ValidationError)) throw error;
-        const known = websites.find(name);
-        if (known !== undefined) metrics.rejected(known.name, "invalid");
-        throw fieldError(error);
-      }
+      const fields = parseCounted(request.body, name, options);
       const website = websites.getWithArticle(name, article);
       const failure = verifyChallenge(challenge, fields, website.name, article, time);
       if (failure !== undefined) {
         metrics.rejected(website.name, "challenge");
-        throw new HttpError(400, failure);
+        throw new InvalidError(failure);
       }
-      let result: AddOutcome;
-      try {
-        result = await store.add({
-          website: website.name,
-          article,
-          author: escapeHtml(fields.author),
-          authorWebsite: fields.authorWebsite,
-          content: escapeHtml(fields.content),
-          approved: website.autoApprove,
-          signature: fields.signature,
-          challengeExpiresAt: challengeExpiresAt(challenge, fields.timestamp),
-          clientAddress: request.ip,
-          now: time,
-        });
-      } catch (error) {
-        // The transaction may have been committed before the failure (a connection lost on COMMIT).
-        lists.invalidate(website.name, article);
-        throw error;
-      }
-      // Every added comment, approved or not: only approved ones are listed, but being exact here
-      // would tie the cache to the moderation rules for no gain.
-      if (result.outcome === "added") lists.invalidate(website.name, article);
-      if (result.outcome === "challenge-used") {
-        metrics.rejected(website.name, "challenge");
-        throw new HttpError(400, CHALLENGE_ALREADY_USED);
-      }
-      if (result.outcome === "rate-limited") {
-        metrics.rejected(website.name, "rate_limit");
-        const seconds = result.retryAfterSeconds;
-        throw new HttpError(429, rateLimitMessage(seconds), { "Retry-After": String(seconds) });
-      }
+      const comment = await storeComment(options, request, website, article, fields, time);
       metrics.added(website.name);
       options.publisher?.publish({
-        id: result.comment.id,
+        id: comment.id,
         website: website.name,
         article,
         author: fields.author,
-        approved: result.comment.approved,
-        timestamp: result.comment.timestamp,
+        approved: comment.approved,
+        timestamp: comment.timestamp,
       });
-      if (time - lastPurge >= PURGE_INTERVAL_MS) {
-        lastPurge = time;
-        // Housekeeping must not fail an accepted comment: log and go on.
-        await store.purge(time).catch((error: unknown) => request.log.warn({ err: error }, "comments purge failed"));
-      }
+      await purge(time, request.log);
       reply.code(201);
       return { message: "Comment added" };
     },
   );
+}
+
+/**
+ * The fields of a posted comment; a refused body counts as an invalid comment of its website.
+ * @throws InvalidError naming the field and its rule
+ */
+function parseCounted(body: unknown, websiteName: string, options: PublicRoutesOptions): CommentFields {
+  try {
+    return parseCommentFields(body);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    const known = options.websites.find(websiteName);
+    if (known !== undefined) options.metrics.rejected(known.name, "invalid");
+    throw fieldError(error);
+  }
+}
+
+/**
+ * Stores a comment whose challenge was verified, counting refusals, and invalidates the cached
+ * list of its article.
+ * @throws InvalidError when the challenge was used already; RateLimitedError (429 with `Retry-After`)
+ */
+async function storeComment(
+  options: PublicRoutesOptions,
+  request: FastifyRequest,
+  website: Website,
+  article: string,
+  fields: CommentFields,
+  time: number,
+): Promise<Comment> {
+  const { store, lists, metrics, challenge } = options;
+  let comment: Comment;
+  try {
+    comment = await store.add({
+      website: website.name,
+      article,
+      author: escapeHtml(fields.author),
+      authorWebsite: fields.authorWebsite,
+      content: escapeHtml(fields.content),
+      approved: website.autoApprove,
+      signature: fields.signature,
+      challengeExpiresAt: challengeExpiresAt(challenge, fields.timestamp),
+      clientAddress: request.ip,
+      now: time,
+    });
+  } catch (error) {
+    if (error instanceof RateLimitedError) metrics.rejected(website.name, "rate_limit");
+    else if (error instanceof InvalidError) metrics.rejected(website.name, "challenge");
+    // Any other failure may come after the transaction was committed (a connection lost on COMMIT).
+    else lists.invalidate(website.name, article);
+    throw error;
+  }
+  // Every added comment, approved or not: only approved ones are listed, but being exact here
+  // would tie the cache to the moderation rules for no gain.
+  lists.invalidate(website.name, article);
+  return comment;
+}
+
+/**
+ * Purges expired challenges and rate-limit hits at most once per {@link PURGE_INTERVAL_MS}, after an
+ * accepted comment. Housekeeping must not fail that comment: a failure is logged and forgotten.
+ */
+function throttledPurge(store: CommentStore): (time: number, log: FastifyBaseLogger) => Promise<void> {
+  let lastPurge = 0;
+  return async (time, log) => {
+    if (time - lastPurge < PURGE_INTERVAL_MS) return;
+    lastPurge = time;
+    await store.purge(time).catch((error: unknown) => log.warn({ err: error }, "comments purge failed"));
+  };
 }
