@@ -5,9 +5,11 @@
  * values. Adding a comment is one transaction: the single use of its challenge, the rate limit, the
  * comment and its `new-comment` event, so none of them exists without the others.
  */
+
 import { createHash, randomUUID } from "node:crypto";
 import { type Kysely, type Migration, type SelectQueryBuilder, sql } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
+import { runDdl } from "../platform/ddl.js";
 import { InvalidError, RateLimitedError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
 import { CHALLENGE_ALREADY_USED } from "./challenge.js";
@@ -83,87 +85,39 @@ export type CommentsDb = Kysely<PlatformTables & CommentTables>;
 /** Migrations by name, `comments-<number>-<what>`. */
 export const commentsMigrations: Readonly<Record<string, Migration>> = {
   "comments-0001-comments-events-challenges": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema
-        .createTable("comments_comment")
-        .addColumn("id", "varchar(36)", (column) => column.primaryKey())
-        .addColumn("website", "varchar(64)", (column) => column.notNull())
-        .addColumn("article", "varchar(200)", (column) => column.notNull())
-        // Escaped text can be up to six times longer than the 100 or 10 000 characters posted.
-        .addColumn("author", "text", (column) => column.notNull())
-        .addColumn("author_website", "varchar(200)")
-        .addColumn("content", "text", (column) => column.notNull())
-        .addColumn("approved", "integer", (column) => column.notNull().check(sql`approved in (0, 1)`))
-        .addColumn("created_at", "bigint", (column) => column.notNull())
-        .execute();
-      // Listing an article is one range scan in this index, already in the order of the answer.
-      await db.schema
-        .createIndex("comments_comment_article")
-        .on("comments_comment")
-        .columns(["website", "article", "created_at", "id"])
-        .execute();
-
-      await db.schema
-        .createTable("comments_event")
-        .addColumn("id", "varchar(36)", (column) => column.primaryKey())
-        .addColumn("website", "varchar(64)", (column) => column.notNull())
-        .addColumn("article", "varchar(200)", (column) => column.notNull())
-        .addColumn("comment_id", "varchar(36)", (column) => column.notNull())
-        .addColumn("type", "varchar(32)", (column) => column.notNull())
-        .addColumn("message", "text", (column) => column.notNull())
-        .addColumn("created_at", "bigint", (column) => column.notNull())
-        .execute();
-      await db.schema
-        .createIndex("comments_event_website")
-        .on("comments_event")
-        .columns(["website", "created_at", "id"])
-        .execute();
-
-      await db.schema
-        .createTable("comments_used_challenge")
-        .addColumn("signature", "char(64)", (column) => column.primaryKey())
-        .addColumn("expires_at", "bigint", (column) => column.notNull())
-        .execute();
-      // For the purge of expired signatures.
-      await db.schema
-        .createIndex("comments_used_challenge_expires_at")
-        .on("comments_used_challenge")
-        .column("expires_at")
-        .execute();
-
-      await db.schema
-        .createTable("comments_rate_limit_hit")
-        .addColumn("website", "varchar(64)", (column) => column.notNull())
-        // Text: behind a proxy the address comes from X-Forwarded-For and has no guaranteed form.
-        .addColumn("client_address", "text", (column) => column.notNull())
-        .addColumn("at", "bigint", (column) => column.notNull())
-        .execute();
-      await db.schema
-        .createIndex("comments_rate_limit_hit_key_at")
-        .on("comments_rate_limit_hit")
-        .columns(["website", "client_address", "at"])
-        .execute();
-      // For the purge of hits older than the window.
-      await db.schema.createIndex("comments_rate_limit_hit_at").on("comments_rate_limit_hit").column("at").execute();
-    },
+    up: (db) =>
+      runDdl(db, [
+        // author: escaped text can be up to six times longer than the 100 characters posted.
+        `create table comments_comment (id varchar(36) primary key, website varchar(64) not null,
+          article varchar(200) not null, author text not null, author_website varchar(200), content text not null,
+          approved integer not null check (approved in (0, 1)), created_at bigint not null)`,
+        // Listing an article is one range scan in this index, already in the order of the answer.
+        "create index comments_comment_article on comments_comment (website, article, created_at, id)",
+        `create table comments_event (id varchar(36) primary key, website varchar(64) not null,
+          article varchar(200) not null, comment_id varchar(36) not null, type varchar(32) not null,
+          message text not null, created_at bigint not null)`,
+        "create index comments_event_website on comments_event (website, created_at, id)",
+        "create table comments_used_challenge (signature char(64) primary key, expires_at bigint not null)",
+        // For the purge of expired signatures.
+        "create index comments_used_challenge_expires_at on comments_used_challenge (expires_at)",
+        // client_address is text: behind a proxy it comes from X-Forwarded-For, in no guaranteed form.
+        `create table comments_rate_limit_hit (website varchar(64) not null, client_address text not null,
+          at bigint not null)`,
+        "create index comments_rate_limit_hit_key_at on comments_rate_limit_hit (website, client_address, at)",
+        // For the purge of hits older than the window.
+        "create index comments_rate_limit_hit_at on comments_rate_limit_hit (at)",
+      ]),
   },
-  // The moderation page lists a website's comments across its articles, newest first (comments.md
-  // §10): without these, each page would read and sort every comment of the website.
+  // The moderation page lists a website's comments across its articles, newest first: without
+  // these, each page would read and sort every comment of the website.
   "comments-0002-website-pages": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      // Pending (or approved) comments of a website: `approved=false` is what the page asks most.
-      await db.schema
-        .createIndex("comments_comment_website_approved")
-        .on("comments_comment")
-        .columns(["website", "approved", "created_at", "id"])
-        .execute();
-      // Every comment of a website, approved or not.
-      await db.schema
-        .createIndex("comments_comment_website")
-        .on("comments_comment")
-        .columns(["website", "created_at", "id"])
-        .execute();
-    },
+    up: (db) =>
+      runDdl(db, [
+        // Pending (or approved) comments of a website: `approved = 0` is what the page asks most.
+        "create index comments_comment_website_approved on comments_comment (website, approved, created_at, id)",
+        // Every comment of a website, approved or not.
+        "create index comments_comment_website on comments_comment (website, created_at, id)",
+      ]),
   },
 };
 

@@ -2,6 +2,7 @@
  * The database: Kysely on better-sqlite3 (`sqlite:<file>`, `sqlite::memory:`) or on pg
  * (`postgres://...`), with the migrations of every module run at start-up (docs/operations.md).
  */
+
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -9,6 +10,7 @@ import SQLite from "better-sqlite3";
 import { Kysely, type Migration, Migrator, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from "kysely";
 import pg from "pg";
 import { clusterMigrations } from "./cluster/storage.js";
+import { runDdl } from "./ddl.js";
 import {
   createPrivateFileSync,
   type ModeWarning,
@@ -210,12 +212,6 @@ export async function openDatabase(
 export const platformMigrations: Readonly<Record<string, Migration>> = {
   ...clusterMigrations,
   "platform-0001-settings": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema
-        .createTable("settings")
-        .addColumn("key", "varchar(200)", (column) => column.primaryKey())
-        .addColumn("value", "text", (column) => column.notNull())
-        .execute();
-    },
+    up: (db) => runDdl(db, ["create table settings (key varchar(200) primary key, value text not null)"]),
   },
 };

@@ -9,10 +9,12 @@
  * - `registry_token_failure`: failed token creations, the memory of the rate limit, in the
  *   database so that instances sharing PostgreSQL share it.
  */
+
 import { randomUUID } from "node:crypto";
 import { type Kysely, type Migration, sql } from "kysely";
 import type { Role } from "../platform/auth.js";
 import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
+import { runDdl } from "../platform/ddl.js";
 import { ConflictError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
 import {
@@ -99,68 +101,42 @@ export type RegistryDb = Kysely<PlatformTables & RegistryTables>;
 /** Migrations by name, `registry-<number>-<what>`. */
 export const registryMigrations: Readonly<Record<string, Migration>> = {
   "registry-0001-users-and-tokens": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema
-        .createTable("registry_user")
-        .addColumn("id", "varchar(36)", (column) => column.primaryKey())
-        .addColumn("name", "varchar(64)", (column) => column.notNull().unique())
-        .addColumn("description", "text", (column) => column.notNull())
-        .addColumn("role", "varchar(16)", (column) => column.notNull().check(sql`role in ('admin', 'tech')`))
-        .addColumn("active", "integer", (column) => column.notNull().check(sql`active in (0, 1)`))
-        .addColumn("password_hash", "text", (column) => column.notNull())
-        .addColumn("created_at", "bigint", (column) => column.notNull())
-        .addColumn("updated_at", "bigint", (column) => column.notNull())
-        .execute();
-
-      await db.schema
-        .createTable("registry_token")
-        .addColumn("id", "varchar(36)", (column) => column.primaryKey())
-        .addColumn("user_id", "varchar(36)", (column) =>
-          column.notNull().references("registry_user.id").onDelete("cascade"),
-        )
-        .addColumn("name", "varchar(64)", (column) => column.notNull())
-        .addColumn("hash", "char(64)", (column) => column.notNull())
-        .addColumn("created_at", "bigint", (column) => column.notNull())
-        .addColumn("expires_at", "bigint", (column) => column.notNull())
-        .addColumn("last_used_at", "bigint")
-        .addUniqueConstraint("registry_token_user_name_unique", ["user_id", "name"])
-        .execute();
-      // Authenticating a request is one lookup in this index (registry.md §3).
-      await db.schema.createIndex("registry_token_hash_unique").on("registry_token").column("hash").unique().execute();
-
-      await db.schema
-        .createTable("registry_token_failure")
-        .addColumn("key", "varchar(200)", (column) => column.notNull())
-        .addColumn("at", "bigint", (column) => column.notNull())
-        .execute();
-      await db.schema
-        .createIndex("registry_token_failure_key_at")
-        .on("registry_token_failure")
-        .columns(["key", "at"])
-        .execute();
-      // For the sweep of failures older than the window.
-      await db.schema.createIndex("registry_token_failure_at").on("registry_token_failure").column("at").execute();
-    },
+    up: (db) =>
+      runDdl(db, [
+        `create table registry_user (id varchar(36) primary key, name varchar(64) not null unique,
+          description text not null, role varchar(16) not null check (role in ('admin', 'tech')),
+          active integer not null check (active in (0, 1)), password_hash text not null,
+          created_at bigint not null, updated_at bigint not null)`,
+        `create table registry_token (id varchar(36) primary key,
+          user_id varchar(36) not null references registry_user (id) on delete cascade,
+          name varchar(64) not null, hash char(64) not null, created_at bigint not null,
+          expires_at bigint not null, last_used_at bigint,
+          constraint registry_token_user_name_unique unique (user_id, name))`,
+        // Authenticating a request is one lookup in this index.
+        "create unique index registry_token_hash_unique on registry_token (hash)",
+        "create table registry_token_failure (key varchar(200) not null, at bigint not null)",
+        "create index registry_token_failure_key_at on registry_token_failure (key, at)",
+        // For the sweep of failures older than the window.
+        "create index registry_token_failure_at on registry_token_failure (at)",
+      ]),
   },
   "registry-0002-token-names-of-100-characters": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      // Token names grew from 64 to 100 characters (registry.md §3). SQLite does not enforce a
-      // varchar length (and cannot alter a column); PostgreSQL counts characters, not bytes.
-      if (migrationDialect(db) === "postgres") {
-        await db.schema
-          .alterTable("registry_token")
-          .alterColumn("name", (column) => column.setDataType("varchar(100)"))
-          .execute();
-      }
-    },
+    // Token names grew from 64 to 100 characters. SQLite does not enforce a varchar length (and
+    // cannot alter a column); PostgreSQL counts characters, not bytes.
+    up: (db) =>
+      runDdl(
+        db,
+        migrationDialect(db) === "postgres" ? ["alter table registry_token alter column name type varchar(100)"] : [],
+      ),
   },
   "registry-0003-token-scopes": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      // Token scopes (cargo.md §4). Nullable, so existing tokens keep every scope; text holding a
-      // JSON array on both databases (one column per statement: SQLite adds one at a time).
-      await db.schema.alterTable("registry_token").addColumn("scopes", "text").execute();
-      await db.schema.alterTable("registry_token").addColumn("crates", "text").execute();
-    },
+    // Token scopes (docs/cargo.md). Nullable, so existing tokens keep every scope; text holding a
+    // JSON array on both databases (one column per statement: SQLite adds one at a time).
+    up: (db) =>
+      runDdl(db, [
+        "alter table registry_token add column scopes text",
+        "alter table registry_token add column crates text",
+      ]),
   },
 };
 

@@ -5,36 +5,24 @@
  * query runs on PostgreSQL only, and every time comparison uses the database's clock (`now()`),
  * never an instance's own.
  */
+
 import { type Kysely, type Migration, type QueryExecutorProvider, sql } from "kysely";
+import { runDdl } from "../ddl.js";
 
 /** The platform's migrations for the cluster tables. */
 export const clusterMigrations: Readonly<Record<string, Migration>> = {
   "platform-0002-cluster": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema
-        .createTable("cluster_members")
-        .addColumn("id", "varchar(100)", (column) => column.primaryKey())
-        .addColumn("url", "text", (column) => column.notNull())
-        .addColumn("started_at", "timestamptz", (column) => column.notNull())
-        .addColumn("heartbeat_at", "timestamptz", (column) => column.notNull())
-        // What each instance loaded from its configuration file, to log checks that differ between instances.
-        .addColumn("fingerprint", "text")
-        .execute();
-      await db.schema
-        .createTable("healthcheck_shard_leases")
-        .addColumn("shard", "integer", (column) => column.primaryKey())
-        .addColumn("owner", "varchar(100)")
-        .addColumn("epoch", "bigint", (column) => column.notNull().defaultTo(0))
-        .addColumn("expires_at", "timestamptz")
-        .execute();
-      await db.schema
-        .createTable("stream_leases")
-        .addColumn("name", "varchar(128)", (column) => column.primaryKey())
-        .addColumn("owner", "varchar(100)")
-        .addColumn("epoch", "bigint", (column) => column.notNull().defaultTo(0))
-        .addColumn("expires_at", "timestamptz")
-        .execute();
-    },
+    up: (db) =>
+      runDdl(db, [
+        // fingerprint: what each instance loaded from its configuration file, to log the checks
+        // that differ between instances.
+        `create table cluster_members (id varchar(100) primary key, url text not null,
+          started_at timestamptz not null, heartbeat_at timestamptz not null, fingerprint text)`,
+        `create table healthcheck_shard_leases (shard integer primary key, owner varchar(100),
+          epoch bigint default 0 not null, expires_at timestamptz)`,
+        `create table stream_leases (name varchar(128) primary key, owner varchar(100),
+          epoch bigint default 0 not null, expires_at timestamptz)`,
+      ]),
   },
 };
 

@@ -12,10 +12,12 @@
  * - `registry_user_number`: a positive 32-bit number per user, for Cargo's owner list (`id` is a
  *   `u32` to Cargo; users have UUIDs), given the first time a user is shown as an owner.
  */
+
 import { createHash } from "node:crypto";
 import type { Generated, Kysely, Migration, Transaction } from "kysely";
 import { sql } from "kysely";
 import { type Database, migrationDialect, type PlatformTables } from "../../platform/database.js";
+import { runDdl } from "../../platform/ddl.js";
 import { ConflictError, ForbiddenError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
 import type { RegistryTables } from "../storage.js";
@@ -88,60 +90,34 @@ type CargoDb = Kysely<PlatformTables & RegistryTables & CargoTables>;
 /** The Cargo registry's migrations, merged into the registry module's. */
 export const cargoMigrations: Readonly<Record<string, Migration>> = {
   "registry-0004-cargo-crates": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      const postgres = migrationDialect(db) === "postgres";
-      // An autoincrement key: `serial`-like identity on PostgreSQL, INTEGER PRIMARY KEY on SQLite.
-      const serial = (table: string, column: string) =>
-        db.schema
-          .createTable(table)
-          .addColumn(column, postgres ? "bigint" : "integer", (definition) =>
-            postgres ? definition.primaryKey().generatedAlwaysAsIdentity() : definition.primaryKey().autoIncrement(),
-          );
-      await serial("registry_crate", "id")
-        .addColumn("canonical", "varchar(64)", (column) => column.notNull().unique())
-        .addColumn("name", "varchar(64)", (column) => column.notNull())
-        .addColumn("description", "text", (column) => column.notNull())
-        .addColumn("keywords", "text", (column) => column.notNull())
-        .addColumn("index_etag", "varchar(64)", (column) => column.notNull())
-        .addColumn("updated_at", "bigint", (column) => column.notNull())
-        .addColumn("created_at", "bigint", (column) => column.notNull())
-        .execute();
-      await serial("registry_crate_version", "id")
-        .addColumn("crate_id", "bigint", (column) =>
-          column.notNull().references("registry_crate.id").onDelete("cascade"),
-        )
-        .addColumn("vers", "varchar(128)", (column) => column.notNull())
-        .addColumn("vers_key", "varchar(128)", (column) => column.notNull())
-        .addColumn("index_line", "text", (column) => column.notNull())
-        .addColumn("cksum", "char(64)", (column) => column.notNull())
-        .addColumn("size", "bigint", (column) => column.notNull())
-        .addColumn("yanked", "integer", (column) => column.notNull().check(sql`yanked in (0, 1)`))
-        .addColumn("downloads", "bigint", (column) => column.notNull())
-        .addColumn("metadata", "text", (column) => column.notNull())
-        .addColumn("published_by", "varchar(36)", (column) =>
-          column.references("registry_user.id").onDelete("set null"),
-        )
-        .addColumn("published_at", "bigint", (column) => column.notNull())
-        // The rule of cargo.md §3 (a version exists whatever its build metadata), as a constraint
-        // so that it holds between instances: a process lock would not.
-        .addUniqueConstraint("registry_crate_version_unique", ["crate_id", "vers_key"])
-        .execute();
-      await db.schema
-        .createTable("registry_crate_owner")
-        .addColumn("crate_id", "bigint", (column) =>
-          column.notNull().references("registry_crate.id").onDelete("cascade"),
-        )
-        .addColumn("user_id", "varchar(36)", (column) =>
-          column.notNull().references("registry_user.id").onDelete("cascade"),
-        )
-        .addPrimaryKeyConstraint("registry_crate_owner_pk", ["crate_id", "user_id"])
-        .execute();
-      await db.schema.createIndex("registry_crate_owner_user").on("registry_crate_owner").column("user_id").execute();
-      await serial("registry_user_number", "number")
-        .addColumn("user_id", "varchar(36)", (column) =>
-          column.notNull().unique().references("registry_user.id").onDelete("cascade"),
-        )
-        .execute();
+    up: (db) => {
+      // An autoincrement key: an identity column on PostgreSQL, INTEGER PRIMARY KEY on SQLite.
+      const serial =
+        migrationDialect(db) === "postgres"
+          ? "bigint primary key generated always as identity"
+          : "integer primary key autoincrement";
+      return runDdl(db, [
+        `create table registry_crate (id ${serial}, canonical varchar(64) not null unique,
+          name varchar(64) not null, description text not null, keywords text not null,
+          index_etag varchar(64) not null, updated_at bigint not null, created_at bigint not null)`,
+        // A version exists whatever its build metadata (vers_key drops it): a constraint, so that
+        // the rule holds between instances, which a process lock would not.
+        `create table registry_crate_version (id ${serial},
+          crate_id bigint not null references registry_crate (id) on delete cascade,
+          vers varchar(128) not null, vers_key varchar(128) not null, index_line text not null,
+          cksum char(64) not null, size bigint not null, yanked integer not null check (yanked in (0, 1)),
+          downloads bigint not null, metadata text not null,
+          published_by varchar(36) references registry_user (id) on delete set null,
+          published_at bigint not null,
+          constraint registry_crate_version_unique unique (crate_id, vers_key))`,
+        `create table registry_crate_owner (
+          crate_id bigint not null references registry_crate (id) on delete cascade,
+          user_id varchar(36) not null references registry_user (id) on delete cascade,
+          constraint registry_crate_owner_pk primary key (crate_id, user_id))`,
+        "create index registry_crate_owner_user on registry_crate_owner (user_id)",
+        `create table registry_user_number (number ${serial},
+          user_id varchar(36) not null unique references registry_user (id) on delete cascade)`,
+      ]);
     },
   },
 };
