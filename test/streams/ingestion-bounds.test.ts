@@ -9,7 +9,7 @@ import { compressSync } from "snappy";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { VigieServer } from "../../src/server.js";
 import { streamsModule } from "../../src/streams/index.js";
-import { INLINE_DECODED_BYTES } from "../../src/streams/routes/ingestion.js";
+import { INLINE_DECODED_BYTES } from "../../src/streams/routes/remote-write.js";
 import { startTestServer } from "../support/server.js";
 
 const proto = (file: string) => protobuf.loadSync(fileURLToPath(new URL(`../../proto/${file}`, import.meta.url)));
