@@ -264,21 +264,21 @@ class Parser {
   }
 
   #or(): QueryNode {
-    const operands = [this.#and()];
-    while (this.#isKeyword("or")) {
-      this.#index++;
-      operands.push(this.#and());
-    }
-    return single(operands) ?? { kind: "or", operands };
+    return this.#joined("or", () => this.#and());
   }
 
   #and(): QueryNode {
-    const operands = [this.#unary()];
-    while (this.#isKeyword("and")) {
+    return this.#joined("and", () => this.#unary());
+  }
+
+  /** One or more operands joined by the keyword `word`; a single operand is returned as it is. */
+  #joined(word: "or" | "and", operand: () => QueryNode): QueryNode {
+    const operands = [operand()];
+    while (this.#isKeyword(word)) {
       this.#index++;
-      operands.push(this.#unary());
+      operands.push(operand());
     }
-    return single(operands) ?? { kind: "and", operands };
+    return single(operands) ?? { kind: word, operands };
   }
 
   #unary(): QueryNode {
