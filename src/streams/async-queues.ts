@@ -1,5 +1,5 @@
 /**
- * Async queues (streams-io.md §4): `streams.async-queues.<name>: {size: N}` declares a bounded
+ * Async queues (docs/streams.md): `streams.async-queues.<name>: {size: N}` declares a bounded
  * in-memory queue that the event loop drains in order. The `async-queue` action enqueues its
  * children and the value and returns at once, so that a slow branch never delays the push; a full
  * queue drops the new entry and counts it.
@@ -82,7 +82,7 @@ class AsyncQueue {
       try {
         next(value);
       } catch {
-        // An action must never abort the others (streams.md §4); count what a bug let through.
+        // An action must never abort the others (docs/streams.md); count what a bug let through.
         failed();
       }
     }

@@ -1,5 +1,5 @@
 /**
- * Publish/subscribe channels (streams-io.md §3): the `publish` action, and the `index` action on
+ * Publish/subscribe channels (docs/streams.md): the `publish` action, and the `index` action on
  * channel `<stream>-index`, send events to the WebSocket subscribers of a channel. Domain code: the
  * hub knows sockets only through {@link SubscriberSocket}, which the route implements over `ws`.
  *

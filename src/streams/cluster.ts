@@ -1,5 +1,5 @@
 /**
- * The streams module in cluster mode (scale-out.md §4): each stream has one owner instance (a
+ * The streams module in cluster mode (docs/cluster.md): each stream has one owner instance (a
  * lease); every way in hands events for a stream owned elsewhere to JetStream (stream
  * `VIGIE_EVENTS`, subject `vigie.events.<stream>`, one message per request and target stream);
  * the owner consumes them with a durable pull consumer per stream (`vigie-<stream>`) and
@@ -10,12 +10,13 @@ import { createHash } from "node:crypto";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
 import { EVENTS_STREAM, type LeaseSet, type NatsLink, subjectToken } from "../platform/cluster/index.js";
-import { HttpError } from "../platform/errors.js";
+import { type ErrorCode, errorMessage, STATUS_OF, UnavailableError, VigieError } from "../platform/errors.js";
+import { isPlainObject } from "../platform/validation.js";
 import type { Flow } from "./action.js";
 import type { Stream, StreamEngine } from "./engine.js";
 import type { Event } from "./event.js";
 
-/** Milliseconds a non-owner waits for the owner's answer to a query (§4). */
+/** Milliseconds a non-owner waits for the owner's answer to a query. */
 export const QUERY_TIMEOUT_MS = 2_000;
 
 /** Forwarded messages a consumer holds before running them. */
@@ -78,11 +79,63 @@ type Query =
   | { readonly kind: "riemann-search"; readonly query: string; readonly limit?: number }
   | { readonly kind: "current-time" };
 
-/** The owner's answer: the value, or an error with its HTTP status. */
+/** A query as the owner receives it: its fields are checked by the code that runs it. */
+export interface ReceivedQuery {
+  readonly kind: string;
+  readonly query?: unknown;
+  readonly limit?: unknown;
+}
+
+/**
+ * The owner's answer: the value, or an error with the HTTP status of its code (the status travels,
+ * so that instances of different versions understand each other).
+ */
 type Answer = { readonly value: unknown } | { readonly status: number; readonly error: string };
 
 /** What the owner runs for a query (the routes' own code: compile the query, search the index). */
-export type QueryRunner = (stream: Stream, query: Query) => Promise<unknown>;
+export type QueryRunner = (stream: Stream, query: ReceivedQuery) => Promise<unknown>;
+
+/** The error codes, to find the code of a status an owner answered. */
+const CODES = Object.keys(STATUS_OF).filter(isErrorCode);
+
+function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(STATUS_OF, code);
+}
+
+/** The error an owner answered, as the asker throws it again. */
+function answeredError(status: number, message: string): VigieError {
+  const code = CODES.find((candidate) => STATUS_OF[candidate] === status) ?? "VIGIE_ERR_INTERNAL";
+  return new VigieError(code, message);
+}
+
+/** Reads the owner's answer; `undefined` when it is not one. */
+function parseAnswer(data: Uint8Array): Answer | undefined {
+  const answer: unknown = JSON.parse(decoder.decode(data));
+  if (!isPlainObject(answer)) return undefined;
+  if (!("error" in answer)) return { value: answer.value };
+  const { status, error } = answer;
+  return typeof status === "number" && typeof error === "string" ? { status, error } : undefined;
+}
+
+/** Reads a query sent to an owner. @throws Error when it is not one */
+function parseQuery(data: Uint8Array): ReceivedQuery {
+  const query: unknown = JSON.parse(decoder.decode(data));
+  if (!isPlainObject(query) || typeof query.kind !== "string") throw new Error("not a query");
+  return { kind: query.kind, query: query.query, limit: query.limit };
+}
+
+/** Reads a channel publication of another instance; `undefined` when it is not one. */
+function parsePublication(data: Uint8Array): { origin: unknown; channel: string; value: Flow } | undefined {
+  const publication: unknown = JSON.parse(decoder.decode(data));
+  if (!isPlainObject(publication) || typeof publication.channel !== "string") return undefined;
+  const { origin, channel, value } = publication;
+  return isFlow(value) ? { origin, channel, value } : undefined;
+}
+
+/** Whether a value received from another instance is an event or a list of them. */
+function isFlow(value: unknown): value is Flow {
+  return isPlainObject(value) || (Array.isArray(value) && value.every(isPlainObject));
+}
 
 interface Consumer {
   readonly stop: () => Promise<void>;
@@ -134,26 +187,27 @@ export class StreamCluster {
   }
 
   /**
-   * Asks the owner of `stream` (§4: index search, current-time).
-   * @throws HttpError 503 `owner of stream <name> unavailable` after {@link QUERY_TIMEOUT_MS}
-   *   without an answer; the owner's own 4xx (an invalid query) as it answered it
+   * Asks the owner of `stream` (index search, current-time).
+   * @throws UnavailableError `owner of stream <name> unavailable` after {@link QUERY_TIMEOUT_MS}
+   *   without an answer; the owner's own error (an invalid query) as it answered it
    */
   async ask(stream: string, query: Query): Promise<unknown> {
-    let answer: Answer;
+    let answer: Answer | undefined;
     try {
       const reply = await this.#connection.request(querySubject(stream), encoder.encode(JSON.stringify(query)), {
         timeout: QUERY_TIMEOUT_MS,
       });
-      answer = JSON.parse(decoder.decode(reply.data)) as Answer;
+      answer = parseAnswer(reply.data);
     } catch {
-      throw new HttpError(503, `owner of stream ${stream} unavailable`);
+      throw new UnavailableError(`owner of stream ${stream} unavailable`);
     }
-    if ("error" in answer) throw new HttpError(answer.status, answer.error);
+    if (answer === undefined) throw new UnavailableError(`owner of stream ${stream} unavailable`);
+    if ("error" in answer) throw answeredError(answer.status, answer.error);
     return answer.value;
   }
 
   /**
-   * A channel's publisher (streams-io.md §2) that also reaches the subscribers of the other
+   * A channel's publisher that also reaches the subscribers of the other
    * instances: the event goes to this instance's subscribers, then to NATS.
    */
   publisher(channel: string, local: (value: Flow) => void): (value: Flow) => void {
@@ -176,12 +230,10 @@ export class StreamCluster {
       callback: (error, message) => {
         if (error !== null) return;
         try {
-          const { origin, channel, value } = JSON.parse(decoder.decode(message.data)) as {
-            origin: string;
-            channel: string;
-            value: Flow;
-          };
-          if (origin !== this.instanceId && typeof channel === "string") deliver(channel, value);
+          const publication = parsePublication(message.data);
+          if (publication !== undefined && publication.origin !== this.instanceId) {
+            deliver(publication.channel, publication.value);
+          }
         } catch {
           // Not ours: ignored.
         }
@@ -203,14 +255,18 @@ export class StreamCluster {
   #forward(name: string, events: readonly Event[]): Promise<void> {
     if (!this.nats.connected()) {
       this.metrics.dropped(name, events.length);
-      return Promise.reject(new HttpError(503, `stream ${name} is owned by another instance, and NATS is unreachable`));
+      return Promise.reject(
+        new UnavailableError(`stream ${name} is owned by another instance, and NATS is unreachable`),
+      );
     }
     const data = encoder.encode(JSON.stringify(events));
     return this.nats.jetstream.publish(eventsSubject(name), data).then(
       () => this.metrics.forwarded(name, events.length),
       (error: unknown) => {
         this.metrics.dropped(name, events.length);
-        throw new HttpError(503, `stream ${name} is owned by another instance, unreachable now: ${reasonOf(error)}`);
+        throw new UnavailableError(
+          `stream ${name} is owned by another instance, unreachable now: ${errorMessage(error)}`,
+        );
       },
     );
   }
@@ -280,7 +336,7 @@ export class StreamCluster {
     this.#consumers.delete(name);
     await consumer.stop();
     // What the stream holds (windows, index) is not carried to the next owner: when this instance
-    // owns it again later, it starts empty too (§4).
+    // owns it again later, it starts empty too.
     const stream = this.engine.get(name);
     if (stream !== undefined) this.engine.add(name, stream.config, stream.origin, stream.compiled);
   }
@@ -313,8 +369,9 @@ export class StreamCluster {
   #run(name: string, message: JsMsg): void {
     let events: Event[];
     try {
-      events = JSON.parse(decoder.decode(message.data)) as Event[];
-      if (!Array.isArray(events)) throw new Error("not an array");
+      const parsed: unknown = JSON.parse(decoder.decode(message.data));
+      if (!Array.isArray(parsed)) throw new Error("not an array");
+      events = parsed;
     } catch {
       // Not a message of ours: acknowledged so that it does not come back forever.
       message.term();
@@ -335,15 +392,10 @@ export class StreamCluster {
       return { status: 503, error: `owner of stream ${name} unavailable` };
     }
     try {
-      const query = JSON.parse(decoder.decode(data)) as Query;
-      return { value: await this.runQuery(stream, query) };
+      return { value: await this.runQuery(stream, parseQuery(data)) };
     } catch (error) {
-      if (error instanceof HttpError) return { status: error.statusCode, error: error.message };
+      if (error instanceof VigieError) return { status: STATUS_OF[error.code], error: error.message };
       return { status: 500, error: "the owner could not answer the query" };
     }
   }
-}
-
-function reasonOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,8 +1,8 @@
 /**
- * The `streams:` section of the configuration (streams.md §6, streams-io.md): stream directories,
+ * The `streams:` section of the configuration (docs/streams.md): stream directories,
  * bounds of the streams' state, outputs, async queues and the Riemann protocol input. Unknown keys
- * are refused at every level (platform.md §2); URLs and header values may carry secrets and are
- * never echoed in an error (platform.md §8).
+ * are refused at every level (docs/configuration.md); URLs and header values may carry secrets and are
+ * never echoed in an error (docs/configuration.md).
  */
 import { statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
@@ -33,15 +33,15 @@ import { isStreamName, STREAM_NAME_RULE } from "./names.js";
 
 const seconds = (count: number): Duration => ({ text: `${count}s`, milliseconds: count * 1000 });
 
-/** The output types of streams-io.md §2. */
+/** The output types (docs/streams.md). */
 export const OUTPUT_TYPES = ["http", "file", "prometheus-remote-write", "alertmanager"] as const;
 /** One of {@link OUTPUT_TYPES}. */
 export type OutputType = (typeof OUTPUT_TYPES)[number];
 
-/** The formats of the `http` output (streams-io.md §2). */
+/** The formats of the `http` output (docs/streams.md). */
 export const HTTP_FORMATS = ["json", "ndjson", "slack", "text"] as const;
 
-/** The default `batch-size` of each output type (streams-io.md §2). */
+/** The default `batch-size` of each output type (docs/streams.md). */
 export const DEFAULT_BATCH_SIZES: Readonly<Record<OutputType, number>> = {
   http: 100,
   file: 1000,
@@ -84,8 +84,7 @@ const headers: Validator<Record<string, string>> = (value, path) => {
 };
 
 /**
- * Checks that the directory of every `file` output exists (the output creates none, streams-io.md
- * §2). Run at start-up, not when the configuration is parsed: `vigie stream test` and
+ * Checks that the directory of every `file` output exists (the output creates none). Run at start-up, not when the configuration is parsed: `vigie stream test` and
  * `vigie config check` may run where the server's directories do not exist.
  * @throws ValidationError naming `streams.outputs.<name>.path`
  */
@@ -112,7 +111,7 @@ export function checkOutputFiles(outputs: Readonly<Record<string, OutputDefiniti
 /** A field name of an event, as written in YAML (`host`, `service`). */
 const fieldName = string({ min: 1, max: 128 });
 
-/** Keys every output type takes (streams-io.md §1). */
+/** Keys every output type takes (docs/streams.md). */
 const commonShape = {
   /** Events the output's queue holds before new ones are dropped. */
   "queue-size": withDefault(integer(1, 100_000_000), 10_000),
@@ -181,7 +180,7 @@ export type OutputDefinition = Infer<(typeof outputValidators)[OutputType]>;
 const typeRule = `must be one of ${OUTPUT_TYPES.join(", ")}`;
 
 function isOutputType(value: unknown): value is OutputType {
-  return typeof value === "string" && (OUTPUT_TYPES as readonly string[]).includes(value);
+  return typeof value === "string" && OUTPUT_TYPES.some((type) => type === value);
 }
 
 /** One entry of `streams.outputs`: `type` first, then the keys of that type. */
@@ -208,7 +207,7 @@ function named<T>(entry: Validator<T>): Validator<Readonly<Record<string, T>>> {
 
 const asyncQueue = object({ size: withDefault(integer(1, 100_000_000), 10_000) }, { unknownKeys: "reject" });
 
-/** A declared async queue (streams-io.md §4). */
+/** A declared async queue (docs/streams.md). */
 export type AsyncQueueDefinition = ShapeOf<{ size: Validator<number> }>;
 
 /** A duration between 1 ms and 1 h: the delay of a timer that guards a connection. */
@@ -279,7 +278,7 @@ const riemannObject = object(
   { unknownKeys: "reject", optional: true },
 );
 
-/** The `streams.riemann` section (streams-io.md §5). */
+/** The `streams.riemann` section (docs/streams.md). */
 export type RiemannSettings = ReturnType<typeof riemannObject>;
 
 /** `streams.riemann`: `tls-cert` and `tls-key` go together; `tls-ca` needs them. */
@@ -302,10 +301,10 @@ export const streamsShape = {
    * them. Streams created through the API with `:persist true` go to the `.vigie-api`
    * subdirectory of the first one, which only Vigie writes.
    */
-  directories: withDefault(array(string({ min: 1 })), [] as string[]),
-  /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (platform.md §2). */
+  directories: withDefault<string[]>(array(string({ min: 1 })), []),
+  /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (docs/configuration.md). */
   "ingestion-body-limit": withDefault(size(), 32 * 1024 * 1024),
-  /** The bounds of a stream's state (platform.md §8); see StreamLimits. */
+  /** The bounds of a stream's state (docs/configuration.md); see StreamLimits. */
   "max-index-size": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.indexSize),
   "max-forks": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.forks),
   "max-window-events": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.windowEvents),
@@ -333,13 +332,13 @@ export const streamsShape = {
   "max-query-results": withDefault(integer(1, 10_000_000), DEFAULT_STREAM_LIMITS.queryResults),
   /** Bytes of one search's or query's answer at most (its JSON, or its protobuf reply); beyond, an error. */
   "max-query-bytes": withDefault(size(), DEFAULT_STREAM_LIMITS.queryBytes),
-  /** Outputs by name (streams-io.md §1–2). */
+  /** Outputs by name (docs/streams.md). */
   outputs: withDefault(named(outputDefinition), {}),
-  /** Async queues by name (streams-io.md §4). */
+  /** Async queues by name (docs/streams.md). */
   "async-queues": withDefault(named(asyncQueue), {}),
-  /** The Riemann protocol input (streams-io.md §5). */
+  /** The Riemann protocol input (docs/streams.md). */
   riemann,
-  /** WebSocket subscribers an instance accepts at once, all channels together (streams-io.md §3). */
+  /** WebSocket subscribers an instance accepts at once, all channels together (docs/streams.md). */
   "max-subscribers": withDefault(integer(1, 1_000_000), 10_000),
   /**
    * WebSocket subscriptions one client holds at once, all channels together: per token with

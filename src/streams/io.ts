@@ -1,11 +1,11 @@
 /**
- * What the I/O actions (`output`, `publish`, `async-queue`, `io`; streams.md §4, streams-io.md)
+ * What the I/O actions (`output`, `publish`, `async-queue`, `io`; docs/streams.md)
  * reach: the outputs and async queues the configuration declares, the WebSocket channels. The
  * server wires the real ones; `vigie stream test` wires {@link testIo}, which contacts nothing.
  */
 import type { Flow, Next } from "./action.js";
 
-/** The names a stream configuration may use; anything else is a compile error (streams-io.md). */
+/** The names a stream configuration may use; anything else is a compile error (docs/streams.md). */
 export interface Declarations {
   /** The names of `streams.outputs`. */
   readonly outputs: ReadonlySet<string>;
@@ -61,7 +61,7 @@ export function detachedIo(declarations: Declarations = NO_DECLARATIONS): Stream
 }
 
 /**
- * The I/O of `vigie stream test` (streams.md §4): `output` and `publish` record what reaches them
+ * The I/O of `vigie stream test` (docs/streams.md): `output` and `publish` record what reaches them
  * into the tap of the same name (a list as one element, as a tap does), async queues run inline,
  * `io` discards. Nothing is contacted.
  */

@@ -62,8 +62,9 @@ async function search(indexes: readonly StreamIndex[], predicate: Predicate, bou
       "max-query-results",
       `${bounds.what} matches more than ${bounds.results} events (${bounds.resultsSetting})`,
     );
-  if (indexes.length === 1) {
-    const found = await (indexes[0] as StreamIndex).searchAtMost(predicate, bounds.results, SLICE_MS);
+  const [only] = indexes;
+  if (indexes.length === 1 && only !== undefined) {
+    const found = await only.searchAtMost(predicate, bounds.results, SLICE_MS);
     if (found === undefined) throw tooMany();
     return found;
   }
@@ -94,12 +95,12 @@ export async function encodeAnswer<T>(
   overhead: (count: number) => number,
   bounds: AnswerBounds,
 ): Promise<T> {
-  const parts: Uint8Array[] = new Array(events.length);
+  const parts: Uint8Array[] = [];
   let size = overhead(events.length);
   const clock = new TurnClock();
-  for (let i = 0; i < events.length; i++) {
-    const part = encode(events[i] as Event);
-    parts[i] = part;
+  for (const event of events) {
+    const part = encode(event);
+    parts.push(part);
     size += part.length;
     if (size > bounds.bytes) {
       throw new QueryBoundError(
@@ -131,9 +132,9 @@ export function jsonAnswer(events: readonly Event[], bounds: AnswerBounds): Prom
     eventJson,
     (parts, size) => {
       const pieces: Uint8Array[] = [OPEN];
-      for (let i = 0; i < parts.length; i++) {
+      for (const [i, part] of parts.entries()) {
         if (i > 0) pieces.push(COMMA);
-        pieces.push(parts[i] as Uint8Array);
+        pieces.push(part);
       }
       pieces.push(CLOSE);
       return Buffer.concat(pieces, size);

@@ -1,5 +1,5 @@
 /**
- * The streams module's storage (streams.md §6): streams keep no table (their state and index live
+ * The streams module's storage (docs/streams.md): streams keep no table (their state and index live
  * in memory), only files. Every `*.edn` file of `streams.directories` is a streams file, an EDN map
  * from stream name to configuration, written by the operator: Vigie reads these and never changes
  * them. Streams created through the API with `:persist true` are written apart, one file each, to
@@ -12,9 +12,11 @@ import { type FileHandle, open, readdir, readFile, rename, rm } from "node:fs/pr
 import { join } from "node:path";
 import type { Kysely, Migration } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
+import { errorMessage } from "../platform/errors.js";
 import { makePrivateDirectory, PRIVATE_FILE_MODE } from "../platform/private-files.js";
 import { compileConfig } from "./compiler.js";
 import { type EdnValue, isMap, nameOf, parseEdn, toEdn } from "./edn.js";
+import { errnoCode } from "./errno.js";
 import { type Declarations, NO_DECLARATIONS } from "./io.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "./names.js";
 
@@ -48,7 +50,7 @@ export interface StoredStream {
   readonly config: string;
 }
 
-/** Cluster mode: the streams created through the API, shared by every instance (§4). */
+/** Cluster mode: the streams created through the API, shared by every instance (docs/cluster.md). */
 export class SharedStreamStore {
   readonly #db: Kysely<PlatformTables & StreamTables>;
 
@@ -120,8 +122,8 @@ export async function loadStreamDirectories(
     try {
       entries = (await readdir(directory)).filter((entry) => entry.endsWith(".edn")).sort();
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
-      throw new StreamFileError(directory, (error as Error).message);
+      if (errnoCode(error) === "ENOENT") continue;
+      throw new StreamFileError(directory, errorMessage(error));
     }
     for (const entry of entries) {
       const file = join(directory, entry);
@@ -169,7 +171,7 @@ export function parseStreamsFile(
   try {
     value = parseEdn(text);
   } catch (error) {
-    throw new StreamFileError(file, (error as Error).message);
+    throw new StreamFileError(file, errorMessage(error));
   }
   if (!isMap(value))
     throw new StreamFileError(file, "a streams file must be an EDN map from stream name to configuration");
@@ -181,7 +183,7 @@ export function parseStreamsFile(
     try {
       compileConfig(config, declarations);
     } catch (error) {
-      throw new StreamFileError(file, `stream ${name}: ${(error as Error).message}`);
+      throw new StreamFileError(file, `stream ${name}: ${errorMessage(error)}`);
     }
     return { name, config, text: toEdn(config), file };
   });
@@ -282,7 +284,9 @@ export function isLegacyApiFile(entry: string, text: string): boolean {
     return false;
   }
   if (!isMap(value) || value.map.length !== 1) return false;
-  const [key, config] = value.map[0] as [EdnValue, EdnValue];
+  const [pair] = value.map;
+  if (pair === undefined) return false;
+  const [key, config] = pair;
   return nameOf(key) === name && text === persistedText(name, config);
 }
 
@@ -290,8 +294,8 @@ export function isLegacyApiFile(entry: string, text: string): boolean {
 export interface LegacyApiFilesMove {
   /** The files moved: where each was, and its path in the API streams directory. */
   readonly moved: ReadonlyArray<{ readonly from: string; readonly to: string }>;
-  /** The files recognised but left in place (a read-only directory...), with the error. */
-  readonly failed: ReadonlyArray<{ readonly file: string; readonly error: Error }>;
+  /** The files recognised but left in place (a read-only directory...), with the error's message. */
+  readonly failed: ReadonlyArray<{ readonly file: string; readonly reason: string }>;
 }
 
 /**
@@ -308,11 +312,11 @@ export async function moveLegacyApiFiles(firstDirectory: string, apiDirectory: s
   try {
     entries = (await readdir(firstDirectory)).filter((entry) => entry.endsWith(".edn")).sort();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { moved: [], failed: [] };
+    if (errnoCode(error) === "ENOENT") return { moved: [], failed: [] };
     throw error;
   }
   const moved: Array<{ from: string; to: string }> = [];
-  const failed: Array<{ file: string; error: Error }> = [];
+  const failed: Array<{ file: string; reason: string }> = [];
   for (const entry of entries) {
     const file = join(firstDirectory, entry);
     let text: string;
@@ -328,7 +332,7 @@ export async function moveLegacyApiFiles(firstDirectory: string, apiDirectory: s
       await rename(file, to);
       moved.push({ from: file, to });
     } catch (error) {
-      failed.push({ file, error: error as Error });
+      failed.push({ file, reason: errorMessage(error) });
     }
   }
   if (moved.length > 0) {
@@ -356,13 +360,13 @@ async function syncDirectory(directory: string): Promise<void> {
   try {
     handle = await open(directory, "r");
   } catch (error) {
-    if (DIRECTORY_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? "")) return;
+    if (DIRECTORY_SYNC_UNSUPPORTED.has(errnoCode(error) ?? "")) return;
     throw error;
   }
   try {
     await handle.sync();
   } catch (error) {
-    if (!DIRECTORY_SYNC_UNSUPPORTED.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
+    if (!DIRECTORY_SYNC_UNSUPPORTED.has(errnoCode(error) ?? "")) throw error;
   } finally {
     await handle.close();
   }
@@ -379,7 +383,7 @@ export async function removeStreamFile(directory: string, name: string): Promise
     await rm(persistedFile(directory, name));
   } catch (error) {
     // Most streams were never persisted: nothing to remove, nothing to flush.
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    if (errnoCode(error) === "ENOENT") return;
     throw error;
   }
   await syncDirectory(directory);

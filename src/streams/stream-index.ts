@@ -1,5 +1,5 @@
 /**
- * The index of a stream (streams.md §5): the latest event per key, in memory. The key is made of the
+ * The index of a stream (docs/streams.md): the latest event per key, in memory. The key is made of the
  * listed fields present in the event; an event with state `expired` removes its key. The clock
  * (`current-time`) is the largest event time seen by `index` actions and never goes backwards.
  */

@@ -1,14 +1,15 @@
 /**
- * `vigie stream test` (streams.md §7): runs test files against the streams of the stream
+ * `vigie stream test` (docs/streams.md): runs test files against the streams of the stream
  * directories, without a server. A test file is an EDN map from test name to
  * `{:input [events] :target <stream, optional> :taps {:name [expected ...]}}`. For each test the
  * streams start fresh; inputs go to the target stream or else to the default streams; `tap` actions
  * record what reaches them (a list is recorded as one element); every listed tap must equal its
  * expected values. Inputs are pushed as written: no `time` is added, so tests are deterministic.
  * `output` and `publish` record into the tap of their name, async queues run inline and `io`
- * discards (streams.md §4), so a test never contacts an output.
+ * discards (docs/streams.md), so a test never contacts an output.
  */
 import { readFile } from "node:fs/promises";
+import { errorMessage } from "../platform/errors.js";
 import { isPlainObject } from "../platform/validation.js";
 import { DEFAULT_STREAM_LIMITS, type Flow } from "./action.js";
 import { type EdnValue, ednToJson, isMap, mapGet, nameOf, parseEdn, sequenceItems, toEdn } from "./edn.js";
@@ -96,7 +97,7 @@ export async function runStreamTests(
     try {
       tests = parseEdn(await readFile(file, "utf8"));
     } catch (error) {
-      results.push({ file, name: "(file)", error: (error as Error).message, mismatches: [] });
+      results.push({ file, name: "(file)", error: errorMessage(error), mismatches: [] });
       continue;
     }
     if (!isMap(tests)) {

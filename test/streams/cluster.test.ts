@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import { subjectToken } from "../../src/platform/cluster/nats.js";
-import { HttpError } from "../../src/platform/errors.js";
+import { InvalidError, UnavailableError } from "../../src/platform/errors.js";
 import type { Flow } from "../../src/streams/action.js";
 import { DEFAULT_STREAM_LIMITS } from "../../src/streams/action.js";
 import { channelSubject, consumerName, eventsSubject, querySubject } from "../../src/streams/cluster.js";
@@ -188,11 +188,11 @@ describe("StreamEngine.deliver in cluster mode", () => {
     expect(settled).toBe(true);
 
     const failing = fakeForwarder(new Set(["a"]), recorder, (name) =>
-      name === "c" ? Promise.reject(new HttpError(503, "stream c is owned by another instance")) : Promise.resolve(),
+      name === "c" ? Promise.reject(new UnavailableError("stream c is owned by another instance")) : Promise.resolve(),
     );
     engine.forwarder = failing;
     const rejected = engine.deliver(streams, [{ n: 2 }]) as Promise<void>;
-    await expect(rejected).rejects.toMatchObject({ statusCode: 503 });
+    await expect(rejected).rejects.toMatchObject({ code: "VIGIE_ERR_UNAVAILABLE" });
     // The local push happened anyway.
     expect(taps.get("a")).toEqual([{ n: 1 }, { n: 2 }]);
   });
@@ -388,9 +388,11 @@ describe("answerQuery (what an owner answers another instance)", () => {
 
   it("refuses an invalid query with a 400", () => {
     expect(() => answerQuery(stream, { kind: "search", query: "not base64 edn (" }, DEFAULT_STREAM_LIMITS)).toThrow(
-      HttpError,
+      InvalidError,
     );
-    expect(() => answerQuery(stream, { kind: "riemann-search", query: 42 }, DEFAULT_STREAM_LIMITS)).toThrow(HttpError);
+    expect(() => answerQuery(stream, { kind: "riemann-search", query: 42 }, DEFAULT_STREAM_LIMITS)).toThrow(
+      InvalidError,
+    );
   });
 
   it("refuses a search matching more than max-query-results with a 400 naming the bound", async () => {

@@ -1,5 +1,5 @@
 /**
- * The `alertmanager` output (streams-io.md §2): `POST <url>/api/v2/alerts` with one alert per event
+ * The `alertmanager` output (docs/streams.md): `POST <url>/api/v2/alerts` with one alert per event
  * (Alertmanager's API v2, https://github.com/prometheus/alertmanager/blob/main/api/v2/openapi.yaml).
  *
  * An event whose state is `ok` resolves its alert (`endsAt` = its time); any other state fires with

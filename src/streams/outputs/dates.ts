@@ -5,6 +5,6 @@
 
 /**
  * The largest time, in seconds from the Unix epoch (either sign), that a JavaScript Date can
- * represent: ±8.64 × 10^15 ms (ECMAScript §21.4.1.22, TimeClip).
+ * represent: ±8.64 × 10^15 ms (ECMAScript's TimeClip).
  */
 export const MAX_DATE_SECONDS = 8.64e12;

@@ -1,5 +1,5 @@
 /**
- * The one delivery model of every output type (streams-io.md §1): a bounded queue per output,
+ * The one delivery model of every output type (docs/streams.md): a bounded queue per output,
  * batches that leave when full or `flush-interval` after their first event, one batch in flight at a
  * time (order kept), retries with backoff on network errors, timeouts, 5xx and 429 until
  * `max-retry-time`, no retry on other refusals, and a graceful drain. What differs between types
@@ -56,7 +56,7 @@ export interface Transport<P> {
   close(force: boolean): Promise<void>;
 }
 
-/** The common settings of an output (streams-io.md §1), durations in milliseconds. */
+/** The common settings of an output (docs/streams.md), durations in milliseconds. */
 export interface DeliverySettings {
   /** Events held at most: waiting ones plus the batch in flight. */
   readonly queueSize: number;
@@ -84,7 +84,7 @@ export const LOG_INTERVAL_MS = 60_000;
 /** The largest open batch allocated in advance, in events (a larger `batch-size` grows as it fills). */
 const PREALLOCATED_EVENTS = 4096;
 
-/** Bytes of a refusing answer that are logged (streams-io.md §1). */
+/** Bytes of a refusing answer that are logged (docs/streams.md). */
 export const ANSWER_SNIPPET_BYTES = 200;
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The `file` output (streams-io.md §2): one JSON line per event, appended. The file is opened with
+ * The `file` output (docs/streams.md): one JSON line per event, appended. The file is opened with
  * `O_APPEND` for each batch and closed after it, so that logrotate can move it away between two
  * batches (the next batch creates a new file), and concurrent writers never overwrite each other.
  * With `date-suffix: true`, `-YYYY-MM-DD` (the UTC date of each event's `time`, now without one) is

@@ -1,5 +1,5 @@
 /**
- * The `http` output (streams-io.md §2): POSTs the events as they are in the stream, in one of four
+ * The `http` output (docs/streams.md): POSTs the events as they are in the stream, in one of four
  * formats: `json` (one JSON array per batch), `ndjson` (one JSON event per line), `slack` (one POST
  * per event, `{"text": <summary>}`, for Slack, Mattermost, Rocket.Chat and Discord's `/slack`
  * webhooks) and `text` (one POST per event, the summary as plain text, for ntfy).

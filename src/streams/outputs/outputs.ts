@@ -1,5 +1,5 @@
 /**
- * The outputs of `streams.outputs` (streams-io.md §1–2): one {@link OutputQueue} per declared
+ * The outputs of `streams.outputs` (docs/streams.md): one {@link OutputQueue} per declared
  * output, each with the transport of its type. The `output` action reaches them through
  * {@link Outputs.sink}; the module drains them on a graceful stop.
  */
@@ -80,7 +80,7 @@ export class Outputs {
   }
 
   /**
-   * Graceful stop (SIGTERM, streams-io.md §1): every output sends what it holds, in order, retrying
+   * Graceful stop (SIGTERM, docs/streams.md): every output sends what it holds, in order, retrying
    * as usual, for at most `timeoutMs` milliseconds; what is left then is dropped and counted
    * `dropped-retries-exhausted`, and connections are closed. Events that reach a sink once the
    * drain began are dropped and counted `dropped-queue-full`.

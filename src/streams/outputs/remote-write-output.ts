@@ -1,8 +1,8 @@
 /**
- * The `prometheus-remote-write` output (streams-io.md §2): Prometheus remote write 1.0, a
+ * The `prometheus-remote-write` output (docs/streams.md): Prometheus remote write 1.0, a
  * snappy-compressed protobuf `WriteRequest` (proto/remote-write.proto) per batch.
  *
- * The mapping is the reverse of the remote write input's (streams.md §8), so that a series that came
+ * The mapping is the reverse of the remote write input's (docs/streams.md), so that a series that came
  * in by remote write goes out with the same name and labels: one sample per event that has a finite
  * numeric `metric` and `time`; `__name__` = `service` (or `name` when there is no `service`); labels
  * = every other top-level string field except `description`, names sanitised ({@link labelName}),
@@ -139,7 +139,7 @@ function seriesKey(labels: readonly Label[]): string {
 }
 
 /**
- * Groups a batch into series (streams-io.md §2). An event is a sample when its `metric` and `time`
+ * Groups a batch into series (docs/streams.md). An event is a sample when its `metric` and `time`
  * are finite numbers, its timestamp (round(time × 1000) ms) is a safe integer, and it has a string
  * `service` or `name`; any other event is counted in `rejected`.
  */

@@ -1,6 +1,6 @@
 /**
  * The one-line text of an event that the `slack` and `text` formats send and that Alertmanager
- * shows as an alert's summary (streams-io.md §2).
+ * shows as an alert's summary (docs/streams.md).
  */
 import type { Event } from "../event.js";
 

@@ -1,5 +1,5 @@
 /**
- * Framing of the Riemann protocol over TCP (streams-io.md §5): every message is a 4-byte
+ * Framing of the Riemann protocol over TCP (docs/streams.md): every message is a 4-byte
  * big-endian length, then that many bytes of protobuf `Msg`.
  *
  * A {@link FrameReader} collects the chunks a socket delivers and cuts frames out of them. Memory
@@ -64,17 +64,26 @@ export class FrameReader {
     return { kind: "frame", body: this.#take(length) };
   }
 
+  /** The first buffered chunk; called only with bytes buffered, so there is one. */
+  #first(): Buffer {
+    const first = this.#chunks[0];
+    if (first === undefined) throw new Error("FrameReader: no chunk buffered");
+    return first;
+  }
+
   #readLength(): number {
-    const first = this.#chunks[0] as Buffer; // #buffered ≥ 4, so there is a chunk
+    const first = this.#first(); // #buffered ≥ 4
     if (first.length - this.#offset >= LENGTH_PREFIX) return first.readUInt32BE(this.#offset);
     // The prefix spans chunks: gather its bytes.
     let length = 0;
     let read = 0;
-    for (let c = 0, offset = this.#offset; read < LENGTH_PREFIX; c++, offset = 0) {
-      const chunk = this.#chunks[c] as Buffer;
+    let offset = this.#offset;
+    for (const chunk of this.#chunks) {
       for (let i = offset; i < chunk.length && read < LENGTH_PREFIX; i++, read++) {
-        length = length * 256 + (chunk[i] as number);
+        length = length * 256 + chunk.readUInt8(i);
       }
+      if (read === LENGTH_PREFIX) break;
+      offset = 0;
     }
     return length;
   }
@@ -82,7 +91,7 @@ export class FrameReader {
   #skip(count: number): void {
     let remaining = count;
     while (remaining > 0) {
-      const first = this.#chunks[0] as Buffer;
+      const first = this.#first();
       const available = first.length - this.#offset;
       if (available > remaining) {
         this.#offset += remaining;
@@ -107,7 +116,7 @@ export class FrameReader {
     const body = Buffer.allocUnsafe(count);
     let written = 0;
     while (written < count) {
-      const chunk = this.#chunks[0] as Buffer;
+      const chunk = this.#first();
       const end = Math.min(chunk.length, this.#offset + count - written);
       chunk.copy(body, written, this.#offset, end);
       written += end - this.#offset;

@@ -1,5 +1,5 @@
 /**
- * What one Riemann message does (streams-io.md §5), without sockets: decode the frame, push its
+ * What one Riemann message does (docs/streams.md), without sockets: decode the frame, push its
  * events into their streams, answer its query, and build the framed reply.
  *
  * - Events are checked first: when any names a stream (attribute `stream`) that does not exist, the
@@ -27,6 +27,7 @@
  */
 
 import { setImmediate as nextTurn } from "node:timers/promises";
+import { errorMessage } from "../../platform/errors.js";
 import type { Predicate } from "../condition.js";
 import type { RiemannSettings } from "../config.js";
 import type { Forwarder, Stream, StreamEngine } from "../engine.js";
@@ -67,9 +68,9 @@ function quoted(text: string): string {
   return JSON.stringify(text.length > ECHO_LIMIT ? `${text.slice(0, ECHO_LIMIT)}…` : text);
 }
 
-/** The message of an error, or the thrown value as text: for error replies and logs. */
-export function reasonOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** The events an owner answered (a JSON array of them). */
+function eventsOf(answer: unknown): Event[] {
+  return Array.isArray(answer) ? answer : [];
 }
 
 /** Events of a message that were not pushed because their stream was removed meanwhile, by stream. */
@@ -126,7 +127,7 @@ export class RiemannHandler {
     try {
       complete = reader.read(EVENTS_PER_SLICE, events);
     } catch (error) {
-      return this.#fail(`undecodable message: ${reasonOf(error)}`);
+      return this.#fail(`undecodable message: ${errorMessage(error)}`);
     }
     if (!complete) return this.#handleLarge(body, reader, events);
     const lost: Lost = new Map();
@@ -143,13 +144,13 @@ export class RiemannHandler {
 
   /**
    * Cluster mode: the reply once the owners of the message's streams have its events (JetStream
-   * acknowledged them, scale-out.md §4), or an error reply when one could not be reached.
+   * acknowledged them, docs/cluster.md), or an error reply when one could not be reached.
    */
   async #afterForwarded(forwarded: Forwarded, answer: () => Buffer | Promise<Buffer>): Promise<Buffer> {
     try {
       await Promise.all(forwarded);
     } catch (error) {
-      return this.#fail(reasonOf(error));
+      return this.#fail(errorMessage(error));
     }
     return answer();
   }
@@ -180,7 +181,7 @@ export class RiemannHandler {
         }
       }
     } catch (error) {
-      return this.#fail(`undecodable message: ${reasonOf(error)}`);
+      return this.#fail(`undecodable message: ${errorMessage(error)}`);
     }
     const again = new MsgReader(body, this.engine.limits.event);
     const lost: Lost = new Map();
@@ -242,7 +243,7 @@ export class RiemannHandler {
       this.metrics.message("ok");
       return reply;
     } catch (error) {
-      return this.#fail(reasonOf(error));
+      return this.#fail(errorMessage(error));
     }
   }
 
@@ -262,14 +263,11 @@ export class RiemannHandler {
       streams.map(async (stream) =>
         forwarder.owns(stream.name)
           ? searchIndexes([stream.index], predicate, bounds)
-          : ((await forwarder.ask(stream.name, {
-              kind: "riemann-search",
-              query: text,
-              limit: bounds.results,
-            })) as Event[]),
+          : eventsOf(await forwarder.ask(stream.name, { kind: "riemann-search", query: text, limit: bounds.results })),
       ),
     );
-    const found = parts.length === 1 ? (parts[0] as Event[]) : [...new Set(parts.flat())];
+    const [only] = parts;
+    const found = parts.length === 1 && only !== undefined ? only : [...new Set(parts.flat())];
     if (found.length > bounds.results) {
       throw new QueryBoundError(
         "max-query-results",

@@ -1,5 +1,5 @@
 /**
- * The Riemann protocol's messages (streams-io.md §5): the `Msg` schema of proto/riemann.proto,
+ * The Riemann protocol's messages (docs/streams.md): the `Msg` schema of proto/riemann.proto,
  * decoding received frames, encoding replies, and the mapping between Riemann events and Vigie
  * events, both ways.
  *

@@ -1,10 +1,10 @@
 /**
- * Riemann's query language (streams-io.md §5), as Riemann clients send it in `Msg.query.string`:
+ * Riemann's query language (docs/streams.md), as Riemann clients send it in `Msg.query.string`:
  * `service = "cpu" and metric > 0.9`, `host =~ "web%"`, `tagged "prod"`, `not state = "ok"`.
  * The constructs and their meaning follow Riemann's own grammar (riemann/riemann
  * `resources/query.g4`) and tests (`test/riemann/query_test.clj`). The text is parsed by a small
  * recursive-descent parser into a {@link QueryNode} tree, which is then translated into a
- * where-condition (streams.md §3) and compiled with {@link compileCondition}, so a query and an
+ * where-condition (docs/streams.md) and compiled with {@link compileCondition}, so a query and an
  * index search over HTTP share one evaluator.
  *
  * Grammar (`not` binds tightest, then `and`, then `or`; keywords are lower case):
@@ -30,7 +30,7 @@
  * Meaning: `=`/`!=` compare values (strings never equal numbers; numbers by value, 1 = 1.0;
  * `= null` is true when the field is missing); `< <= > >=` are true only for numeric fields; `=~`
  * is SQL's LIKE (`%` any run of characters, everything else literal, the whole value); `~=` is a
- * regular-expression search anywhere in the value, RE2 syntax (linear time, platform.md §8);
+ * regular-expression search anywhere in the value, RE2 syntax (linear time, docs/configuration.md);
  * `tagged "x"` is true when `tags` holds "x"; a lone field name is true when the field is present
  * (a metric of 0 included); a lone literal is true unless it is `false` or `null`. `metric_f`,
  * `metric_d` and `metric_sint64` read `metric`, where Vigie keeps whichever the client sent.
@@ -110,7 +110,7 @@ type Token =
   | { readonly kind: "open" | "close" | "end"; readonly start: number };
 
 function isKeyword(word: string): word is Keyword {
-  return (KEYWORDS as readonly string[]).includes(word);
+  return KEYWORDS.some((keyword) => keyword === word);
 }
 
 const BLANK = /[ \t\r\n,]/;
@@ -134,7 +134,7 @@ function tokenize(text: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
   while (i < text.length) {
-    const char = text[i] as string;
+    const char = text.charAt(i);
     const next = text[i + 1];
     if (BLANK.test(char)) {
       i++;
@@ -148,14 +148,14 @@ function tokenize(text: string): Token[] {
       // Never null: the first character is a digit, or "-" and a digit.
       const digits = NUMBER.exec(text)?.[0] ?? char;
       const end = i + digits.length;
-      if (end < text.length && NAME_REST.test(text[end] as string)) {
+      if (end < text.length && NAME_REST.test(text.charAt(end))) {
         throw new QueryError(i, `invalid number ${JSON.stringify(text.slice(i, end + 1))}`);
       }
       tokens.push({ kind: "number", value: Number(digits), start: i });
       i = end;
     } else if (NAME_START.test(char)) {
       let end = i + 1;
-      while (end < text.length && NAME_REST.test(text[end] as string)) end++;
+      while (end < text.length && NAME_REST.test(text.charAt(end))) end++;
       const word = text.slice(i, end);
       tokens.push(isKeyword(word) ? { kind: "keyword", word, start: i } : { kind: "name", name: word, start: i });
       i = end;
@@ -226,15 +226,25 @@ function describeToken(token: Token): string {
   }
 }
 
+/** The only node of a list of one, else `undefined`. */
+function single(nodes: readonly QueryNode[]): QueryNode | undefined {
+  const [first] = nodes;
+  return nodes.length === 1 ? first : undefined;
+}
+
 class Parser {
   #index = 0;
   #depth = 0;
+  /** The last token, `end`. */
+  readonly #end: Token;
 
-  constructor(readonly tokens: readonly Token[]) {}
+  constructor(readonly tokens: readonly Token[]) {
+    this.#end = tokens.at(-1) ?? { kind: "end", start: 0 };
+  }
 
   get #token(): Token {
     // The last token is `end` and the parser never moves past it.
-    return this.tokens[this.#index] as Token;
+    return this.tokens[this.#index] ?? this.#end;
   }
 
   #fail(expected: string): never {
@@ -254,21 +264,21 @@ class Parser {
   }
 
   #or(): QueryNode {
-    const operands = [this.#and()];
-    while (this.#isKeyword("or")) {
-      this.#index++;
-      operands.push(this.#and());
-    }
-    return operands.length === 1 ? (operands[0] as QueryNode) : { kind: "or", operands };
+    return this.#joined("or", () => this.#and());
   }
 
   #and(): QueryNode {
-    const operands = [this.#unary()];
-    while (this.#isKeyword("and")) {
+    return this.#joined("and", () => this.#unary());
+  }
+
+  /** One or more operands joined by the keyword `word`; a single operand is returned as it is. */
+  #joined(word: "or" | "and", operand: () => QueryNode): QueryNode {
+    const operands = [operand()];
+    while (this.#isKeyword(word)) {
       this.#index++;
-      operands.push(this.#unary());
+      operands.push(operand());
     }
-    return operands.length === 1 ? (operands[0] as QueryNode) : { kind: "and", operands };
+    return single(operands) ?? { kind: word, operands };
   }
 
   #unary(): QueryNode {
@@ -448,7 +458,7 @@ function searchPattern(pattern: string, position: number): string {
 }
 
 /**
- * Translates a query tree into a where-condition (streams.md §3), as EDN data.
+ * Translates a query tree into a where-condition (docs/streams.md), as EDN data.
  * @throws QueryError for two fields compared with each other (a where-condition compares a field
  *   with a constant) and for a regular expression RE2 refuses
  */

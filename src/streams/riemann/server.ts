@@ -1,5 +1,5 @@
 /**
- * The Riemann protocol input (streams-io.md §5): a TCP server, or TLS with `tls-cert`/`tls-key`
+ * The Riemann protocol input (docs/streams.md): a TCP server, or TLS with `tls-cert`/`tls-key`
  * (and client certificates required with `tls-ca`), that reads length-prefixed `Msg` frames and
  * answers each with one reply, in order.
  *
@@ -35,12 +35,13 @@ import { readFile } from "node:fs/promises";
 import { createServer as createTcpServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer, type TlsOptions } from "node:tls";
 import type { FastifyBaseLogger } from "fastify";
+import { errorMessage } from "../../platform/errors.js";
 import type { RiemannSettings } from "../config.js";
 import type { StreamEngine } from "../engine.js";
 import type { RiemannMetrics, RiemannRefusal } from "../metrics.js";
 import { ByteBudget } from "./budget.js";
 import { CLOSE_GRACE_MS, Connection, type ConnectionContext } from "./connection.js";
-import { RiemannHandler, reasonOf } from "./handler.js";
+import { RiemannHandler } from "./handler.js";
 
 /** What the server needs besides its settings and the engine. */
 export interface RiemannServerOptions {
@@ -113,7 +114,7 @@ export class RiemannServer {
         const handshakeTimeout = this.#settings["handshake-timeout"].milliseconds;
         server = createTlsServer({ ...tls, allowHalfOpen: true, noDelay: true, handshakeTimeout }, onConnection);
       } catch (error) {
-        throw new Error(`streams.riemann: invalid TLS files (${this.#tlsFiles()}): ${reasonOf(error)}`);
+        throw new Error(`streams.riemann: invalid TLS files (${this.#tlsFiles()}): ${errorMessage(error)}`);
       }
       server.on("tlsClientError", (error: NodeJS.ErrnoException, socket: Socket) =>
         this.#handshakeFailed(error, socket),
@@ -127,7 +128,7 @@ export class RiemannServer {
     const { host, port } = this.#settings;
     await new Promise<void>((resolve, reject) => {
       server.once("error", (error) =>
-        reject(new Error(`streams.riemann: cannot listen on ${host}:${port}: ${reasonOf(error)}`)),
+        reject(new Error(`streams.riemann: cannot listen on ${host}:${port}: ${errorMessage(error)}`)),
       );
       server.listen(port, host, () => resolve());
     });
@@ -273,7 +274,7 @@ async function readSetting(name: string, file: string): Promise<Buffer> {
   try {
     return await readFile(file);
   } catch (error) {
-    throw new Error(`streams.riemann.${name}: cannot read ${file}: ${reasonOf(error)}`);
+    throw new Error(`streams.riemann.${name}: cannot read ${file}: ${errorMessage(error)}`);
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * The subscription route (streams-io.md §3): `GET /api/v1/channel/<channel>` with a WebSocket
+ * The subscription route (docs/streams.md): `GET /api/v1/channel/<channel>` with a WebSocket
  * upgrade (RFC 6455 §4) subscribes to a channel, optionally filtered by `?query=<base64
  * where-condition>`.
  *
@@ -17,14 +17,15 @@
 import { createHash } from "node:crypto";
 import { Socket } from "node:net";
 import websocket, { type WebSocket } from "@fastify/websocket";
-import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
+import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler, preHandlerHookHandler } from "fastify";
 import { readToken } from "../../platform/auth.js";
-import { HttpError } from "../../platform/errors.js";
+import { InvalidError, UnavailableError, VigieError } from "../../platform/errors.js";
+import { queryOf, queryString } from "../../platform/query.js";
 import { isPlainObject } from "../../platform/validation.js";
 import type { ChannelHub, SubscriberClient, SubscriberSocket } from "../channels.js";
 import type { Predicate } from "../condition.js";
 import { isStreamName, STREAM_NAME_RULE } from "../names.js";
-import { compileWhereQuery } from "./where-query.js";
+import { compileWhereQuery, whereQueryParameter } from "./where-query.js";
 
 /** What the route needs. */
 export interface ChannelRoutesOptions {
@@ -38,7 +39,7 @@ export interface ChannelRoutesOptions {
   readonly idleUpgradeMs?: number;
 }
 
-/** The route's path; `:channel` follows the stream-name rule (streams.md §6). */
+/** The route's path; `:channel` follows the stream-name rule. */
 export const CHANNEL_ROUTE = "/api/v1/channel/:channel";
 
 /**
@@ -108,22 +109,17 @@ export async function channelRoutes(app: FastifyInstance, options: ChannelRoutes
   }
 
   const subscriptions = new WeakMap<FastifyRequest, Subscription>();
-  const prepare: preHandlerHookHandler = (request, _reply, done) => {
-    try {
-      const channel = stringParameter(request.params, "channel") ?? "";
-      if (!isChannelName(channel)) throw new HttpError(400, `channel name ${STREAM_NAME_RULE}`);
-      const query = isPlainObject(request.query) ? request.query.query : undefined;
-      const matches = query === undefined ? undefined : compileWhereQuery(query);
-      if (request.ws) {
-        if (!hub.hasRoom()) {
-          hub.countRefusedFull();
-          throw new HttpError(503, "too many WebSocket subscribers: the server accepts no more for now");
-        }
-        subscriptions.set(request, { channel, matches, client: clientOf(request, guard !== undefined) });
+  const prepare: preHandlerAsyncHookHandler = async (request) => {
+    const channel = stringParameter(request.params, "channel") ?? "";
+    if (!isChannelName(channel)) throw new InvalidError(`channel name ${STREAM_NAME_RULE}`);
+    const query = whereQueryParameter(queryOf(request.query));
+    const matches = query === undefined ? undefined : compileWhereQuery(query);
+    if (request.ws) {
+      if (!hub.hasRoom()) {
+        hub.countRefusedFull();
+        throw new UnavailableError("too many WebSocket subscribers: the server accepts no more for now");
       }
-      done();
-    } catch (error) {
-      done(error instanceof Error ? error : new Error(String(error)));
+      subscriptions.set(request, { channel, matches, client: clientOf(request, guard !== undefined) });
     }
   };
 
@@ -132,10 +128,11 @@ export async function channelRoutes(app: FastifyInstance, options: ChannelRoutes
     url: CHANNEL_ROUTE,
     preHandler: guard === undefined ? [prepare] : [guard, prepare],
     handler: async () => {
-      throw new HttpError(426, "this route needs a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)", {
-        Upgrade: "websocket",
-        Connection: "Upgrade",
-      });
+      throw new VigieError(
+        "VIGIE_ERR_UPGRADE_REQUIRED",
+        "this route needs a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)",
+        { Upgrade: "websocket", Connection: "Upgrade" },
+      );
     },
     wsHandler: (socket, request) => {
       // Under app.injectWS() (tests) the connection is a stream pair, not a TCP socket.
@@ -214,10 +211,8 @@ const INDEX_SUFFIX = "-index";
  */
 function clientOf(request: FastifyRequest, byToken: boolean): SubscriberClient {
   if (byToken) {
-    let token = readToken(request.headers.authorization);
-    if (token === undefined && isPlainObject(request.query) && typeof request.query.token === "string") {
-      token = request.query.token;
-    }
+    // A repeated ?token= never gets here: the guard refuses it as missing.
+    const token = readToken(request.headers.authorization) ?? queryString(queryOf(request.query), "token");
     if (token !== undefined) return { kind: "token", id: createHash("sha256").update(token).digest("base64url") };
   }
   return { kind: "address", id: request.ip };

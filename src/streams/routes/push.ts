@@ -14,14 +14,14 @@
  * What the route answers does not depend on the path taken.
  */
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
-import { HttpError, INVALID_JSON } from "../../platform/errors.js";
+import { INVALID_JSON, InvalidError } from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
-import type { Stream, StreamEngine } from "../engine.js";
+import type { StreamEngine } from "../engine.js";
 import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
 import { boundProblem, type EventBound, type EventBounds, EventMeter, exceededBound } from "../event-bounds.js";
 import { type JsonKind, type JsonPathItem, JsonScanError, JsonScanner, type JsonVisitor } from "../json-scan.js";
-import { DEFAULT_STREAM } from "../names.js";
 import { deliverSliced, TurnClock } from "../slices.js";
+import { bodyObject, guardedOptions, type NamedRoute, NOT_AN_OBJECT, streamTargets } from "./request.js";
 
 /**
  * Bodies up to this many bytes are parsed at once: parsing 64 KiB of the worst JSON (tens of
@@ -49,11 +49,6 @@ interface Accepted {
   readonly refused: Map<EventBound, number>;
 }
 
-function bodyObject(body: unknown): Record<string, unknown> {
-  if (!isPlainObject(body)) throw new HttpError(400, "request body must be a JSON object");
-  return body;
-}
-
 const BOTH = 'request body must have "event" or "events", not both';
 const NEITHER = 'request body must have "event" (an object) or "events" (an array of objects)';
 const NOT_AN_ARRAY = "field events: must be an array of objects";
@@ -65,24 +60,23 @@ const NOT_AN_ARRAY = "field events: must be an array of objects";
  * @param where how messages name it: `event`, `events[3]`
  * @param deepest how deeply it nests, when a walk found out already (exceededBound): a shallow
  *   event is not walked again
- * @throws HttpError 400 naming the field and the rule
+ * @throws InvalidError naming the field and the rule
  */
 function checkEvent(event: unknown, where: string, now: number, deepest = Number.POSITIVE_INFINITY): Event {
-  if (!isPlainObject(event)) throw new HttpError(400, `field ${where}: must be an object`);
+  if (!isPlainObject(event)) throw new InvalidError(`field ${where}: must be an object`);
   if (deepest > MAX_EVENT_NESTING && nestsDeeperThan(event, MAX_EVENT_NESTING)) {
-    throw new HttpError(
-      400,
+    throw new InvalidError(
       `field ${where}: must not nest objects and arrays more than ${MAX_EVENT_NESTING} levels deep`,
     );
   }
   const time = event.time;
   if (time === undefined || time === null) event.time = now;
   else if (typeof time !== "number" || !Number.isFinite(time)) {
-    throw new HttpError(400, `field ${where}.time: must be a number of seconds`);
+    throw new InvalidError(`field ${where}.time: must be a number of seconds`);
   }
   const ttl = event.ttl;
   if (ttl !== undefined && ttl !== null && (typeof ttl !== "number" || !Number.isFinite(ttl))) {
-    throw new HttpError(400, `field ${where}.ttl: must be a number of seconds`);
+    throw new InvalidError(`field ${where}.ttl: must be a number of seconds`);
   }
   return event;
 }
@@ -91,8 +85,8 @@ function checkEvent(event: unknown, where: string, now: number, deepest = Number
 const walked = { deepest: 0 };
 
 /** A 400 for the single event of `{"event"}` beyond a bound. */
-function overBound(bound: EventBound, bounds: EventBounds): HttpError {
-  return new HttpError(400, `field event: ${boundProblem(bound, bounds)}`);
+function overBound(bound: EventBound, bounds: EventBounds): InvalidError {
+  return new InvalidError(`field event: ${boundProblem(bound, bounds)}`);
 }
 
 function count(refused: Map<EventBound, number>, bound: EventBound): void {
@@ -102,27 +96,27 @@ function count(refused: Map<EventBound, number>, bound: EventBound): void {
 /**
  * The events of a parsed push body, checked (see {@link checkEvent}) and held to the bounds.
  * @param now the time of receipt in seconds, for events without a time
- * @throws HttpError 400 for a body that is not a push, an invalid event, or a single event beyond
+ * @throws InvalidError for a body that is not a push, an invalid event, or a single event beyond
  *   a bound (naming it)
  */
 export function acceptEvents(body: unknown, now: number, bounds: EventBounds): Accepted {
   const object = bodyObject(body);
   const refused = new Map<EventBound, number>();
   if (object.events !== undefined) {
-    if (object.event !== undefined) throw new HttpError(400, BOTH);
-    if (!Array.isArray(object.events)) throw new HttpError(400, NOT_AN_ARRAY);
+    if (object.event !== undefined) throw new InvalidError(BOTH);
+    if (!Array.isArray(object.events)) throw new InvalidError(NOT_AN_ARRAY);
     const events: Event[] = [];
     const items: unknown[] = object.events;
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
-      if (!isPlainObject(item)) throw new HttpError(400, `field events[${i}]: must be an object`);
+      if (!isPlainObject(item)) throw new InvalidError(`field events[${i}]: must be an object`);
       const bound = exceededBound(item, bounds, walked);
       if (bound === undefined) events.push(checkEvent(item, `events[${i}]`, now, walked.deepest));
       else count(refused, bound);
     }
     return { events, refused };
   }
-  if (object.event === undefined) throw new HttpError(400, NEITHER);
+  if (object.event === undefined) throw new InvalidError(NEITHER);
   const event = object.event;
   if (isPlainObject(event)) {
     const bound = exceededBound(event, bounds);
@@ -194,7 +188,7 @@ class PushShape implements JsonVisitor {
 /**
  * Reads a large push body: scanned a slice per turn (the whole body must be JSON), then checked as
  * {@link acceptEvents} checks a parsed one, each event within the bounds parsed on its own.
- * @throws HttpError 400 as acceptEvents, or `request body is not valid JSON`
+ * @throws InvalidError as acceptEvents, or `request body is not valid JSON`
  */
 async function acceptLargeBody(body: Buffer, now: number, bounds: EventBounds, parse: JsonParser): Promise<Accepted> {
   const shape = new PushShape(bounds);
@@ -203,62 +197,64 @@ async function acceptLargeBody(body: Buffer, now: number, bounds: EventBounds, p
   try {
     while (!scanner.step(SCAN_STEP_BYTES)) if (clock.due()) await clock.turn();
   } catch (error) {
-    if (error instanceof JsonScanError) throw new HttpError(400, INVALID_JSON);
+    if (error instanceof JsonScanError) throw new InvalidError(INVALID_JSON);
     throw error;
   }
-  if (!shape.rootIsObject) throw new HttpError(400, "request body must be a JSON object");
+  if (!shape.rootIsObject) throw new InvalidError(NOT_AN_OBJECT);
   const text = (region: Region) => body.toString("utf8", region.start, region.end);
   const refused = new Map<EventBound, number>();
   if (shape.eventsKind !== undefined) {
-    if (shape.eventKind !== undefined) throw new HttpError(400, BOTH);
-    if (shape.eventsKind !== "array") throw new HttpError(400, NOT_AN_ARRAY);
+    if (shape.eventKind !== undefined) throw new InvalidError(BOTH);
+    if (shape.eventsKind !== "array") throw new InvalidError(NOT_AN_ARRAY);
     const events: Event[] = [];
     for (const [i, region] of shape.elements.entries()) {
-      if (region.verdict === "not-object") throw new HttpError(400, `field events[${i}]: must be an object`);
+      if (region.verdict === "not-object") throw new InvalidError(`field events[${i}]: must be an object`);
       if (region.verdict !== undefined) count(refused, region.verdict);
       else events.push(checkEvent(parse(text(region)), `events[${i}]`, now));
       if (clock.due()) await clock.turn();
     }
     return { events, refused };
   }
-  if (shape.eventKind === undefined) throw new HttpError(400, NEITHER);
+  if (shape.eventKind === undefined) throw new InvalidError(NEITHER);
   const region = shape.event;
-  if (region === undefined) throw new HttpError(400, "field event: must be an object");
+  if (region === undefined) throw new InvalidError("field event: must be an object");
   if (region.verdict !== undefined && region.verdict !== "not-object") throw overBound(region.verdict, bounds);
   return { events: [checkEvent(parse(text(region)), "event", now)], refused };
+}
+
+/** Fastify's default JSON parser, which refuses `__proto__` and `constructor.prototype` keys. */
+type FastifyJsonParser = ReturnType<FastifyInstance["getDefaultJsonParser"]>;
+
+/**
+ * A {@link JsonParser} for one request, with Fastify's parser.
+ * @throws InvalidError `request body is not valid JSON`
+ */
+function requestParser(fastifyParser: FastifyJsonParser, request: FastifyRequest): JsonParser {
+  return (text) => {
+    let parsed: unknown;
+    let failed = false;
+    fastifyParser(request, text, (error, value) => {
+      failed = error !== null;
+      parsed = value;
+    });
+    if (failed) throw new InvalidError(INVALID_JSON);
+    return parsed;
+  };
 }
 
 /** Registers the push route in its own context, where JSON bodies arrive as raw bytes. */
 export async function pushRoute(app: FastifyInstance, options: PushRouteOptions): Promise<void> {
   const { engine, bodyLimit, guard } = options;
   const fastifyParser = app.getDefaultJsonParser("error", "error");
-  const parse: JsonParser = (text) => {
-    let parsed: unknown;
-    let failed = false;
-    fastifyParser(undefined as unknown as FastifyRequest, text, (error, value) => {
-      failed = error !== null;
-      parsed = value;
-    });
-    if (failed) throw new HttpError(400, INVALID_JSON);
-    return parsed;
-  };
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "buffer", bodyLimit }, (_request, body, done) =>
     done(null, body),
   );
 
-  const targets = (name: string) => (): readonly Stream[] => {
-    if (name === DEFAULT_STREAM) return engine.defaults;
-    const stream = engine.get(name);
-    if (stream === undefined) throw new HttpError(404, `stream ${name} not found`);
-    return [stream];
-  };
-
-  const routeOptions = guard === undefined ? { bodyLimit } : { bodyLimit, preHandler: guard };
-  app.put("/api/v1/stream/:name", routeOptions, async (request) => {
-    const { name } = request.params as { name: string };
-    const streams = targets(name);
-    streams(); // an unknown stream is a 404 before the body is read
+  app.put<NamedRoute>("/api/v1/stream/:name", guardedOptions(bodyLimit, guard), async (request) => {
+    const { name } = request.params;
+    const streams = streamTargets(engine, name); // an unknown stream is a 404 before the body is read
+    const parse = requestParser(fastifyParser, request);
     const body = request.body;
     const now = Date.now() / 1000;
     const bounds = engine.limits.event;

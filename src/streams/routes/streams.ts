@@ -7,20 +7,20 @@
  * (`<first stream directory>/.vigie-api/<name>.edn`), or stored in the database in cluster mode.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
-import { HttpError } from "../../platform/errors.js";
-import { isPlainObject } from "../../platform/validation.js";
+import { ConflictError, INVALID_JSON, InvalidError, TooLargeError } from "../../platform/errors.js";
+import { queryOf } from "../../platform/query.js";
 import type { StreamLimits } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import type { CompiledConfig } from "../compiler.js";
 import type { Predicate } from "../condition.js";
 import { type EdnValue, isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
-import type { Event } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
 import { type AnswerBounds, jsonAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
 import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
 import { removeStreamFile, writeStreamFile } from "../storage.js";
-import { compileWhereQuery, decodeBase64Text, parseRequestEdn } from "./where-query.js";
+import { bodyObject, type NamedRoute, streamNotFound } from "./request.js";
+import { compileWhereQuery, decodeBase64Text, parseRequestEdn, whereQueryParameter } from "./where-query.js";
 
 /** What the routes need besides the engine. */
 export interface StreamRoutesOptions {
@@ -32,7 +32,7 @@ export interface StreamRoutesOptions {
   readonly persistDirectory: string | undefined;
   /** A guard for every route when `security.require-token` is true. */
   readonly guard: preHandlerHookHandler | undefined;
-  /** Cluster mode (scale-out.md §4): shared API streams, and queries answered by owners. */
+  /** Cluster mode (docs/cluster.md): shared API streams, and queries answered by owners. */
   readonly cluster?: StreamRoutesCluster;
 }
 
@@ -46,7 +46,7 @@ export interface StreamRoutesCluster {
   owns(name: string): boolean;
   /**
    * Asks the owner.
-   * @throws HttpError 503 when the owner does not answer within 2 s
+   * @throws UnavailableError when the owner does not answer within 2 s
    */
   ask(name: string, query: { kind: "search"; query: unknown } | { kind: "current-time" }): Promise<unknown>;
 }
@@ -54,23 +54,13 @@ export interface StreamRoutesCluster {
 /**
  * Refuses to change a stream that a stream directory file defines: that file is the operator's,
  * and the API never writes to it (nor would a change of the running stream outlast a reload).
- * @throws HttpError 409 naming the file
+ * @throws ConflictError naming the file
  */
 function refuseOperatorStream(stream: Stream | undefined, change: "replace" | "delete"): void {
   if (stream?.origin.kind !== "file") return;
-  throw new HttpError(
-    409,
+  throw new ConflictError(
     `stream ${stream.name} is defined in the configuration file ${stream.origin.file}: ${change} it there and reload (SIGHUP)`,
   );
-}
-
-function notFound(name: string): HttpError {
-  return new HttpError(404, `stream ${name} not found`);
-}
-
-function bodyObject(body: unknown): Record<string, unknown> {
-  if (!isPlainObject(body)) throw new HttpError(400, "request body must be a JSON object");
-  return body;
 }
 
 /** Reads a GET request's body (Fastify does not parse bodies of GET requests). */
@@ -78,17 +68,18 @@ async function rawBody(request: FastifyRequest, limit: number): Promise<string> 
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request.raw) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new HttpError(413, `request body is larger than the limit of ${limit} bytes`);
-    chunks.push(chunk as Buffer);
+    // Bytes: nothing set an encoding on the request stream.
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += bytes.length;
+    if (size > limit) throw new TooLargeError(`request body is larger than the limit of ${limit} bytes`);
+    chunks.push(bytes);
   }
   return Buffer.concat(chunks).toString("utf8");
 }
 
 /** The query of a search request as sent (EDN text, or base64 of it), not compiled yet. */
 async function searchQueryValue(request: FastifyRequest, bodyLimit: number): Promise<unknown> {
-  const fromUrl = (request.query as Record<string, unknown>).query;
-  let query: unknown = fromUrl;
+  let query: unknown = whereQueryParameter(queryOf(request.query));
   if (query === undefined) {
     let body = request.body;
     if (request.method === "GET") {
@@ -97,13 +88,13 @@ async function searchQueryValue(request: FastifyRequest, bodyLimit: number): Pro
         try {
           body = JSON.parse(text);
         } catch {
-          throw new HttpError(400, "request body is not valid JSON");
+          throw new InvalidError(INVALID_JSON);
         }
       }
     }
     if (body !== undefined && body !== null) query = bodyObject(body).query;
   }
-  if (query === undefined) throw new HttpError(400, "field query: is required (in the body or as ?query=)");
+  if (query === undefined) throw new InvalidError("field query: is required (in the body or as ?query=)");
   return query;
 }
 
@@ -123,7 +114,7 @@ async function bounded<T>(answer: () => Promise<T>): Promise<T> {
   try {
     return await answer();
   } catch (error) {
-    if (error instanceof QueryBoundError) throw new HttpError(400, error.message);
+    if (error instanceof QueryBoundError) throw new InvalidError(error.message);
     throw error;
   }
 }
@@ -133,7 +124,7 @@ async function bounded<T>(answer: () => Promise<T>): Promise<T> {
  * the events of an index search (a where-condition, or a Riemann query of that instance's Riemann
  * input, with that input's `limit` of events), held to the same bounds as on one instance: the
  * events' JSON is measured against `max-query-bytes` before it is sent.
- * @throws HttpError 400 for an invalid query, or an answer beyond a bound (naming it)
+ * @throws InvalidError for an invalid query, or an answer beyond a bound (naming it)
  */
 export function answerQuery(
   stream: Stream,
@@ -144,7 +135,7 @@ export function answerQuery(
   let bounds = searchBounds(limits);
   let predicate: Predicate;
   if (query.kind === "riemann-search") {
-    if (typeof query.query !== "string") throw new HttpError(400, "a Riemann query must be text");
+    if (typeof query.query !== "string") throw new InvalidError("a Riemann query must be text");
     const limit = typeof query.limit === "number" && query.limit >= 1 ? query.limit : bounds.results;
     predicate = compileRiemannQuery(query.query);
     bounds = { ...bounds, results: limit, what: "query" };
@@ -158,60 +149,89 @@ export function answerQuery(
   });
 }
 
+/**
+ * Compiles the configuration of `POST /api/v1/stream/<name>`.
+ * @throws InvalidError for an invalid name or configuration; ConflictError for an operator's stream
+ */
+function postedConfig(
+  engine: StreamEngine,
+  name: string,
+  body: unknown,
+): { config: EdnValue; compiled: CompiledConfig } {
+  if (!isStreamName(name)) throw new InvalidError(`stream name ${STREAM_NAME_RULE}`);
+  if (name === DEFAULT_STREAM)
+    throw new InvalidError('stream name "default" is reserved for pushes to the default streams');
+  const config = parseRequestEdn(decodeBase64Text(bodyObject(body).config, "config"), "invalid stream config");
+  if (!isMap(config)) throw new InvalidError("invalid stream config: the configuration must be an EDN map");
+  refuseOperatorStream(engine.get(name), "replace");
+  try {
+    return { config, compiled: engine.compile(config) };
+  } catch (error) {
+    if (error instanceof CompileError) throw new InvalidError(error.message);
+    throw error;
+  }
+}
+
+/**
+ * Adds or replaces a stream created through the API. Nothing changes until the configuration
+ * compiled and, when persisted, its file is written: a refused or failed POST leaves the running
+ * stream (and its file) as they were.
+ */
+async function addStream(options: StreamRoutesOptions, name: string, body: unknown): Promise<void> {
+  const { engine, persistDirectory, cluster } = options;
+  const { config, compiled } = postedConfig(engine, name, body);
+  const add = () => engine.add(name, config, { kind: "api" }, compiled);
+  if (cluster !== undefined) {
+    // Cluster mode: every API stream is stored in the database, :persist or not.
+    await cluster.save(name, config, add);
+  } else if (compiled.persist) {
+    if (persistDirectory === undefined) {
+      throw new InvalidError("invalid stream config: :persist needs streams.directories to be configured");
+    }
+    await writeStreamFile(persistDirectory, name, config);
+    add();
+  } else {
+    // A stream replaced by one that is not persisted must not come back at the next start; the
+    // file goes first, so that a failure to remove it changes nothing.
+    if (persistDirectory !== undefined) await removeStreamFile(persistDirectory, name);
+    add();
+  }
+}
+
+/** Removes a stream created through the API (and its file, or its stored definition). */
+async function removeStream(options: StreamRoutesOptions, stream: Stream): Promise<void> {
+  const { engine, persistDirectory, cluster } = options;
+  refuseOperatorStream(stream, "delete");
+  if (cluster !== undefined) {
+    await cluster.remove(stream.name, () => engine.remove(stream.name));
+    return;
+  }
+  // The file first: a reload in between would otherwise start the stream again from it.
+  if (persistDirectory !== undefined) await removeStreamFile(persistDirectory, stream.name);
+  engine.remove(stream.name);
+}
+
 /** Registers the streams routes. */
 export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOptions): Promise<void> {
-  const { engine, persistDirectory, guard, cluster } = options;
+  const { engine, guard, cluster } = options;
   const routeOptions = guard === undefined ? {} : { preHandler: guard };
 
   const streamOf = (name: string) => {
     const stream = engine.get(name);
-    if (stream === undefined) throw notFound(name);
+    if (stream === undefined) throw streamNotFound(name);
     return stream;
   };
 
-  app.post("/api/v1/stream/:name", routeOptions, async (request, reply) => {
-    const { name } = request.params as { name: string };
-    if (!isStreamName(name)) throw new HttpError(400, `stream name ${STREAM_NAME_RULE}`);
-    if (name === DEFAULT_STREAM)
-      throw new HttpError(400, 'stream name "default" is reserved for pushes to the default streams');
-    const config = parseRequestEdn(
-      decodeBase64Text(bodyObject(request.body).config, "config"),
-      "invalid stream config",
-    );
-    if (!isMap(config)) throw new HttpError(400, "invalid stream config: the configuration must be an EDN map");
-    refuseOperatorStream(engine.get(name), "replace");
-    let compiled: CompiledConfig;
-    try {
-      compiled = engine.compile(config);
-    } catch (error) {
-      if (error instanceof CompileError) throw new HttpError(400, error.message);
-      throw error;
-    }
-    // Nothing changes until the configuration compiled and, when persisted, its file is written:
-    // a refused or failed POST leaves the running stream (and its file) as they were.
-    if (cluster !== undefined) {
-      // Cluster mode: every API stream is stored in the database, :persist or not (§4).
-      await cluster.save(name, config, () => engine.add(name, config, { kind: "api" }, compiled));
-    } else if (compiled.persist) {
-      if (persistDirectory === undefined) {
-        throw new HttpError(400, "invalid stream config: :persist needs streams.directories to be configured");
-      }
-      await writeStreamFile(persistDirectory, name, config);
-      engine.add(name, config, { kind: "api" }, compiled);
-    } else {
-      // A stream replaced by one that is not persisted must not come back at the next start; the
-      // file goes first, so that a failure to remove it changes nothing.
-      if (persistDirectory !== undefined) await removeStreamFile(persistDirectory, name);
-      engine.add(name, config, { kind: "api" }, compiled);
-    }
+  app.post<NamedRoute>("/api/v1/stream/:name", routeOptions, async (request, reply) => {
+    await addStream(options, request.params.name, request.body);
     reply.code(201);
     return { message: "stream added" };
   });
 
   app.get("/api/v1/stream", routeOptions, async () => ({ streams: engine.names() }));
 
-  app.get("/api/v1/stream/:name", routeOptions, async (request) => {
-    const stream = streamOf((request.params as { name: string }).name);
+  app.get<NamedRoute>("/api/v1/stream/:name", routeOptions, async (request) => {
+    const stream = streamOf(request.params.name);
     const config = isMap(stream.config) ? mapSet(stream.config, "default", stream.isDefault) : stream.config;
     return {
       config: Buffer.from(toEdn(config), "utf8").toString("base64"),
@@ -219,22 +239,14 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     };
   });
 
-  app.delete("/api/v1/stream/:name", routeOptions, async (request) => {
-    const { name } = request.params as { name: string };
-    refuseOperatorStream(streamOf(name), "delete");
-    if (cluster !== undefined) {
-      await cluster.remove(name, () => engine.remove(name));
-      return { message: "stream removed" };
-    }
-    // The file first: a reload in between would otherwise start the stream again from it.
-    if (persistDirectory !== undefined) await removeStreamFile(persistDirectory, name);
-    engine.remove(name);
+  app.delete<NamedRoute>("/api/v1/stream/:name", routeOptions, async (request) => {
+    await removeStream(options, streamOf(request.params.name));
     return { message: "stream removed" };
   });
 
   // The answer is serialised here, a slice per turn of the event loop, within max-query-bytes.
-  const search = async (request: FastifyRequest, reply: FastifyReply) => {
-    const stream = streamOf((request.params as { name: string }).name);
+  const search = async (request: FastifyRequest<NamedRoute>, reply: FastifyReply) => {
+    const stream = streamOf(request.params.name);
     const query = await searchQueryValue(request, app.initialConfig.bodyLimit ?? 1024 * 1024);
     const bounds = searchBounds(engine.limits);
     let events: unknown;
@@ -245,15 +257,15 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
       const predicate = compileWhereQuery(query);
       events = await bounded(() => searchIndexes([stream.index], predicate, bounds));
     }
-    const found = Array.isArray(events) ? (events as Event[]) : [];
+    const found = Array.isArray(events) ? events : [];
     const body = await bounded(() => jsonAnswer(found, bounds));
     return reply.type("application/json; charset=utf-8").send(body);
   };
-  app.get("/api/v1/index/:name/search", routeOptions, search);
-  app.post("/api/v1/index/:name/search", routeOptions, search);
+  app.get<NamedRoute>("/api/v1/index/:name/search", routeOptions, search);
+  app.post<NamedRoute>("/api/v1/index/:name/search", routeOptions, search);
 
-  app.get("/api/v1/index/:name/current-time", routeOptions, async (request) => {
-    const stream = streamOf((request.params as { name: string }).name);
+  app.get<NamedRoute>("/api/v1/index/:name/current-time", routeOptions, async (request) => {
+    const stream = streamOf(request.params.name);
     if (cluster !== undefined && !cluster.owns(stream.name)) {
       return { "current-time": await cluster.ask(stream.name, { kind: "current-time" }) };
     }

@@ -5,10 +5,10 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { VigieServer } from "../../src/server.js";
-import { streamsModule } from "../../src/streams/index.js";
-import { INLINE_BODY_BYTES } from "../../src/streams/routes/push.js";
-import { startTestServer } from "../support/server.js";
+import type { VigieServer } from "../../../src/server.js";
+import { streamsModule } from "../../../src/streams/index.js";
+import { INLINE_BODY_BYTES } from "../../../src/streams/routes/push.js";
+import { startTestServer } from "../../support/server.js";
 
 const SEED = Number(process.env.VIGIE_FC_SEED ?? 20_260_728);
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");

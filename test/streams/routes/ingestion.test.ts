@@ -4,11 +4,11 @@ import type { InjectOptions } from "fastify";
 import protobuf from "protobufjs";
 import { compressSync } from "snappy";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { VigieServer } from "../../src/server.js";
-import { streamsModule } from "../../src/streams/index.js";
-import { startTestServer } from "../support/server.js";
+import type { VigieServer } from "../../../src/server.js";
+import { streamsModule } from "../../../src/streams/index.js";
+import { startTestServer } from "../../support/server.js";
 
-const proto = (file: string) => protobuf.loadSync(fileURLToPath(new URL(`../../proto/${file}`, import.meta.url)));
+const proto = (file: string) => protobuf.loadSync(fileURLToPath(new URL(`../../../proto/${file}`, import.meta.url)));
 const WriteRequest = proto("remote-write.proto").lookupType("prometheus.WriteRequest");
 const traces = proto("otlp-trace.proto");
 const ExportTraceServiceRequest = traces.lookupType("vigie.otlp.ExportTraceServiceRequest");

@@ -2,12 +2,12 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { InjectOptions } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/platform/config.js";
-import type { VigieServer } from "../../src/server.js";
-import { parseEdn } from "../../src/streams/edn.js";
-import { streamsModule } from "../../src/streams/index.js";
-import { startTestServer } from "../support/server.js";
-import { temporaryDirectory } from "../support/temporary.js";
+import { parseConfig } from "../../../src/platform/config.js";
+import type { VigieServer } from "../../../src/server.js";
+import { parseEdn } from "../../../src/streams/edn.js";
+import { streamsModule } from "../../../src/streams/index.js";
+import { startTestServer } from "../../support/server.js";
+import { temporaryDirectory } from "../../support/temporary.js";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 const unb64 = (text: string) => Buffer.from(text, "base64").toString("utf8");

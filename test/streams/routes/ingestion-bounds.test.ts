@@ -7,12 +7,12 @@ import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 import { compressSync } from "snappy";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { VigieServer } from "../../src/server.js";
-import { streamsModule } from "../../src/streams/index.js";
-import { INLINE_DECODED_BYTES } from "../../src/streams/routes/ingestion.js";
-import { startTestServer } from "../support/server.js";
+import type { VigieServer } from "../../../src/server.js";
+import { streamsModule } from "../../../src/streams/index.js";
+import { INLINE_DECODED_BYTES } from "../../../src/streams/routes/remote-write.js";
+import { startTestServer } from "../../support/server.js";
 
-const proto = (file: string) => protobuf.loadSync(fileURLToPath(new URL(`../../proto/${file}`, import.meta.url)));
+const proto = (file: string) => protobuf.loadSync(fileURLToPath(new URL(`../../../proto/${file}`, import.meta.url)));
 const WriteRequest = proto("remote-write.proto").lookupType("prometheus.WriteRequest");
 const TraceRequest = proto("otlp-trace.proto").lookupType("vigie.otlp.ExportTraceServiceRequest");
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");

@@ -1,0 +1,58 @@
+/**
+ * What the streams routes share to read a request: the `:name` route parameter, the streams it
+ * names (one stream, or the default streams for `default`), a JSON object body.
+ */
+import type { preHandlerHookHandler } from "fastify";
+import { InvalidError, NotFoundError } from "../../platform/errors.js";
+import { isPlainObject } from "../../platform/validation.js";
+import type { Stream, StreamEngine } from "../engine.js";
+import { DEFAULT_STREAM } from "../names.js";
+
+/** The parameters of a route whose path ends in `:name`. */
+export interface NameParams {
+  readonly name: string;
+}
+
+/** The route generic of a route whose path ends in `:name`. */
+export interface NamedRoute {
+  readonly Params: NameParams;
+}
+
+/** The 404 of an unknown stream. */
+export function streamNotFound(name: string): NotFoundError {
+  return new NotFoundError(`stream ${name} not found`);
+}
+
+/**
+ * The streams a request names, as a function looked up again before each chunk of a large push (a
+ * stream removed meanwhile is noticed). Looked up once here, so that an unknown stream is a 404
+ * before the body is read.
+ * @throws NotFoundError `stream <name> not found`, now or at a later look-up
+ */
+export function streamTargets(engine: StreamEngine, name: string): () => readonly Stream[] {
+  const lookUp = (): readonly Stream[] => {
+    if (name === DEFAULT_STREAM) return engine.defaults;
+    const stream = engine.get(name);
+    if (stream === undefined) throw streamNotFound(name);
+    return [stream];
+  };
+  lookUp();
+  return lookUp;
+}
+
+/** Route options with the body limit and, when tokens are required, the guard. */
+export function guardedOptions(bodyLimit: number, guard: preHandlerHookHandler | undefined) {
+  return guard === undefined ? { bodyLimit } : { bodyLimit, preHandler: guard };
+}
+
+/** The message of a body that is not a JSON object. */
+export const NOT_AN_OBJECT = "request body must be a JSON object";
+
+/**
+ * A parsed body that must be a JSON object.
+ * @throws InvalidError `request body must be a JSON object`
+ */
+export function bodyObject(body: unknown): Record<string, unknown> {
+  if (!isPlainObject(body)) throw new InvalidError(NOT_AN_OBJECT);
+  return body;
+}
