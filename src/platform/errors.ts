@@ -120,9 +120,10 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The `code` of a Node.js system error (`ENOENT`, `EEXIST`); `undefined` for anything else. */
+/** The `code` of a Node.js error (`ENOENT`, `ERR_BUFFER_TOO_LARGE`); `undefined` for anything else. */
 export function errnoCode(error: unknown): string | undefined {
-  return error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : undefined;
+  if (typeof error !== "object" || error === null || !("code" in error)) return undefined;
+  return typeof error.code === "string" ? error.code : undefined;
 }
 
 /** 400 for a request field that broke a rule: `field author: must be ...`. */

@@ -11,7 +11,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { type Kysely, type Migration, sql } from "kysely";
+import type { Kysely, Migration } from "kysely";
 import type { Role } from "../platform/auth.js";
 import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
 import { runDdl } from "../platform/ddl.js";

@@ -58,7 +58,7 @@ export interface Forwarder {
   owns(name: string): boolean;
   /**
    * Hands events to the owner of `name`: resolves once JetStream acknowledged them, rejects with
-   * an HttpError 503 when it cannot. The events are serialised before it returns.
+   * an UnavailableError (503) when it cannot. The events are serialised before it returns.
    */
   forward(name: string, events: readonly Event[]): Promise<void>;
   /** The same without waiting (event sink, reinjection): bounded, what cannot go is counted. */
@@ -66,7 +66,7 @@ export interface Forwarder {
   /**
    * Asks the owner of `name` to search its index with a Riemann query (the Riemann input's
    * queries, riemann/handler.ts); resolves with the events found.
-   * @throws HttpError 503 when the owner does not answer within 2 s
+   * @throws UnavailableError when the owner does not answer within 2 s
    */
   ask(
     name: string,
@@ -248,7 +248,7 @@ export class StreamEngine {
    * serialised before an action of a local stream can touch them).
    * @param wait whether the caller awaits the owners' acknowledgement (a client's request does)
    * @returns a promise when events went to another instance and `wait` is true; it rejects with
-   *   an HttpError 503 when one of them could not be handed over (the local pushes happened)
+   *   an UnavailableError when one of them could not be handed over (the local pushes happened)
    */
   deliver(streams: readonly Stream[], events: readonly Event[], wait = true): Promise<void> | undefined {
     const forwarder = this.forwarder;

@@ -12,11 +12,10 @@ import { type FileHandle, open, readdir, readFile, rename, rm } from "node:fs/pr
 import { join } from "node:path";
 import type { Kysely, Migration } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
-import { errorMessage } from "../platform/errors.js";
+import { errnoCode, errorMessage } from "../platform/errors.js";
 import { makePrivateDirectory, PRIVATE_FILE_MODE } from "../platform/private-files.js";
 import { compileConfig } from "./compiler.js";
 import { type EdnValue, isMap, nameOf, parseEdn, toEdn } from "./edn.js";
-import { errnoCode } from "./errno.js";
 import { type Declarations, NO_DECLARATIONS } from "./io.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "./names.js";
 

@@ -6,7 +6,7 @@
  * never an instance's own.
  */
 
-import { type Kysely, type Migration, type QueryExecutorProvider, sql } from "kysely";
+import { type Migration, type QueryExecutorProvider, sql } from "kysely";
 import { runDdl } from "../ddl.js";
 
 /** The platform's migrations for the cluster tables. */

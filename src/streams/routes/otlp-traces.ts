@@ -6,9 +6,14 @@
 import { promisify } from "node:util";
 import { gunzip } from "node:zlib";
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
-import { errorMessage, InvalidError, TooLargeError, UnsupportedMediaTypeError } from "../../platform/errors.js";
+import {
+  errnoCode,
+  errorMessage,
+  InvalidError,
+  TooLargeError,
+  UnsupportedMediaTypeError,
+} from "../../platform/errors.js";
 import type { StreamEngine } from "../engine.js";
-import { errnoCode } from "../errno.js";
 import type { Event } from "../event.js";
 import type { EventBounds } from "../event-bounds.js";
 import { type EventBound, exceededBound } from "../event-bounds.js";
