@@ -7,11 +7,13 @@
  * `writeStreamFile`), which only Vigie writes. Files that earlier versions wrote for the API beside
  * the operator's are moved there once, at start-up ({@link moveLegacyApiFiles}).
  */
+
 import { randomBytes } from "node:crypto";
 import { type FileHandle, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Kysely, Migration } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
+import { runDdl } from "../platform/ddl.js";
 import { errnoCode, errorMessage } from "../platform/errors.js";
 import { makePrivateDirectory, PRIVATE_FILE_MODE } from "../platform/private-files.js";
 import { compileConfig } from "./compiler.js";
@@ -21,20 +23,16 @@ import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "./names.js";
 
 /**
  * The module's migrations. Streams keep their state in memory; the one table holds the streams
- * created through the API in cluster mode (scale-out.md §4), so that every instance runs the same
+ * created through the API in cluster mode (docs/cluster.md), so that every instance runs the same
  * ones. It stays empty on a single instance.
  */
 export const streamsMigrations: Readonly<Record<string, Migration>> = {
   "streams-0001-api-streams": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema
-        .createTable("stream_definition")
-        .addColumn("name", "varchar(128)", (column) => column.primaryKey())
-        // The configuration as EDN text.
-        .addColumn("config", "text", (column) => column.notNull())
-        .addColumn("updated_at", "bigint", (column) => column.notNull())
-        .execute();
-    },
+    // config: the stream's configuration as EDN text.
+    up: (db) =>
+      runDdl(db, [
+        "create table stream_definition (name varchar(128) primary key, config text not null, updated_at bigint not null)",
+      ]),
   },
 };
 
