@@ -29,7 +29,7 @@ import type { CheckSeries, HealthcheckMetrics } from "./metrics.js";
 import { redactLabels, redactMessage, type SecretSource } from "./redaction.js";
 import type { HealthcheckResult, ResultStore } from "./results.js";
 import type { Scheduler } from "./scheduler.js";
-import type { HealthcheckStorage } from "./storage.js";
+import type { HealthcheckStore } from "./storage.js";
 
 /** A registered, scheduled check. */
 export interface Registration {
@@ -64,7 +64,7 @@ export interface CatalogLogger {
 
 /** What the catalog works with. */
 export interface CatalogOptions {
-  readonly storage: HealthcheckStorage;
+  readonly storage: HealthcheckStore;
   readonly scheduler: Scheduler;
   readonly results: ResultStore;
   readonly metrics: HealthcheckMetrics;

@@ -8,7 +8,7 @@ import type { Catalog } from "./catalog.js";
 import type { ConfiguredCheck } from "./config.js";
 import { type DefinitionView, toJson } from "./definition.js";
 import type { HealthcheckResult, ResultStore } from "./results.js";
-import type { HealthcheckStorage } from "./storage.js";
+import type { HealthcheckStore } from "./storage.js";
 
 /** Milliseconds between two writes of the latest results, and the most a read waits for (§3). */
 export const SHARED_RESULTS_PERIOD_MS = 1_000;
@@ -31,7 +31,7 @@ export class SharedResults {
   #reading: Promise<void> | undefined;
 
   constructor(
-    readonly storage: HealthcheckStorage,
+    readonly storage: HealthcheckStore,
     readonly catalog: Catalog,
     readonly results: ResultStore,
     readonly logger: SharedResultsLogger,

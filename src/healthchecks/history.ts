@@ -19,7 +19,7 @@ import type { Database } from "../platform/database.js";
 import { rfc3339 } from "../platform/time.js";
 import type { HistoryDropReason, HistoryMetrics } from "./metrics.js";
 import type { HealthcheckResult } from "./results.js";
-import { type HistoryCount, HistoryStorage } from "./storage.js";
+import { type HistoryCount, HistoryStore } from "./storage.js";
 
 /** A stored result as the history route returns it. */
 export interface HistoryView {
@@ -229,7 +229,7 @@ class Throttled {
  * written within a second of their execution: a read may miss the last second's results.
  */
 export class ResultHistory {
-  readonly #storage: HistoryStorage;
+  readonly #storage: HistoryStore;
   readonly #retentionMs: number;
   readonly #logger: FastifyBaseLogger;
   readonly #metrics: HistoryDropCounter | undefined;
@@ -281,7 +281,7 @@ export class ResultHistory {
     if (!Number.isSafeInteger(options.retentionMs) || options.retentionMs < 0) {
       throw new RangeError("retentionMs must be an integer of at least 0");
     }
-    this.#storage = new HistoryStorage(database);
+    this.#storage = new HistoryStore(database);
     this.#retentionMs = options.retentionMs;
     this.#logger = options.logger;
     this.#metrics = options.metrics;

@@ -18,8 +18,8 @@ import { ResultPublisher } from "./result-events.js";
 import { ResultStore } from "./results.js";
 import { registerHealthcheckRoutes } from "./routes.js";
 import { Scheduler, wallClockPhaseDelay } from "./scheduler.js";
-import { checkStatusSelectors, registerStatusRoutes } from "./status-routes.js";
-import { HealthcheckStorage, healthcheckMigrations } from "./storage.js";
+import { checkStatusSelectors, registerStatusRoutes } from "./status-page/routes.js";
+import { HealthcheckStore, healthcheckMigrations } from "./storage.js";
 import { checkTlsDirectory, TlsDirectoryError } from "./tls-files.js";
 
 /**
@@ -127,7 +127,7 @@ export const healthchecksModule = defineModule({
       ...(cluster === undefined ? {} : { prunes: (name: string) => cluster.shards.owns(shardOf(name)) }),
     });
     const publisher = new ResultPublisher(context.events, section.streams);
-    const storage = new HealthcheckStorage(context.database);
+    const storage = new HealthcheckStore(context.database);
     let shared: SharedResults | undefined;
     const catalog: Catalog = new Catalog({
       storage,

@@ -183,7 +183,7 @@ async function retryOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
 }
 
 /** The stored API checks. */
-export class HealthcheckStorage {
+export class HealthcheckStore {
   readonly #db: Kysely<Tables>;
 
   constructor(database: Database) {
@@ -359,7 +359,7 @@ function insertHistoryText(rows: number, dialect: DatabaseDialect): string {
  * `healthcheck_history_check`. Reads take the check's name and find its id in the same statement or
  * one before; history.ts does the buffering, timing and shaping.
  */
-export class HistoryStorage {
+export class HistoryStore {
   readonly #db: Kysely<Tables>;
   readonly #dialect: DatabaseDialect;
   /** The INSERT of a full chunk, made once. */

@@ -7,7 +7,7 @@ import { Executor } from "../../src/healthchecks/execute.js";
 import { HealthcheckMetrics } from "../../src/healthchecks/metrics.js";
 import { ResultStore } from "../../src/healthchecks/results.js";
 import { Scheduler } from "../../src/healthchecks/scheduler.js";
-import { HealthcheckStorage, healthcheckMigrations } from "../../src/healthchecks/storage.js";
+import { HealthcheckStore, healthcheckMigrations } from "../../src/healthchecks/storage.js";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
 import { Exposition } from "../../src/platform/metrics.js";
 
@@ -31,7 +31,7 @@ describe("Catalog", () => {
     scheduler = new Scheduler({ maxConcurrency: 4 });
     results = new ResultStore();
     catalog = new Catalog({
-      storage: new HealthcheckStorage(database),
+      storage: new HealthcheckStore(database),
       scheduler,
       results,
       metrics: new HealthcheckMetrics(new Registry(), new Exposition(), () => scheduler.size),

@@ -9,7 +9,7 @@ import type { Executor } from "../../src/healthchecks/execute.js";
 import { HealthcheckMetrics } from "../../src/healthchecks/metrics.js";
 import { type HealthcheckResult, ResultStore } from "../../src/healthchecks/results.js";
 import { Scheduler, spreadOf, type Task, wallClockPhaseDelay } from "../../src/healthchecks/scheduler.js";
-import { HealthcheckStorage, healthcheckMigrations } from "../../src/healthchecks/storage.js";
+import { HealthcheckStore, healthcheckMigrations } from "../../src/healthchecks/storage.js";
 import { shardOf } from "../../src/platform/cluster/index.js";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
 import { Exposition } from "../../src/platform/metrics.js";
@@ -214,7 +214,7 @@ describe("Catalog in cluster mode", () => {
   let catalog: Catalog;
   let results: ResultStore;
   /** The storage of "another instance" on the same database. */
-  let elsewhere: HealthcheckStorage;
+  let elsewhere: HealthcheckStore;
   let owned: Set<number>;
   let executions: string[];
   let stored: Array<readonly string[] | undefined>;
@@ -233,7 +233,7 @@ describe("Catalog in cluster mode", () => {
     scheduler = options.scheduler ?? new Scheduler({ maxConcurrency: 4, spread: () => 0.999 });
     const ownership: ShardOwnership = { shardOf, owns: (shard) => owned.has(shard) };
     catalog = new Catalog({
-      storage: new HealthcheckStorage(database),
+      storage: new HealthcheckStore(database),
       scheduler,
       results,
       metrics: new HealthcheckMetrics(new Registry(), new Exposition(), () => scheduler.size),
@@ -252,7 +252,7 @@ describe("Catalog in cluster mode", () => {
 
   beforeEach(async () => {
     database = await openDatabase("sqlite::memory:", { ...platformMigrations, ...healthcheckMigrations });
-    elsewhere = new HealthcheckStorage(database);
+    elsewhere = new HealthcheckStore(database);
     results = new ResultStore();
     owned = new Set();
     executions = [];
@@ -454,8 +454,8 @@ describe("Catalog in cluster mode", () => {
 
   it("does not call onStored when the store failed", async () => {
     await build();
-    const storage = new HealthcheckStorage(database);
-    vi.spyOn(HealthcheckStorage.prototype, "save").mockRejectedValueOnce(new Error("database down"));
+    const storage = new HealthcheckStore(database);
+    vi.spyOn(HealthcheckStore.prototype, "save").mockRejectedValueOnce(new Error("database down"));
     await expect(catalog.upsert(command("x"))).rejects.toThrow("database down");
     expect(stored).toEqual([]);
     expect(catalog.get("x")).toBeUndefined();

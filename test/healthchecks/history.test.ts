@@ -21,7 +21,7 @@ import type { HealthcheckResult } from "../../src/healthchecks/results.js";
 import {
   type HealthcheckTables,
   HISTORY_INSERT_ROWS,
-  HistoryStorage,
+  HistoryStore,
   healthcheckMigrations,
 } from "../../src/healthchecks/storage.js";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
@@ -100,7 +100,7 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
   describe("writes", () => {
     it.skipIf(skip)("buffers results and writes them once per second, in one multi-row insert", async () => {
       vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
-      const inserts = vi.spyOn(HistoryStorage.prototype, "insert");
+      const inserts = vi.spyOn(HistoryStore.prototype, "insert");
       const statements = vi.spyOn(Kysely.prototype, "executeQuery");
       const writer = history();
       writer.start();
@@ -169,7 +169,7 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
       const { logger, error } = silentLogger();
       const dropped: Array<[string, number]> = [];
       const writer = history({ logger, metrics: { historyDropped: (reason, rows) => dropped.push([reason, rows]) } });
-      vi.spyOn(HistoryStorage.prototype, "insert").mockRejectedValueOnce(new Error("disk full"));
+      vi.spyOn(HistoryStore.prototype, "insert").mockRejectedValueOnce(new Error("disk full"));
       const name = unique("failing");
       await seed(writer, [result(name, NOW - 2_000, true), result(name, NOW - 1_000, true)]);
       expect(error).toHaveBeenCalledTimes(1);
@@ -178,7 +178,7 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
       await seed(writer, [result(name, NOW, false)]);
       expect((await writer.list(name, { limit: 10 })).map((view) => view.timestamp)).toEqual([iso(NOW)]);
       // A second failure within the minute is counted, not logged again.
-      vi.spyOn(HistoryStorage.prototype, "insert").mockRejectedValueOnce(new Error("disk full"));
+      vi.spyOn(HistoryStore.prototype, "insert").mockRejectedValueOnce(new Error("disk full"));
       await seed(writer, [result(name, NOW + 1_000, true)]);
       expect(error).toHaveBeenCalledTimes(1);
       expect(writer.dropped).toBe(3);
@@ -242,7 +242,7 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
         result(name, NOW - 10 * DAY + index * 1_000, true),
       );
       await seed(writer, [...old, result(name, NOW, true)]);
-      const deletes = vi.spyOn(HistoryStorage.prototype, "pruneCheck");
+      const deletes = vi.spyOn(HistoryStore.prototype, "pruneCheck");
       await writer.prune(NOW);
       const counts = await Promise.all(deletes.mock.results.map((call) => call.value));
       expect(Math.max(...counts)).toBe(PRUNE_DELETE_ROWS);

@@ -8,7 +8,7 @@ import type { Catalog, Registration } from "../../src/healthchecks/catalog.js";
 import { SharedResults } from "../../src/healthchecks/cluster.js";
 import { type Definition, validateDefinition, viewOf } from "../../src/healthchecks/definition.js";
 import { type HealthcheckResult, ResultStore } from "../../src/healthchecks/results.js";
-import { HealthcheckStorage } from "../../src/healthchecks/storage.js";
+import { HealthcheckStore } from "../../src/healthchecks/storage.js";
 import { type Database, openDatabase } from "../../src/platform/database.js";
 import { allMigrations } from "../../src/server.js";
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from "../support/databases.js";
@@ -68,12 +68,12 @@ if (POSTGRES_URL === undefined) console.warn("shared results tests skipped: VIGI
 describe.skipIf(POSTGRES_URL === undefined)("shared latest results on PostgreSQL", () => {
   let test: TestDatabase;
   let database: Database;
-  let storage: HealthcheckStorage;
+  let storage: HealthcheckStore;
 
   beforeAll(async () => {
     test = await createTestDatabase("postgres");
     database = await openDatabase(test.url, allMigrations());
-    storage = new HealthcheckStorage(database);
+    storage = new HealthcheckStore(database);
   });
 
   afterAll(async () => {

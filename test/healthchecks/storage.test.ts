@@ -4,7 +4,7 @@ import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Definition, validateDefinition } from "../../src/healthchecks/definition.js";
 import { healthchecksModule } from "../../src/healthchecks/index.js";
-import { HealthcheckStorage, healthcheckMigrations } from "../../src/healthchecks/storage.js";
+import { HealthcheckStore, healthcheckMigrations } from "../../src/healthchecks/storage.js";
 import { parseConfig } from "../../src/platform/config.js";
 import { openDatabase, platformMigrations } from "../../src/platform/database.js";
 import { buildServer, type VigieServer } from "../../src/server.js";
@@ -116,7 +116,7 @@ describe.each(DATABASE_KINDS)("healthcheck storage on $kind", ({ kind, skip }) =
   async function stored(): Promise<Record<string, Record<string, unknown>>> {
     const opened = await openDatabase(database.url, { ...platformMigrations, ...healthcheckMigrations });
     try {
-      const rows = await new HealthcheckStorage(opened).list();
+      const rows = await new HealthcheckStore(opened).list();
       return Object.fromEntries(rows.map((row) => [row.name, row.definition as Record<string, unknown>]));
     } finally {
       await opened.close();
@@ -224,7 +224,7 @@ describe.each(DATABASE_KINDS)("healthcheck storage on $kind", ({ kind, skip }) =
   it.skipIf(skip)("rolls back a bulk replacement that fails", async () => {
     const opened = await openDatabase(database.url, { ...platformMigrations, ...healthcheckMigrations });
     try {
-      const storage = new HealthcheckStorage(opened);
+      const storage = new HealthcheckStore(opened);
       const rules = { minInterval: { text: "1s", milliseconds: 1_000 } };
       const definition = (name: string) => validateDefinition("tcp", quiet(name), rules, { unknownKeys: "ignore" });
       await storage.save(definition("kept"));

@@ -9,7 +9,14 @@
  *
  * It pauses while the page is hidden and refreshes at once when it is shown again.
  */
-import { formatUtc, isStatusData, STATE_TEXT, type StatusData, statusView, type ViewNode } from "../status-view.js";
+import {
+  formatUtc,
+  isStatusData,
+  STATE_TEXT,
+  type StatusData,
+  statusView,
+  type ViewNode,
+} from "../status-page/view.js";
 
 const SVG_NAMESPACE = "http://www.w3.org/2000/svg";
 const DATA_URL = "/status/data";

@@ -9,16 +9,16 @@
  * reach only its own origin.
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { HttpError } from "../platform/errors.js";
-import { ValidationError } from "../platform/validation.js";
-import type { Catalog } from "./catalog.js";
-import type { HealthchecksSection } from "./config.js";
-import type { ResultHistory } from "./history.js";
-import type { ResultStore } from "./results.js";
-import { assembleStatus, type CheckHistory, readHistories, type StatusSources } from "./status-data.js";
-import { STATUS_CSP, STATUS_SCRIPT_PATH, statusPageRenderer } from "./status-html.js";
-import { loadStatusScript } from "./status-script.js";
-import { parseSelector, selectChecks, unmatchedReason } from "./status-selectors.js";
+import { HttpError } from "../../platform/errors.js";
+import { ValidationError } from "../../platform/validation.js";
+import type { Catalog } from "../catalog.js";
+import type { HealthchecksSection } from "../config.js";
+import type { ResultHistory } from "../history.js";
+import type { ResultStore } from "../results.js";
+import { assembleStatus, type CheckHistory, readHistories, type StatusSources } from "./data.js";
+import { STATUS_CSP, STATUS_SCRIPT_PATH, statusPageRenderer } from "./html.js";
+import { loadStatusScript } from "./script.js";
+import { parseSelector, selectChecks, unmatchedReason } from "./selectors.js";
 
 /** How often the page refreshes itself when its URL does not say: 30 s (healthchecks.md §9.3). */
 export const DEFAULT_REFRESH_MS = 30_000;

@@ -4,9 +4,9 @@
  * A result's message, a definition's target, path or headers and every label but `group` stay out:
  * they are read nowhere here.
  */
-import type { ResultHistory } from "./history.js";
-import type { HealthcheckResult } from "./results.js";
-import { type SelectableCheck, type StatusSelector, selectChecks } from "./status-selectors.js";
+import type { ResultHistory } from "../history.js";
+import type { HealthcheckResult } from "../results.js";
+import { type SelectableCheck, type StatusSelector, selectChecks } from "./selectors.js";
 import {
   type StatusCheck,
   type StatusData,
@@ -14,7 +14,7 @@ import {
   type StatusResponseTime,
   UPTIME_PERIODS,
   type UptimePeriod,
-} from "./status-view.js";
+} from "./view.js";
 
 /** The longest daily bar, in days (healthchecks.md §9.3). */
 export const MAX_BAR_DAYS = 90;

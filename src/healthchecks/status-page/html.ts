@@ -5,8 +5,8 @@
  * for another origin, no inline script).
  */
 import { createHash } from "node:crypto";
-import { escapeHtml } from "../platform/html.js";
-import { type StatusData, statusView, type ViewNode } from "./status-view.js";
+import { escapeHtml } from "../../platform/html.js";
+import { type StatusData, statusView, type ViewNode } from "./view.js";
 
 /** Where the page loads its refresh script from. */
 export const STATUS_SCRIPT_PATH = "/status/status.js";

@@ -11,23 +11,23 @@
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { healthchecksModule } from "../../src/healthchecks/index.js";
-import { collectStatus, lastDays, type StatusHistory } from "../../src/healthchecks/status-data.js";
-import { renderStatusPage, STATUS_CSP } from "../../src/healthchecks/status-html.js";
-import { isStatusData } from "../../src/healthchecks/status-view.js";
-import type { VigieServer } from "../../src/server.js";
-import { startTestServer } from "../support/server.js";
-import { until } from "../support/until.js";
-import { type Listening, listen } from "./local-servers.js";
+import { healthchecksModule } from "../../../src/healthchecks/index.js";
+import { collectStatus, lastDays, type StatusHistory } from "../../../src/healthchecks/status-page/data.js";
+import { renderStatusPage, STATUS_CSP } from "../../../src/healthchecks/status-page/html.js";
+import { isStatusData } from "../../../src/healthchecks/status-page/view.js";
+import type { VigieServer } from "../../../src/server.js";
+import { startTestServer } from "../../support/server.js";
+import { until } from "../../support/until.js";
+import { type Listening, listen } from "../local-servers.js";
 
-vi.mock("../../src/healthchecks/status-script.js", async (importOriginal) => {
+vi.mock("../../../src/healthchecks/status-page/script.js", async (importOriginal) => {
   const { execFileSync } = await import("node:child_process");
   const { join, resolve } = await import("node:path");
   const { pathToFileURL } = await import("node:url");
-  const { temporaryDirectory } = await import("../support/temporary.js");
-  const original = await importOriginal<typeof import("../../src/healthchecks/status-script.js")>();
+  const { temporaryDirectory } = await import("../../support/temporary.js");
+  const original = await importOriginal<typeof import("../../../src/healthchecks/status-page/script.js")>();
   const outdir = temporaryDirectory("vigie-status-script-");
-  const root = resolve(import.meta.dirname, "../..");
+  const root = resolve(import.meta.dirname, "../../..");
   execFileSync(process.execPath, [join(root, "scripts/build-browser.mjs"), "--outdir", outdir]);
   const built = pathToFileURL(join(outdir, "healthchecks/browser/status.js"));
   return { ...original, loadStatusScript: () => original.loadStatusScript(built) };

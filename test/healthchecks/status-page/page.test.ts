@@ -4,7 +4,7 @@
  * and its HTML (grouping, states as text, escaping, nothing leaked), the data guard.
  */
 import { describe, expect, it } from "vitest";
-import type { DailyUptime, ResponseTimePoint, Uptime } from "../../src/healthchecks/history.js";
+import type { DailyUptime, ResponseTimePoint, Uptime } from "../../../src/healthchecks/history.js";
 import {
   assembleStatus,
   barDays,
@@ -16,10 +16,10 @@ import {
   type StatusHistory,
   type StatusSources,
   shownPeriods,
-} from "../../src/healthchecks/status-data.js";
-import { renderHtml, renderStatusPage, STATUS_CSP, STATUS_CSS } from "../../src/healthchecks/status-html.js";
-import { loadStatusScript } from "../../src/healthchecks/status-script.js";
-import { parseSelector, selectChecks, unmatchedReason } from "../../src/healthchecks/status-selectors.js";
+} from "../../../src/healthchecks/status-page/data.js";
+import { renderHtml, renderStatusPage, STATUS_CSP, STATUS_CSS } from "../../../src/healthchecks/status-page/html.js";
+import { loadStatusScript } from "../../../src/healthchecks/status-page/script.js";
+import { parseSelector, selectChecks, unmatchedReason } from "../../../src/healthchecks/status-page/selectors.js";
 import {
   chartPath,
   daysSummary,
@@ -31,7 +31,7 @@ import {
   isStatusData,
   type StatusData,
   statusView,
-} from "../../src/healthchecks/status-view.js";
+} from "../../../src/healthchecks/status-page/view.js";
 
 const NOW = Date.parse("2026-05-10T12:00:00.000Z");
 const HOUR = 3_600_000;

@@ -6,8 +6,8 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 
-/** The built script, beside this module once compiled (`dist/healthchecks/`). */
-export const STATUS_SCRIPT_FILE = new URL("./browser/status.js", import.meta.url);
+/** The built script, in the module folder once compiled (`dist/healthchecks/browser/`). */
+export const STATUS_SCRIPT_FILE = new URL("../browser/status.js", import.meta.url);
 
 /** The script and its entity tag (RFC 9110 §8.8.3), which changes with its content. */
 export interface StatusScript {
