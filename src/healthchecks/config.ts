@@ -103,25 +103,22 @@ function buildShape() {
       return value.map((item, index) => {
         const itemPath = `${path}[${index}]`;
         // Configuration files may name TLS files at any path (platform.md §8).
-        const definition = validateDefinition(
+        const definition: DefinitionOf<K> = validateDefinition(
           kind,
           item,
           rules,
           { unknownKeys: "reject", tlsFiles: "paths" },
           itemPath,
         );
-        if (definition["one-off"]) {
+        const { name, "one-off": oneOff }: Definition = definition;
+        if (oneOff) {
           throw new ValidationError(`${itemPath}.one-off`, "must be false in the configuration file", true);
         }
-        const previous = names.get(definition.name);
+        const previous = names.get(name);
         if (previous !== undefined) {
-          throw new ValidationError(
-            `${itemPath}.name`,
-            `must be unique (${previous} has the same name)`,
-            definition.name,
-          );
+          throw new ValidationError(`${itemPath}.name`, `must be unique (${previous} has the same name)`, name);
         }
-        names.set(definition.name, itemPath);
+        names.set(name, itemPath);
         return definition;
       });
     };

@@ -1,33 +1,49 @@
 /**
- * Healthcheck definitions (healthchecks.md §1): the fields of every kind, their rules and defaults,
- * and the JSON view a definition is returned as. One validator serves the API (unknown fields
- * ignored, TLS files named relative to `healthchecks.tls-directory`) and the configuration file
- * (unknown keys refused, platform.md §2; TLS files at any path). Secrets never leave through the
- * view nor through a validation error (platform.md §8, redaction.ts).
+ * Healthcheck definitions (docs/healthchecks.md, "Check fields"): each kind's shape is its one
+ * definition, from which its TypeScript type, its list of known keys and its validator follow.
+ * One validator serves the API (unknown fields ignored, TLS files named relative to
+ * `healthchecks.tls-directory`) and the configuration file (unknown keys refused, TLS files at any
+ * path). Secrets never leave through the view nor through a validation error (docs/security.md,
+ * redaction.ts).
  */
-import { isIP } from "node:net";
 import type { Duration } from "../platform/duration.js";
-import { isHostName } from "../platform/hosts.js";
 import { linearRegexPattern } from "../platform/regex.js";
 import {
   array,
   boolean,
   childPath,
   duration,
+  type Infer,
   integer,
   isPlainObject,
+  object,
   oneOf,
   optional,
   record,
   required,
+  type Shape,
   secret,
   string,
   ValidationError,
   type Validator,
   withDefault,
 } from "../platform/validation.js";
+import {
+  domain,
+  fileName,
+  filePath,
+  headers,
+  httpPath,
+  intervalValidator,
+  ipAddress,
+  labels,
+  name,
+  nonEmpty,
+  port,
+  positiveDuration,
+  target,
+} from "./definition-fields.js";
 import { redactSecrets } from "./redaction.js";
-import { isTlsFileName, NO_TLS_DIRECTORY_RULE, TLS_FILE_NAME_RULE } from "./tls-files.js";
 
 /** The kinds of healthcheck, in the order the API and the configuration list them. */
 export const KINDS = ["http", "tcp", "dns", "tls", "command"] as const;
@@ -38,102 +54,6 @@ export type Kind = (typeof KINDS)[number];
 /** Where a healthcheck comes from: the API (stored in the database) or the configuration file. */
 export type Source = "api" | "configuration";
 
-/** The fields every kind has. Durations keep the text they were given in (healthchecks.md §2). */
-export interface CommonDefinition {
-  /** 1–255 characters, no `/`, no control characters; unique across kinds. */
-  readonly name: string;
-  readonly description: string;
-  /** How often the check runs; absent only for one-off checks. */
-  readonly interval?: Duration;
-  /** Bound of one execution (connect, handshake, body read, child process). */
-  readonly timeout: Duration;
-  readonly "one-off": boolean;
-  /** Copied into results and metrics. Keys are Prometheus label names. */
-  readonly labels?: Readonly<Record<string, string>>;
-}
-
-/** An http check: one request, judged on its status and body. */
-export interface HttpDefinition extends CommonDefinition {
-  readonly kind: "http";
-  readonly target: string;
-  readonly port: number;
-  readonly protocol: "http" | "https";
-  /** Starts with `/`; may carry a query string. */
-  readonly path: string;
-  readonly method: (typeof HTTP_METHODS)[number];
-  readonly "valid-status": readonly number[];
-  /** false: a 3xx is judged against valid-status; true: up to 10 redirects are followed. */
-  readonly redirect: boolean;
-  readonly headers?: Readonly<Record<string, string>>;
-  /** Merged into the query string of `path` (these win over same-named parameters). */
-  readonly query?: Readonly<Record<string, string>>;
-  readonly body?: string;
-  /** Regular expressions (RE2 syntax, linear time) that must all match somewhere in the response body. */
-  readonly "body-regexp"?: readonly string[];
-  /** Host header override. */
-  readonly host?: string;
-  readonly "server-name"?: string;
-  readonly insecure: boolean;
-  readonly key?: string;
-  readonly cert?: string;
-  readonly cacert?: string;
-  readonly "source-ip"?: string;
-}
-
-/** A tcp check: a connection opens (or, with should-fail, does not). */
-export interface TcpDefinition extends CommonDefinition {
-  readonly kind: "tcp";
-  readonly target: string;
-  readonly port: number;
-  readonly "should-fail": boolean;
-  readonly "source-ip"?: string;
-}
-
-/** A dns check: the domain resolves through the system resolver (A and AAAA). */
-export interface DnsDefinition extends CommonDefinition {
-  readonly kind: "dns";
-  readonly domain: string;
-  readonly "expected-ips"?: readonly string[];
-}
-
-/** A tls check: the handshake succeeds and no certificate of the chain expires soon. */
-export interface TlsDefinition extends CommonDefinition {
-  readonly kind: "tls";
-  readonly target: string;
-  readonly port: number;
-  readonly "server-name"?: string;
-  readonly insecure: boolean;
-  readonly key?: string;
-  readonly cert?: string;
-  readonly cacert?: string;
-  readonly "source-ip"?: string;
-  /** `0` turns the expiration check off. */
-  readonly "expiration-delay": Duration;
-}
-
-/** A command check: an executable, run without a shell, exits 0 within the timeout. */
-export interface CommandDefinition extends CommonDefinition {
-  readonly kind: "command";
-  readonly command: string;
-  readonly arguments: readonly string[];
-}
-
-/** A validated healthcheck definition, defaults filled in. */
-export type Definition = HttpDefinition | TcpDefinition | DnsDefinition | TlsDefinition | CommandDefinition;
-
-/** A definition of one kind. */
-export type DefinitionOf<K extends Kind> = Extract<Definition, { kind: K }>;
-
-/**
- * A definition as the API returns it: the accepted fields with defaults filled in, durations as
- * their text, plus `kind` and `source` (healthchecks.md §1).
- */
-export type DefinitionView = Readonly<Record<string, unknown>> & {
-  readonly name: string;
-  readonly kind: Kind;
-  readonly source: Source;
-};
-
 /**
  * The rules of the running configuration that definitions depend on. Neither is reloadable on
  * SIGHUP: API checks were accepted under them.
@@ -143,7 +63,7 @@ export interface DefinitionRules {
   readonly minInterval: Duration;
   /**
    * `healthchecks.tls-directory`, absolute: the directory that the `key`, `cert` and `cacert` of
-   * API checks are file names in (platform.md §8). Undefined when not configured: API checks
+   * API checks are file names in (docs/security.md). Undefined when not configured: API checks
    * cannot name TLS files then.
    */
   readonly tlsDirectory?: string;
@@ -151,10 +71,10 @@ export interface DefinitionRules {
 
 /** Options of {@link validateDefinition}. */
 export interface ValidateOptions {
-  /** `ignore` for API bodies (healthchecks.md §1), `reject` for the configuration file (platform.md §2). */
+  /** `ignore` for API bodies, `reject` for the configuration file (a misspelt key must not be lost). */
   readonly unknownKeys: "ignore" | "reject";
   /**
-   * What `key`, `cert` and `cacert` are (platform.md §8, "No file paths from the network"):
+   * What `key`, `cert` and `cacert` are (no file paths from the network, docs/security.md):
    * `names` (the default, for API bodies and stored API checks) are file names relative to
    * `rules.tlsDirectory`, refused when it is not configured; `paths` (configuration-file checks)
    * may be any path. Whether a name leads to a usable file is checked afterwards, asynchronously
@@ -166,157 +86,216 @@ export interface ValidateOptions {
 /** HTTP methods an http check may use. */
 export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 
-/** The timeout of a dns check that gives none (healthchecks.md §1). */
+/** The timeout of a dns check that gives none. */
 export const DNS_DEFAULT_TIMEOUT: Duration = { text: "5s", milliseconds: 5_000 };
 
 const NO_EXPIRATION_CHECK: Duration = { text: "0", milliseconds: 0 };
 
-const COMMON_FIELDS = ["name", "description", "interval", "timeout", "one-off", "labels"];
-const TLS_FIELDS = ["target", "port", "server-name", "insecure", "key", "cert", "cacert", "source-ip"];
-
-/** The fields each kind knows, common ones included. */
-export const FIELDS: Readonly<Record<Kind, readonly string[]>> = {
-  http: [
-    ...COMMON_FIELDS,
-    ...TLS_FIELDS,
-    "protocol",
-    "path",
-    "method",
-    "valid-status",
-    "redirect",
-    "headers",
-    "query",
-    "body",
-    "body-regexp",
-    "host",
-  ],
-  tcp: [...COMMON_FIELDS, "target", "port", "should-fail", "source-ip"],
-  dns: [...COMMON_FIELDS, "domain", "expected-ips"],
-  tls: [...COMMON_FIELDS, ...TLS_FIELDS, "expiration-delay"],
-  command: [...COMMON_FIELDS, "command", "arguments"],
-};
-
-const DURATION_FIELDS = new Set(["interval", "timeout", "expiration-delay"]);
-
-const NAME_RULE = "must have 1 to 255 characters, without / or control characters";
-
-/** True for C0 and C1 control characters and DEL. */
-function isControlCharacter(codePoint: number): boolean {
-  return codePoint < 0x20 || (codePoint >= 0x7f && codePoint <= 0x9f);
-}
-
-const name: Validator<string> = (value, path) => {
-  if (typeof value !== "string") throw new ValidationError(path, NAME_RULE, value);
-  const codePoints = [...value];
-  const valid =
-    codePoints.length >= 1 &&
-    codePoints.length <= 255 &&
-    !value.includes("/") &&
-    !codePoints.some((character) => isControlCharacter(character.codePointAt(0) as number));
-  if (!valid) throw new ValidationError(path, NAME_RULE, value);
-  return value;
-};
-
-// Resolvers accept underscores (SRV-style names) and a final dot.
-const HOST_NAME_OPTIONS = { underscore: true, finalDot: true } as const;
-
-const target: Validator<string> = (value, path) => {
-  if (typeof value !== "string" || (isIP(value) === 0 && !isHostName(value, HOST_NAME_OPTIONS))) {
-    throw new ValidationError(path, "must be a host name, an IPv4 address or an IPv6 address", value);
-  }
-  return value;
-};
-
-const domain: Validator<string> = (value, path) => {
-  if (typeof value !== "string" || !isHostName(value, HOST_NAME_OPTIONS)) {
-    throw new ValidationError(path, "must be a domain name", value);
-  }
-  return value;
-};
-
-const ipAddress: Validator<string> = (value, path) => {
-  if (typeof value !== "string" || isIP(value) === 0) {
-    throw new ValidationError(path, "must be an IPv4 or IPv6 address", value);
-  }
-  return value;
-};
-
-const port = integer(1, 65535);
-const nonEmpty = string({ min: 1 });
-const filePath = string({ min: 1, rule: "must be a non-empty file path" });
-
-/** A TLS file field of an API check: a relative name under `tlsDirectory` (platform.md §8). */
-function fileName(tlsDirectory: string | undefined): Validator<string> {
-  return (value, path) => {
-    const text = filePath(value, path);
-    if (tlsDirectory === undefined) throw new ValidationError(path, NO_TLS_DIRECTORY_RULE);
-    if (!isTlsFileName(text)) throw new ValidationError(path, TLS_FILE_NAME_RULE);
-    return text;
-  };
-}
-
-const positiveDuration: Validator<Duration> = (value, path) => {
-  const parsed = duration()(value, path);
-  if (parsed.milliseconds <= 0) throw new ValidationError(path, "must be greater than 0", value);
-  return parsed;
-};
-
-// Prometheus label names (data model: [a-zA-Z_][a-zA-Z0-9_]*), because labels are copied into the
-// metrics; `name` and `status` are the metrics' own labels, `le` the histogram's, `__*` reserved.
-const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
-const RESERVED_LABELS = new Set(["name", "status", "le"]);
-
-const labels: Validator<Record<string, string>> = (value, path) => {
-  const entries = record(string())(value, path);
-  for (const key of Object.keys(entries)) {
-    if (!LABEL_NAME.test(key) || key.startsWith("__") || RESERVED_LABELS.has(key)) {
-      throw new ValidationError(
-        childPath(path, key),
-        "must be a label name of letters, digits and _ (not starting with a digit or __, not name, status or le)",
-      );
-    }
-  }
-  return entries;
-};
-
-// RFC 9110 §5.1 field names are tokens; values must not smuggle a line break or NUL.
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const BAD_HEADER_VALUE = /[\r\n\0]/;
-
-// Header values may be secrets (platform.md §8): no error quotes them.
-const headers: Validator<Record<string, string>> = secret((value, path) => {
-  const entries = record(string())(value, path);
-  for (const [key, text] of Object.entries(entries)) {
-    if (!HEADER_NAME.test(key)) throw new ValidationError(childPath(path, key), "must be a valid header name");
-    if (BAD_HEADER_VALUE.test(text)) {
-      throw new ValidationError(childPath(path, key), "must not contain line breaks or NUL");
-    }
-  }
-  return entries;
-});
-
-// What undici accepts in a request path, restricted to printable ASCII: non-ASCII characters must
-// be percent-encoded.
-const httpPath = string({ pattern: /^\/[\x21-\x7e]*$/, rule: "must start with / and contain only printable ASCII" });
-
-function intervalValidator(rules: DefinitionRules, timeout: Duration): Validator<Duration> {
-  return (value, path) => {
-    const parsed = duration()(value, path);
-    if (parsed.milliseconds < rules.minInterval.milliseconds) {
-      throw new ValidationError(path, `must be at least ${rules.minInterval.text}`, value);
-    }
-    if (parsed.milliseconds < timeout.milliseconds) {
-      throw new ValidationError(path, `must be at least the timeout (${timeout.text})`, value);
-    }
-    return parsed;
-  };
+/** What the shape of a definition depends on: the raw definition, where it is, and the rules. */
+interface ShapeContext {
+  /** The raw definition, for the fields whose rule depends on another field. */
+  readonly input: Readonly<Record<string, unknown>>;
+  /** Where the definition is (`""` for an API body). */
+  readonly path: string;
+  readonly minInterval: Duration;
+  /** How `key`, `cert` and `cacert` are read: file names or paths. */
+  readonly tlsFile: Validator<string>;
 }
 
 /**
- * The same error without secrets (platform.md §8): the quoted value and the rule (an RE2 message
- * may quote the pattern) with their URL passwords and secret header values redacted. Configuration
- * errors print the value (`(got "...")`); API errors never do, but the log of a refused stored
- * check would.
+ * The fields every kind has, in the order of the JSON view. Durations keep the text they were
+ * given in. `kind` is not read from the input: the route or the configuration list decides it.
+ */
+function commonShape<K extends Kind>(kind: K, timeout: Validator<Duration>, context: ShapeContext) {
+  const oneOff = withDefault(boolean(), false);
+  // The interval depends on one-off (absent only for one-off checks) and on the timeout (it must
+  // not be shorter), so it checks them first: errors come in the order one-off, timeout, interval.
+  const interval: Validator<Duration | undefined> = (value, path) => {
+    const once = oneOff(context.input["one-off"], childPath(context.path, "one-off"));
+    const bound = timeout(context.input.timeout, childPath(context.path, "timeout"));
+    const validator = intervalValidator(context.minInterval, bound);
+    return (once ? optional(validator) : required(validator))(value, path);
+  };
+  return {
+    /** 1–255 characters, no `/`, no control characters; unique across kinds. */
+    name: required(name),
+    kind: (): K => kind,
+    description: withDefault(string(), ""),
+    /** How often the check runs; absent only for one-off checks. */
+    interval,
+    /** Bound of one execution (connect, handshake, body read, child process). */
+    timeout,
+    "one-off": oneOff,
+    /** Copied into results and metrics. Keys are Prometheus label names. */
+    labels: optional(labels),
+  };
+}
+
+const requiredTimeout = required(positiveDuration);
+
+/** Where tcp, tls and http checks connect. */
+const ENDPOINT_SHAPE = { target: required(target), port: required(port) };
+
+/** The TLS client fields of http and tls checks; `key` and `cert` go together. */
+function tlsClientShape({ input, path, tlsFile }: ShapeContext) {
+  const file = optional(tlsFile);
+  const cert: Validator<string | undefined> = (value, at) => {
+    const parsed = file(value, at);
+    // `key` was checked before: it is absent exactly when its raw value is.
+    const hasKey = input.key !== undefined && input.key !== null;
+    if (hasKey && parsed === undefined) throw new ValidationError(at, "is required with key");
+    if (parsed !== undefined && !hasKey) throw new ValidationError(childPath(path, "key"), "is required with cert");
+    return parsed;
+  };
+  return {
+    "server-name": optional(nonEmpty),
+    insecure: withDefault(boolean(), false),
+    key: file,
+    cert,
+    cacert: file,
+    "source-ip": optional(ipAddress),
+  };
+}
+
+/** The fields of an http check of its own. The path's query, the query and the body may hold secrets. */
+const HTTP_SHAPE = {
+  protocol: withDefault(oneOf(["http", "https"]), "http"),
+  /** Starts with `/`; may carry a query string. */
+  path: withDefault(secret(httpPath), "/"),
+  method: withDefault(oneOf(HTTP_METHODS), "GET"),
+  "valid-status": required(array(integer(100, 599), { min: 1 })),
+  /** false: a 3xx is judged against valid-status; true: up to 10 redirects are followed. */
+  redirect: withDefault(boolean(), false),
+  headers: optional(headers),
+  /** Merged into the query string of `path` (these win over same-named parameters). */
+  query: optional(secret(record(string()))),
+  body: optional(secret(string())),
+  /** Regular expressions (RE2 syntax, linear time) that must all match somewhere in the response body. */
+  "body-regexp": optional(array(linearRegexPattern)),
+  /** Host header override. */
+  host: optional(nonEmpty),
+};
+
+/** Each kind's shape: its fields in the order they are checked and shown. */
+const SHAPES = {
+  /** One request, judged on its status and body. */
+  http: (context: ShapeContext) => ({
+    ...commonShape("http", requiredTimeout, context),
+    ...ENDPOINT_SHAPE,
+    ...HTTP_SHAPE,
+    ...tlsClientShape(context),
+  }),
+  /** A connection opens (or, with should-fail, does not). */
+  tcp: (context: ShapeContext) => ({
+    ...commonShape("tcp", requiredTimeout, context),
+    ...ENDPOINT_SHAPE,
+    "should-fail": withDefault(boolean(), false),
+    "source-ip": optional(ipAddress),
+  }),
+  /** The domain resolves through the system resolver (A and AAAA). */
+  dns: (context: ShapeContext) => ({
+    ...commonShape("dns", withDefault(positiveDuration, DNS_DEFAULT_TIMEOUT), context),
+    domain: required(domain),
+    "expected-ips": optional(array(ipAddress)),
+  }),
+  /** The handshake succeeds and no certificate of the chain expires soon (`0` turns that off). */
+  tls: (context: ShapeContext) => ({
+    ...commonShape("tls", requiredTimeout, context),
+    ...ENDPOINT_SHAPE,
+    ...tlsClientShape(context),
+    "expiration-delay": withDefault(duration(), NO_EXPIRATION_CHECK),
+  }),
+  /** An executable, run without a shell, exits 0 within the timeout. */
+  command: (context: ShapeContext) => ({
+    ...commonShape("command", requiredTimeout, context),
+    command: required(nonEmpty),
+    arguments: withDefault(array(string()), []),
+  }),
+} satisfies Record<Kind, (context: ShapeContext) => Shape>;
+
+/**
+ * The type a shape's validator returns, the keys whose validator may give `undefined` made optional
+ * ({@link object} leaves them out).
+ */
+type Parsed<S extends Shape> = Readonly<
+  { [K in keyof S as undefined extends Infer<S[K]> ? never : K]: Infer<S[K]> } & {
+    [K in keyof S as undefined extends Infer<S[K]> ? K : never]?: Exclude<Infer<S[K]>, undefined>;
+  }
+>;
+
+/** The validated definition of each kind, defaults filled in; optional fields without one absent. */
+type DefinitionMap = { readonly [K in Kind]: Parsed<ReturnType<(typeof SHAPES)[K]>> };
+
+/** An http check. */
+export type HttpDefinition = DefinitionMap["http"];
+/** A tcp check. */
+export type TcpDefinition = DefinitionMap["tcp"];
+/** A dns check. */
+export type DnsDefinition = DefinitionMap["dns"];
+/** A tls check. */
+export type TlsDefinition = DefinitionMap["tls"];
+/** A command check. */
+export type CommandDefinition = DefinitionMap["command"];
+
+/** A validated healthcheck definition, defaults filled in. */
+export type Definition = DefinitionMap[Kind];
+
+/** A definition of one kind. */
+export type DefinitionOf<K extends Kind> = DefinitionMap[K];
+
+/** The fields every kind has. */
+export type CommonDefinition = Pick<Definition, keyof ReturnType<typeof commonShape>>;
+
+const IGNORE_UNKNOWN = { unknownKeys: "ignore" } as const;
+
+/** The validator of each kind, for a context. */
+const VALIDATORS: { readonly [K in Kind]: (context: ShapeContext) => Validator<DefinitionMap[K]> } = {
+  http: (context) => object(SHAPES.http(context), IGNORE_UNKNOWN),
+  tcp: (context) => object(SHAPES.tcp(context), IGNORE_UNKNOWN),
+  dns: (context) => object(SHAPES.dns(context), IGNORE_UNKNOWN),
+  tls: (context) => object(SHAPES.tls(context), IGNORE_UNKNOWN),
+  command: (context) => object(SHAPES.command(context), IGNORE_UNKNOWN),
+};
+
+/** A context to read the keys of the shapes with. */
+const KEYS_CONTEXT: ShapeContext = { input: {}, path: "", minInterval: NO_EXPIRATION_CHECK, tlsFile: filePath };
+
+/**
+ * The keys a kind knows, as the configuration file's errors list them: the shape's keys but
+ * `kind`, the TLS client fields right after the endpoint.
+ */
+function knownKeys(shape: Shape): readonly string[] {
+  const keys = Object.keys(shape).filter((key) => key !== "kind");
+  const tls = Object.keys(tlsClientShape(KEYS_CONTEXT));
+  if (!tls.every((key) => keys.includes(key))) return keys;
+  const others = keys.filter((key) => !tls.includes(key));
+  const afterEndpoint = others.indexOf("port") + 1;
+  return [...others.slice(0, afterEndpoint), ...tls, ...others.slice(afterEndpoint)];
+}
+
+/** The fields each kind knows, common ones included. */
+export const FIELDS: Readonly<Record<Kind, readonly string[]>> = {
+  http: knownKeys(SHAPES.http(KEYS_CONTEXT)),
+  tcp: knownKeys(SHAPES.tcp(KEYS_CONTEXT)),
+  dns: knownKeys(SHAPES.dns(KEYS_CONTEXT)),
+  tls: knownKeys(SHAPES.tls(KEYS_CONTEXT)),
+  command: knownKeys(SHAPES.command(KEYS_CONTEXT)),
+};
+
+/**
+ * A definition as the API returns it: the accepted fields with defaults filled in, durations as
+ * their text, plus `kind` and `source`.
+ */
+export type DefinitionView = Readonly<Record<string, unknown>> & {
+  readonly name: string;
+  readonly kind: Kind;
+  readonly source: Source;
+};
+
+/**
+ * The same error without secrets: the quoted value and the rule (an RE2 message may quote the
+ * pattern) with their URL passwords and secret header values redacted. Configuration errors print
+ * the value (`(got "...")`); API errors never do, but the log of a refused stored check would.
  */
 function withoutSecrets(error: unknown): unknown {
   if (!(error instanceof ValidationError)) return error;
@@ -324,6 +303,15 @@ function withoutSecrets(error: unknown): unknown {
   return error.hasValue
     ? new ValidationError(error.path, rule, redactSecrets(error.value))
     : new ValidationError(error.path, rule);
+}
+
+/** Refuses the first key of `value` that the kind does not know. */
+function refuseUnknownKeys(value: Readonly<Record<string, unknown>>, known: readonly string[], path: string): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) {
+      throw new ValidationError(childPath(path, key), `unknown key (known keys: ${known.join(", ")})`);
+    }
+  }
 }
 
 /**
@@ -345,95 +333,19 @@ export function validateDefinition<K extends Kind>(
   path = "",
 ): DefinitionOf<K> {
   if (!isPlainObject(value)) throw new ValidationError(path, "must be an object", redactSecrets(value));
-  if (options.unknownKeys === "reject") {
-    const known = FIELDS[kind];
-    for (const key of Object.keys(value)) {
-      if (!known.includes(key)) {
-        throw new ValidationError(childPath(path, key), `unknown key (known keys: ${known.join(", ")})`);
-      }
-    }
-  }
-  const field = <T>(key: string, validator: Validator<T>): T => {
-    try {
-      return validator(value[key], childPath(path, key));
-    } catch (error) {
-      throw withoutSecrets(error);
-    }
-  };
+  if (options.unknownKeys === "reject") refuseUnknownKeys(value, FIELDS[kind], path);
   const tlsFile = options.tlsFiles === "paths" ? filePath : fileName(rules.tlsDirectory);
-  const result: Record<string, unknown> = {};
-  const set = (key: string, parsed: unknown) => {
-    if (parsed !== undefined) result[key] = parsed;
-  };
-
-  set("name", field("name", required(name)));
-  result.kind = kind;
-  set("description", field("description", withDefault(string(), "")));
-  const oneOff = field("one-off", withDefault(boolean(), false));
-  const timeout = field(
-    "timeout",
-    kind === "dns" ? withDefault(positiveDuration, DNS_DEFAULT_TIMEOUT) : required(positiveDuration),
-  );
-  const interval = intervalValidator(rules, timeout);
-  set("interval", field("interval", oneOff ? optional(interval) : required(interval)));
-  set("timeout", timeout);
-  set("one-off", oneOff);
-  set("labels", field("labels", optional(labels)));
-
-  const tlsFields = () => {
-    set("server-name", field("server-name", optional(nonEmpty)));
-    set("insecure", field("insecure", withDefault(boolean(), false)));
-    const key = field("key", optional(tlsFile));
-    const cert = field("cert", optional(tlsFile));
-    if (key !== undefined && cert === undefined)
-      throw new ValidationError(childPath(path, "cert"), "is required with key");
-    if (cert !== undefined && key === undefined)
-      throw new ValidationError(childPath(path, "key"), "is required with cert");
-    set("key", key);
-    set("cert", cert);
-    set("cacert", field("cacert", optional(tlsFile)));
-    set("source-ip", field("source-ip", optional(ipAddress)));
-  };
-
-  switch (kind) {
-    case "http":
-      set("target", field("target", required(target)));
-      set("port", field("port", required(port)));
-      set("protocol", field("protocol", withDefault(oneOf(["http", "https"]), "http")));
-      // The path's query, the query and the body may hold secrets: no error quotes them.
-      set("path", field("path", withDefault(secret(httpPath), "/")));
-      set("method", field("method", withDefault(oneOf(HTTP_METHODS), "GET")));
-      set("valid-status", field("valid-status", required(array(integer(100, 599), { min: 1 }))));
-      set("redirect", field("redirect", withDefault(boolean(), false)));
-      set("headers", field("headers", optional(headers)));
-      set("query", field("query", optional(secret(record(string())))));
-      set("body", field("body", optional(secret(string()))));
-      set("body-regexp", field("body-regexp", optional(array(linearRegexPattern))));
-      set("host", field("host", optional(nonEmpty)));
-      tlsFields();
-      break;
-    case "tcp":
-      set("target", field("target", required(target)));
-      set("port", field("port", required(port)));
-      set("should-fail", field("should-fail", withDefault(boolean(), false)));
-      set("source-ip", field("source-ip", optional(ipAddress)));
-      break;
-    case "dns":
-      set("domain", field("domain", required(domain)));
-      set("expected-ips", field("expected-ips", optional(array(ipAddress))));
-      break;
-    case "tls":
-      set("target", field("target", required(target)));
-      set("port", field("port", required(port)));
-      tlsFields();
-      set("expiration-delay", field("expiration-delay", withDefault(duration(), NO_EXPIRATION_CHECK)));
-      break;
-    case "command":
-      set("command", field("command", required(nonEmpty)));
-      set("arguments", field("arguments", withDefault(array(string()), [])));
-      break;
+  const validate = VALIDATORS[kind]({ input: value, path, minInterval: rules.minInterval, tlsFile });
+  try {
+    return validate(value, path);
+  } catch (error) {
+    throw withoutSecrets(error);
   }
-  return result as unknown as DefinitionOf<K>;
+}
+
+/** Whether a field's value is a parsed duration (the only object fields with a number in them). */
+function isDuration(value: unknown): value is Duration {
+  return isPlainObject(value) && typeof value.text === "string" && typeof value.milliseconds === "number";
 }
 
 /**
@@ -442,19 +354,17 @@ export function validateDefinition<K extends Kind>(
  */
 export function toJson(definition: Definition): Record<string, unknown> {
   const json: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(definition)) {
-    json[key] = DURATION_FIELDS.has(key) ? (value as Duration).text : value;
-  }
+  for (const [key, value] of Object.entries(definition)) json[key] = isDuration(value) ? value.text : value;
   return json;
 }
 
 /**
- * The view the API returns (healthchecks.md §1): {@link toJson} plus `source`, with secrets
- * replaced by `<redacted>` (docs/security.md: values of secret headers, query parameters and JSON
- * body fields, URL passwords; redaction.ts). Every
- * GET route shows definitions through it: `GET /healthcheck`, `GET /healthcheck/<name>` and the
- * `configuration` of results.
+ * The view the API returns: {@link toJson} plus `source`, with secrets replaced by `<redacted>`
+ * (docs/security.md: values of secret headers, query parameters and JSON body fields, URL
+ * passwords; redaction.ts). Every GET route shows definitions through it: `GET /healthcheck`,
+ * `GET /healthcheck/<name>` and the `configuration` of results.
  */
 export function viewOf(definition: Definition, source: Source): DefinitionView {
-  return redactSecrets({ ...toJson(definition), source }) as DefinitionView;
+  const { name, kind } = definition;
+  return redactSecrets({ ...toJson(definition), name, kind, source });
 }
