@@ -6,18 +6,11 @@
  * `healthchecks.tls-directory` (platform.md §8). Errors name the check and the field, never a
  * value.
  */
+import { InvalidError } from "../platform/errors.js";
 import { isPlainObject, ValidationError } from "../platform/validation.js";
 import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } from "./admission.js";
 import { checksKey } from "./config.js";
 import { type Definition, type DefinitionRules, KINDS } from "./definition.js";
-
-/** A bulk payload that cannot be applied; the message is the API's error, as is. */
-export class BulkError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "BulkError";
-  }
-}
 
 /** The message for a one-off definition in a bulk payload (healthchecks.md §6). */
 export const ONE_OFF_IN_BULK = "one-off healthchecks are not allowed in bulk";
@@ -37,7 +30,7 @@ export function hasCommandChecks(body: unknown): boolean {
  * @param existing finds the existing check of a name, for `<redacted>` values
  * @returns every definition, kinds in the order of KINDS, each list in its order, stored values in
  *   place of `<redacted>`
- * @throws BulkError `invalid healthcheck <name>: <field>: <rule>` (the position, such as
+ * @throws InvalidError `invalid healthcheck <name>: <field>: <rule>` (the position, such as
  *   `http-checks[2]`, stands for the name when the definition has no usable one), `one-off
  *   healthchecks are not allowed in bulk`, or `duplicate healthcheck name <name> in the bulk payload`
  */
@@ -47,7 +40,7 @@ export async function parseBulk(
   existing: ExistingDefinition,
 ): Promise<Definition[]> {
   if (!isPlainObject(body)) {
-    throw new BulkError(
+    throw new InvalidError(
       `invalid bulk payload: must be an object with optional arrays ${KINDS.map(checksKey).join(", ")}`,
     );
   }
@@ -57,20 +50,20 @@ export async function parseBulk(
     const key = checksKey(kind);
     const list = body[key];
     if (list === undefined || list === null) continue;
-    if (!Array.isArray(list)) throw new BulkError(`invalid bulk payload: ${key}: must be an array`);
+    if (!Array.isArray(list)) throw new InvalidError(`invalid bulk payload: ${key}: must be an array`);
     list.forEach((item: unknown, index) => {
       const label =
         isPlainObject(item) && typeof item.name === "string" && item.name !== "" ? item.name : `${key}[${index}]`;
-      if (isPlainObject(item) && item["one-off"] === true) throw new BulkError(ONE_OFF_IN_BULK);
+      if (isPlainObject(item) && item["one-off"] === true) throw new InvalidError(ONE_OFF_IN_BULK);
       let definition: Definition;
       try {
         definition = parseApiDefinition(kind, item, rules, existing);
       } catch (error) {
-        if (error instanceof ValidationError) throw new BulkError(`invalid healthcheck ${label}: ${error.message}`);
+        if (error instanceof ValidationError) throw new InvalidError(`invalid healthcheck ${label}: ${error.message}`);
         throw error;
       }
       if (names.has(definition.name)) {
-        throw new BulkError(`duplicate healthcheck name ${definition.name} in the bulk payload`);
+        throw new InvalidError(`duplicate healthcheck name ${definition.name} in the bulk payload`);
       }
       names.add(definition.name);
       definitions.push(definition);
@@ -81,7 +74,7 @@ export async function parseBulk(
       await checkApiDefinitionFiles(definition, rules);
     } catch (error) {
       if (error instanceof ValidationError) {
-        throw new BulkError(`invalid healthcheck ${definition.name}: ${error.message}`);
+        throw new InvalidError(`invalid healthcheck ${definition.name}: ${error.message}`);
       }
       throw error;
     }

@@ -8,11 +8,19 @@
  * stored value (admission.ts).
  */
 import type { FastifyInstance } from "fastify";
-import { HttpError } from "../platform/errors.js";
-import { parseRfc3339 } from "../platform/time.js";
-import { isPlainObject, ValidationError } from "../platform/validation.js";
+import { ForbiddenError, InvalidError, NotFoundError } from "../platform/errors.js";
+import {
+  queryBoolean,
+  queryError,
+  queryInteger,
+  queryOf,
+  queryString,
+  queryTime,
+  queryValues,
+} from "../platform/query.js";
+import { ValidationError } from "../platform/validation.js";
 import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } from "./admission.js";
-import { BulkError, hasCommandChecks, parseBulk } from "./bulk.js";
+import { hasCommandChecks, parseBulk } from "./bulk.js";
 import type { Catalog } from "./catalog.js";
 import { type Definition, type DefinitionRules, KINDS, type Kind } from "./definition.js";
 import { listLatest, type ResultHistory, uptimeOfLatest } from "./history.js";
@@ -26,7 +34,7 @@ export const COMMANDS_DISABLED = "command healthchecks are disabled for the API"
  * admission.ts says: validated, `<redacted>` resolved from the existing check of its name, TLS file
  * names checked under `healthchecks.tls-directory`.
  *
- * @throws HttpError 400 `invalid healthcheck: <field>: <rule>`, naming the field, never its value
+ * @throws InvalidError `invalid healthcheck: <field>: <rule>`, naming the field, never its value
  */
 async function admit(
   kind: Kind,
@@ -39,13 +47,13 @@ async function admit(
     await checkApiDefinitionFiles(definition, rules);
     return definition;
   } catch (error) {
-    if (error instanceof ValidationError) throw new HttpError(400, `invalid healthcheck: ${error.message}`);
+    if (error instanceof ValidationError) throw new InvalidError(`invalid healthcheck: ${error.message}`);
     throw error;
   }
 }
 
-function notFound(name: string): HttpError {
-  return new HttpError(404, `healthcheck ${name} not found`);
+function notFound(name: string): NotFoundError {
+  return new NotFoundError(`healthcheck ${name} not found`);
 }
 
 /** Results `GET /result/<name>/history` answers by default and at most (healthchecks.md §9.2). */
@@ -59,49 +67,23 @@ export interface HistoryQuery {
   readonly limit: number;
 }
 
-/** `query parameter <name>: <rule>` (400), as the other query parameters of the API. */
-function queryError(name: string, rule: string): HttpError {
-  return new HttpError(400, `query parameter ${name}: ${rule}`);
-}
-
-/** The one value of a query parameter; undefined when absent. @throws HttpError 400 when repeated */
-function single(query: Record<string, unknown>, name: string): string | undefined {
-  const value = query[name];
-  if (value === undefined || typeof value === "string") return value;
-  throw queryError(name, "must be given once");
-}
-
 /**
  * Reads `since`, `until` and `limit` of `GET /result/<name>/history`. Other parameters are
- * ignored, as every route of the module ignores what it does not know (healthchecks.md §1).
+ * ignored, as every route of the module ignores what it does not know.
  *
- * @throws HttpError 400 `query parameter since: must be an RFC 3339 date-time such as
+ * @throws InvalidError `query parameter since: must be an RFC 3339 date-time such as
  *   2026-11-22T10:15:02Z`, `query parameter since: must not be after until`, `query parameter
  *   limit: must be an integer between 1 and 10000`, `query parameter limit: must be given once`
  */
-export function parseHistoryQuery(query: unknown): HistoryQuery {
-  const fields = isPlainObject(query) ? query : {};
-  const time = (name: "since" | "until"): number | undefined => {
-    const text = single(fields, name);
-    if (text === undefined) return undefined;
-    const milliseconds = text.length <= 64 ? parseRfc3339(text) : undefined;
-    if (milliseconds === undefined)
-      throw queryError(name, "must be an RFC 3339 date-time such as 2026-11-22T10:15:02Z");
-    return milliseconds;
-  };
-  const sinceMs = time("since");
-  const untilMs = time("until");
+export function parseHistoryQuery(raw: unknown): HistoryQuery {
+  const query = queryOf(raw);
+  const sinceMs = queryTime(query, "since");
+  const untilMs = queryTime(query, "until");
   if (sinceMs !== undefined && untilMs !== undefined && sinceMs > untilMs) {
     throw queryError("since", "must not be after until");
   }
-  const limitText = single(fields, "limit");
-  let limit = HISTORY_DEFAULT_LIMIT;
-  if (limitText !== undefined) {
-    limit = /^\d{1,6}$/.test(limitText) ? Number(limitText) : 0;
-    if (limit < 1 || limit > HISTORY_MAX_LIMIT) {
-      throw queryError("limit", `must be an integer between 1 and ${HISTORY_MAX_LIMIT}`);
-    }
-  }
+  queryString(query, "limit");
+  const limit = queryInteger(query, "limit", { min: 1, max: HISTORY_MAX_LIMIT }) ?? HISTORY_DEFAULT_LIMIT;
   return {
     ...(sinceMs === undefined ? {} : { sinceMs }),
     ...(untilMs === undefined ? {} : { untilMs }),
@@ -111,28 +93,18 @@ export function parseHistoryQuery(query: unknown): HistoryQuery {
 
 /**
  * The filter of `GET /result`: `name` (repeatable, at most {@link MAX_RESULT_NAMES}) and `success`
- * (`true` or `false`); other parameters are ignored.
- * @throws HttpError 400 naming the parameter
+ * (`true` or `false`). Other parameters are ignored, as on every listing (a cache-busting `?_=`
+ * must not fail).
+ * @throws InvalidError naming the parameter
  */
-export function parseResultFilter(query: unknown): ResultFilter {
-  // Other parameters are ignored, as on every listing (a cache-busting `?_=` must not fail).
-  const { name, success } = (query ?? {}) as Record<string, unknown>;
+export function parseResultFilter(raw: unknown): ResultFilter {
+  const query = queryOf(raw);
   const filter: { names?: string[]; success?: boolean } = {};
-  if (name !== undefined) {
-    const names = Array.isArray(name) ? name : [name];
-    if (names.length > MAX_RESULT_NAMES) {
-      throw new HttpError(400, `query parameter name: at most ${MAX_RESULT_NAMES} names`);
-    }
-    if (!names.every((item) => typeof item === "string"))
-      throw new HttpError(400, "query parameter name: must be text");
-    filter.names = names as string[];
-  }
-  if (success !== undefined) {
-    if (success !== "true" && success !== "false") {
-      throw new HttpError(400, "query parameter success: must be true or false");
-    }
-    filter.success = success === "true";
-  }
+  const names = queryValues(query, "name", { rule: "must be text" });
+  if (names.length > MAX_RESULT_NAMES) throw queryError("name", `at most ${MAX_RESULT_NAMES} names`);
+  if (names.length > 0) filter.names = names;
+  const success = queryBoolean(query, "success");
+  if (success !== undefined) filter.success = success;
   return filter;
 }
 
@@ -165,7 +137,7 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
 
   for (const kind of KINDS) {
     app.post(`/healthcheck/${kind}`, async (request, reply) => {
-      if (kind === "command" && !allowCommands) throw new HttpError(403, COMMANDS_DISABLED);
+      if (kind === "command" && !allowCommands) throw new ForbiddenError(COMMANDS_DISABLED);
       const definition = await admit(kind, request.body, rules, existing);
       if (definition["one-off"]) {
         // The message is redacted by the catalog, like the results'.
@@ -183,15 +155,8 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
   }
 
   app.post("/healthcheck/bulk", async (request, reply) => {
-    if (!allowCommands && hasCommandChecks(request.body)) throw new HttpError(403, COMMANDS_DISABLED);
-    let definitions: Definition[];
-    try {
-      definitions = await parseBulk(request.body, rules, existing);
-    } catch (error) {
-      if (error instanceof BulkError) throw new HttpError(400, error.message);
-      throw error;
-    }
-    await catalog.replaceApiChecks(definitions);
+    if (!allowCommands && hasCommandChecks(request.body)) throw new ForbiddenError(COMMANDS_DISABLED);
+    await catalog.replaceApiChecks(await parseBulk(request.body, rules, existing));
     return reply.code(201).send({ message: "Healthchecks successfully added" });
   });
 
@@ -220,7 +185,7 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
   app.get<{ Params: { name: string } }>("/result/:name", async (request) => {
     await freshen();
     const result = results.get(request.params.name);
-    if (result === undefined) throw new HttpError(404, `result not found for healthcheck ${request.params.name}`);
+    if (result === undefined) throw new NotFoundError(`result not found for healthcheck ${request.params.name}`);
     return result;
   });
 

@@ -9,7 +9,8 @@
  * reach only its own origin.
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { HttpError } from "../../platform/errors.js";
+import { NotFoundError } from "../../platform/errors.js";
+import { queryInteger, queryOf } from "../../platform/query.js";
 import { ValidationError } from "../../platform/validation.js";
 import type { Catalog } from "../catalog.js";
 import type { HealthchecksSection } from "../config.js";
@@ -113,16 +114,12 @@ interface Snapshot {
 
 /**
  * The refresh interval a view asks for with `?refresh=<seconds>`, in milliseconds.
- * @throws HttpError 400 `query parameter refresh: must be an integer number of seconds between 1 and 3600`
+ * @throws InvalidError `query parameter refresh: must be an integer number of seconds between 1 and 3600`
  */
 function refreshOf(query: unknown, fallbackMs: number): number {
-  const value = typeof query === "object" && query !== null ? Reflect.get(query, "refresh") : undefined;
-  if (value === undefined) return fallbackMs;
-  const seconds = typeof value === "string" && /^\d{1,4}$/.test(value) ? Number(value) : Number.NaN;
-  if (!(seconds >= MIN_REFRESH_S && seconds <= MAX_REFRESH_S)) {
-    throw new HttpError(400, `query parameter refresh: ${REFRESH_RULE}`);
-  }
-  return seconds * 1_000;
+  const bounds = { min: MIN_REFRESH_S, max: MAX_REFRESH_S, rule: REFRESH_RULE };
+  const seconds = queryInteger(queryOf(query), "refresh", bounds);
+  return seconds === undefined ? fallbackMs : seconds * 1_000;
 }
 
 /** Headers of every status answer: revalidated at each use, never sniffed, no referrer sent on. */
@@ -183,7 +180,7 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
   });
 
   app.get(STATUS_SCRIPT_PATH, async (request, reply) => {
-    if (script === undefined) throw new HttpError(404, "the status page script is not built");
+    if (script === undefined) throw new NotFoundError("the status page script is not built");
     publicHeaders(reply).header("etag", script.etag);
     if (request.headers["if-none-match"] === script.etag) return reply.code(304).send();
     return reply.type("text/javascript; charset=utf-8").send(script.source);
