@@ -5,7 +5,7 @@
  * path: no await, no object per result) and written once per second in multi-row inserts
  * (storage.ts). Rows older than `healthchecks.history.retention` are pruned hourly, one bounded
  * delete at a time. With a retention of 0 nothing is recorded and the routes answer from the
- * latest result only ({@link listLatest}, {@link uptimeOfLatest}).
+ * latest result only (history-views.ts).
  *
  * Bounds: at most {@link DEFAULT_MAX_BUFFERED} results, and
  * {@link DEFAULT_MAX_BUFFERED_MESSAGE_CHARS} characters of failure messages, wait for a write
@@ -17,59 +17,21 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Database } from "../platform/database.js";
 import { rfc3339 } from "../platform/time.js";
+import { HistoryStore } from "./history-store.js";
+import {
+  DAY_MS,
+  type DailyUptime,
+  dayText,
+  type HistoryView,
+  HOUR_MS,
+  type ResponseTimePoint,
+  ratio,
+  storedDuration,
+  type Uptime,
+  uptimeOfLatest,
+} from "./history-views.js";
 import type { HistoryDropReason, HistoryMetrics } from "./metrics.js";
 import type { HealthcheckResult } from "./results.js";
-import { type HistoryCount, HistoryStore } from "./storage.js";
-
-/** A stored result as the history route returns it. */
-export interface HistoryView {
-  /** End of the execution, RFC 3339 UTC with milliseconds. */
-  readonly timestamp: string;
-  readonly success: boolean;
-  /** Execution time, whole milliseconds (rounded when stored). */
-  readonly duration: number;
-  /** `success`, or the (redacted) failure message. */
-  readonly message: string;
-}
-
-/**
- * A run of consecutive failures. `start` is the time of its first failure and `message` that
- * failure's message (what went wrong first, rather than how it looked at the end); `end` is the
- * time of the success that ended it, null while it goes on. RFC 3339 UTC with milliseconds.
- */
-export interface Incident {
-  readonly start: string;
-  readonly end: string | null;
-  readonly message: string;
-}
-
-/**
- * The uptime route's answer: per period ending now, successful ÷ all results (null when the period
- * has none), and the newest {@link MAX_INCIDENTS} incidents of the last 30 days, newest first.
- */
-export interface Uptime {
-  readonly "1h": number | null;
-  readonly "24h": number | null;
-  readonly "7d": number | null;
-  readonly "30d": number | null;
-  readonly incidents: readonly Incident[];
-}
-
-/** The uptime of one UTC day. */
-export interface DailyUptime {
-  /** `YYYY-MM-DD`, UTC. */
-  readonly day: string;
-  /** Successful ÷ all results of the day; null for a day without results. */
-  readonly ratio: number | null;
-}
-
-/** Average response time of a slice of time. */
-export interface ResponseTimePoint {
-  /** Start of the slice, milliseconds since the epoch. */
-  readonly time: number;
-  /** Average duration of the slice's successful results, milliseconds. */
-  readonly duration: number;
-}
 
 /** Counts dropped history rows ({@link HistoryMetrics} of metrics.ts does). */
 export interface HistoryDropCounter {
@@ -135,8 +97,6 @@ export const MAX_DAYS = 3_660;
 export const MAX_SLICES = 1_000;
 
 const MINUTE_MS = 60_000;
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
 
 /** The periods of the uptime route, in milliseconds. */
 const PERIODS = [
@@ -150,53 +110,6 @@ const LONGEST_PERIOD_MS = 30 * DAY_MS;
 
 /** Yields to the event loop, so that runs and requests due meanwhile go first. */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-function ratio({ total, successes }: HistoryCount): number | null {
-  return total === 0 ? null : successes / total;
-}
-
-/** Stored durations are whole milliseconds, at most the largest INTEGER of both databases. */
-function storedDuration(milliseconds: number): number {
-  return Math.min(2_147_483_647, Math.max(0, Math.round(milliseconds)));
-}
-
-/** `YYYY-MM-DD` of a UTC day counted from the epoch. */
-function dayText(day: number): string {
-  return rfc3339(day * DAY_MS).slice(0, 10);
-}
-
-/**
- * What `GET /result/<name>/history` answers when no history is kept (retention 0): the latest
- * result, when there is one that matches the query.
- */
-export function listLatest(
-  latest: HealthcheckResult | undefined,
-  query: { sinceMs?: number; untilMs?: number; limit: number },
-): HistoryView[] {
-  if (latest === undefined || query.limit < 1) return [];
-  const time = Date.parse(latest.timestamp);
-  if (query.sinceMs !== undefined && time < query.sinceMs) return [];
-  if (query.untilMs !== undefined && time > query.untilMs) return [];
-  return [
-    {
-      timestamp: latest.timestamp,
-      success: latest.success,
-      duration: storedDuration(latest.duration),
-      message: latest.message,
-    },
-  ];
-}
-
-/**
- * What `GET /result/<name>/uptime` answers when no history is kept (retention 0): each period that
- * holds the latest result has the ratio of that one result (1 or 0), the others null; no incidents.
- */
-export function uptimeOfLatest(latest: HealthcheckResult | undefined, nowMs: number): Uptime {
-  const time = latest === undefined ? Number.NaN : Date.parse(latest.timestamp);
-  const of = (length: number): number | null =>
-    latest !== undefined && time > nowMs - length && time <= nowMs ? (latest.success ? 1 : 0) : null;
-  return { "1h": of(HOUR_MS), "24h": of(DAY_MS), "7d": of(7 * DAY_MS), "30d": of(30 * DAY_MS), incidents: [] };
-}
 
 /** Logs a recurring problem at most once a minute, with how often it happened meanwhile. */
 class Throttled {

@@ -23,7 +23,8 @@ import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } 
 import { hasCommandChecks, parseBulk } from "./bulk.js";
 import type { Catalog } from "./catalog.js";
 import { type Definition, type DefinitionRules, KINDS, type Kind } from "./definition.js";
-import { listLatest, type ResultHistory, uptimeOfLatest } from "./history.js";
+import type { ResultHistory } from "./history.js";
+import { listLatest, uptimeOfLatest } from "./history-views.js";
 import type { ResultFilter, ResultStore } from "./results.js";
 
 /** The 403 of a command check posted while `allow-api-commands` is off (healthchecks.md §5). */

@@ -9,21 +9,16 @@ import pino from "pino";
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import {
-  listLatest,
   MAX_INCIDENTS,
   PRUNE_DELETE_ROWS,
   ResultHistory,
   type ResultHistoryOptions,
-  uptimeOfLatest,
 } from "../../src/healthchecks/history.js";
+import { HISTORY_INSERT_ROWS, HistoryStore } from "../../src/healthchecks/history-store.js";
+import { listLatest, uptimeOfLatest } from "../../src/healthchecks/history-views.js";
 import { HistoryMetrics } from "../../src/healthchecks/metrics.js";
 import type { HealthcheckResult } from "../../src/healthchecks/results.js";
-import {
-  type HealthcheckTables,
-  HISTORY_INSERT_ROWS,
-  HistoryStore,
-  healthcheckMigrations,
-} from "../../src/healthchecks/storage.js";
+import { type HealthcheckTables, healthcheckMigrations } from "../../src/healthchecks/storage.js";
 import { type Database, openDatabase, platformMigrations } from "../../src/platform/database.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
 

@@ -4,7 +4,7 @@
  * and its HTML (grouping, states as text, escaping, nothing leaked), the data guard.
  */
 import { describe, expect, it } from "vitest";
-import type { DailyUptime, ResponseTimePoint, Uptime } from "../../../src/healthchecks/history.js";
+import type { DailyUptime, ResponseTimePoint, Uptime } from "../../../src/healthchecks/history-views.js";
 import {
   assembleStatus,
   barDays,
