@@ -10,6 +10,7 @@
  */
 import { setMaxListeners } from "node:events";
 import { isDeepStrictEqual } from "node:util";
+import { errorMessage } from "../platform/errors.js";
 import { ValidationError } from "../platform/validation.js";
 import { checkApiDefinitionFiles } from "./admission.js";
 import type { ConfiguredCheck } from "./config.js";
@@ -17,8 +18,7 @@ import {
   type Definition,
   type DefinitionRules,
   type DefinitionView,
-  KINDS,
-  type Kind,
+  isKind,
   type Source,
   toJson,
   validateDefinition,
@@ -224,8 +224,9 @@ export class Catalog {
     const api: Definition[] = [];
     for (const stored of await this.#options.storage.list(names)) {
       try {
-        if (!(KINDS as readonly string[]).includes(stored.kind)) throw new Error(`unknown kind ${stored.kind}`);
-        const definition = validateDefinition(stored.kind as Kind, stored.definition, this.#options.rules, {
+        const { kind } = stored;
+        if (!isKind(kind)) throw new Error(`unknown kind ${kind}`);
+        const definition = validateDefinition(kind, stored.definition, this.#options.rules, {
           unknownKeys: "ignore",
           tlsFiles: "names",
         });
@@ -236,7 +237,7 @@ export class Catalog {
         // logger would print (platform.md §8: no secrets in logs).
         this.#options.logger.error(
           { healthcheck: stored.name },
-          `stored healthcheck ${stored.name} is invalid and was not restored: ${(error as Error).message}`,
+          `stored healthcheck ${stored.name} is invalid and was not restored: ${errorMessage(error)}`,
         );
       }
     }

@@ -101,7 +101,7 @@ export class SharedResults {
       if (registration === undefined || this.catalog.runsHere(name)) continue;
       let stored: StoredResult;
       try {
-        stored = JSON.parse(text) as StoredResult;
+        stored = JSON.parse(text);
       } catch {
         continue;
       }

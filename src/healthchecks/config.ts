@@ -126,7 +126,7 @@ function buildShape() {
 
   return {
     "min-interval": minInterval,
-    streams: withDefault(array(streamName), [] as string[]),
+    streams: withDefault<string[]>(array(streamName), []),
     history: object(
       { retention: withDefault(duration(0), DEFAULT_HISTORY_RETENTION) },
       { unknownKeys: "reject", optional: true },
@@ -135,12 +135,12 @@ function buildShape() {
       {
         enabled: withDefault(boolean(), false),
         title: withDefault(string({ min: 1, max: 200 }), "Status"),
-        checks: withDefault(array(statusSelector), [] as string[]),
+        checks: withDefault<string[]>(array(statusSelector), []),
       },
       { unknownKeys: "reject", optional: true },
     ),
     "max-concurrency": withDefault(integer(1, 1_000_000), DEFAULT_MAX_CONCURRENCY),
-    "allow-api-commands": withDefault(allowApiCommands, "auto" as AllowApiCommands),
+    "allow-api-commands": withDefault<AllowApiCommands>(allowApiCommands, "auto"),
     "tls-directory": tlsDirectory,
     "http-checks": checks("http"),
     "tcp-checks": checks("tcp"),
@@ -165,10 +165,8 @@ export interface ConfiguredCheck {
 
 /** The checks a section lists, kinds in the order of {@link KINDS}. */
 export function configuredChecks(section: HealthchecksSection): ConfiguredCheck[] {
-  return KINDS.flatMap((kind) =>
-    (section[checksKey(kind)] as readonly Definition[]).map((definition, index) => ({
-      definition,
-      path: `healthchecks.${checksKey(kind)}[${index}]`,
-    })),
-  );
+  return KINDS.flatMap((kind) => {
+    const definitions: readonly Definition[] = section[checksKey(kind)];
+    return definitions.map((definition, index) => ({ definition, path: `healthchecks.${checksKey(kind)}[${index}]` }));
+  });
 }

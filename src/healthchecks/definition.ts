@@ -51,6 +51,11 @@ export const KINDS = ["http", "tcp", "dns", "tls", "command"] as const;
 /** A kind of healthcheck. */
 export type Kind = (typeof KINDS)[number];
 
+/** Whether `value` names a kind (a stored row's kind, read back from the database). */
+export function isKind(value: string): value is Kind {
+  return KINDS.some((kind) => kind === value);
+}
+
 /** Where a healthcheck comes from: the API (stored in the database) or the configuration file. */
 export type Source = "api" | "configuration";
 

@@ -2,6 +2,8 @@
  * Executes a healthcheck of any kind and times it (healthchecks.md §3): the executors of each kind
  * behind one entry point that answers an {@link Execution}.
  */
+
+import { errorMessage } from "../platform/errors.js";
 import { rfc3339 } from "../platform/time.js";
 import { runCommand } from "./command.js";
 import type { Definition, Source } from "./definition.js";
@@ -96,8 +98,7 @@ export class Executor {
     }
     return running.then(
       (outcome) => executionOf(outcome, started),
-      (error: unknown) =>
-        executionOf(failure(`internal error: ${error instanceof Error ? error.message : String(error)}`), started),
+      (error: unknown) => executionOf(failure(`internal error: ${errorMessage(error)}`), started),
     );
   }
 

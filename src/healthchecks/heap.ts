@@ -42,7 +42,7 @@ export class MinHeap<T extends HeapItem> {
   remove(item: T): boolean {
     const index = item.heapIndex;
     if (index < 0 || this.#items[index] !== item) return false;
-    const last = this.#items.pop() as T;
+    const last = this.#items.pop() ?? item;
     item.heapIndex = -1;
     if (last !== item) {
       this.#items[index] = last;
@@ -59,9 +59,16 @@ export class MinHeap<T extends HeapItem> {
     this.#items.length = 0;
   }
 
+  /** The item at `index`, which the caller knows to be in range. */
+  #at(index: number): T {
+    const item = this.#items[index];
+    if (item === undefined) throw new RangeError(`no heap item at ${index}`);
+    return item;
+  }
+
   #swap(i: number, j: number): void {
-    const a = this.#items[i] as T;
-    const b = this.#items[j] as T;
+    const a = this.#at(i);
+    const b = this.#at(j);
     this.#items[i] = b;
     this.#items[j] = a;
     b.heapIndex = i;
@@ -72,7 +79,7 @@ export class MinHeap<T extends HeapItem> {
     let child = index;
     while (child > 0) {
       const parent = (child - 1) >> 1;
-      if (!this.before(this.#items[child] as T, this.#items[parent] as T)) return;
+      if (!this.before(this.#at(child), this.#at(parent))) return;
       this.#swap(child, parent);
       child = parent;
     }
@@ -85,8 +92,8 @@ export class MinHeap<T extends HeapItem> {
       const left = 2 * parent + 1;
       const right = left + 1;
       let smallest = parent;
-      if (left < length && this.before(this.#items[left] as T, this.#items[smallest] as T)) smallest = left;
-      if (right < length && this.before(this.#items[right] as T, this.#items[smallest] as T)) smallest = right;
+      if (left < length && this.before(this.#at(left), this.#at(smallest))) smallest = left;
+      if (right < length && this.before(this.#at(right), this.#at(smallest))) smallest = right;
       if (smallest === parent) return;
       this.#swap(parent, smallest);
       parent = smallest;

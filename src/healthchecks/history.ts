@@ -465,8 +465,9 @@ export class ResultHistory {
       }
       const checkIds = new Array<number>(count);
       for (let index = 0; index < count; index++) {
-        const id = this.#ids.get(names[index] as string);
-        if (id === undefined) throw new Error(`no id for healthcheck ${names[index]}`);
+        const name = names[index] ?? "";
+        const id = this.#ids.get(name);
+        if (id === undefined) throw new Error(`no id for healthcheck ${name}`);
         checkIds[index] = id;
       }
       await this.#storage.insert({ checkIds, times, durations, messages }, yieldToEventLoop);
@@ -495,7 +496,7 @@ export class ResultHistory {
           }
         }
         if (ids.length > 0) await this.#forgetUnused(ids);
-        after = (checks[checks.length - 1] as { id: number }).id;
+        after = checks.at(-1)?.id ?? after;
       }
     } catch (error) {
       this.#pruneFailed.report(() => ({ err: error, deleted }));

@@ -10,9 +10,11 @@
  */
 import { isIP } from "node:net";
 import { Agent, type Dispatcher, interceptors } from "undici";
+import { errorMessage } from "../platform/errors.js";
 import { escapeHtml } from "../platform/html.js";
 import { compileLinearRegex, type LinearRegex } from "../platform/regex.js";
 import type { HttpDefinition } from "./definition.js";
+import { errorCode } from "./errno.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
 import { hasTlsFiles, readTlsFiles, TLS_FILE_PATHS, type TlsFileLocation, type TlsFiles } from "./tls-files.js";
 
@@ -221,7 +223,7 @@ const IDEMPOTENT_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "D
  * ECONNRESET / EPIPE.
  */
 function isStaleConnection(error: Error): boolean {
-  const code = (error as { code?: unknown }).code;
+  const code = errorCode(error);
   return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
 }
 
@@ -284,10 +286,10 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (error instanceof Settled) return;
     const dispatcher = this.#retryDispatcher;
-    if (dispatcher !== undefined && this.#status === 0 && isStaleConnection(error)) {
+    const options = this.#retryOptions;
+    if (dispatcher !== undefined && options !== undefined && this.#status === 0 && isStaleConnection(error)) {
       // The kept connection was closed by the server as the request went out: once more, on a
       // new connection, within the same timeout; after undici is done with the closed one.
-      const options = this.#retryOptions as RequestOptions;
       this.#retryDispatcher = undefined;
       this.#controller = undefined;
       setImmediate(() => {
@@ -298,7 +300,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (error instanceof Error && error.message === MAX_REDIRECTS_MESSAGE) {
       this.#fail(`more than ${MAX_REDIRECTS} redirects`);
     } else {
-      this.#fail(error instanceof Error ? error.message : String(error));
+      this.#fail(errorMessage(error));
     }
   }
 
@@ -453,7 +455,7 @@ export class HttpExecutor {
           }
           exchange.send(definition.redirect ? dispatchers.redirecting : dispatchers.direct, requestOptions(definition));
         } catch (error) {
-          exchange.fail(error instanceof Error ? error.message : String(error));
+          exchange.fail(errorMessage(error));
         }
       };
       if (!hasTlsFiles(definition)) {
@@ -462,7 +464,7 @@ export class HttpExecutor {
       }
       readTlsFiles(definition, files).then(dispatch, (error: unknown) => {
         // A TlsFileError reads `cannot read cert /etc/x.pem: ENOENT` or `... : not a regular file`.
-        exchange.fail(error instanceof Error ? error.message : String(error));
+        exchange.fail(errorMessage(error));
       });
     });
   }

@@ -185,13 +185,17 @@ export const healthchecksModule = defineModule({
       await compareFileChecks(cluster, fresh, context.logger);
     });
 
+    // Cluster mode: the routes bring the results other instances wrote up to date first.
+    const sharedNow = shared;
+    const freshen = sharedNow === undefined ? {} : { freshen: () => sharedNow.refresh() };
+
     // The API behind the guard of security.require-token; the status page is public (§9.3).
     await app.register(async (api) => {
       if (context.apiGuard !== undefined) api.addHook("preHandler", context.apiGuard);
       registerHealthcheckRoutes(api, {
         catalog,
         results,
-        ...(shared === undefined ? {} : { freshen: () => (shared as SharedResults).refresh() }),
+        ...freshen,
         history,
         rules,
         allowCommands: apiCommandsAllowed(
@@ -206,7 +210,7 @@ export const healthchecksModule = defineModule({
         await registerStatusRoutes(page, {
           catalog,
           results,
-          ...(shared === undefined ? {} : { freshen: () => (shared as SharedResults).refresh() }),
+          ...freshen,
           history,
           settings: statusPage,
           retentionMs,

@@ -72,7 +72,7 @@ const JSON_WHITE_SPACE = new Set([" ", "\t", "\n", "\r"]);
 
 function skipWhiteSpace(text: string, index: number): number {
   let at = index;
-  while (JSON_WHITE_SPACE.has(text[at] as string)) at += 1;
+  while (JSON_WHITE_SPACE.has(text.charAt(at))) at += 1;
   return at;
 }
 
@@ -92,7 +92,7 @@ function valueEnd(text: string, index: number): number {
   if (first === '"') return stringEnd(text, index);
   if (first !== "{" && first !== "[") {
     let at = index;
-    while (at < text.length && !/[\s,}\]]/.test(text[at] as string)) at += 1;
+    while (at < text.length && !/[\s,}\]]/.test(text.charAt(at))) at += 1;
     return at;
   }
   let depth = 0;
@@ -124,7 +124,7 @@ function jsonObjectFields(text: string): JsonField[] | undefined {
   let at = skipWhiteSpace(text, start + 1);
   while (text[at] === '"') {
     const nameEnd = stringEnd(text, at);
-    const name = JSON.parse(text.slice(at, nameEnd)) as string;
+    const name: string = JSON.parse(text.slice(at, nameEnd));
     const valueStart = skipWhiteSpace(text, skipWhiteSpace(text, nameEnd) + 1);
     const end = valueEnd(text, valueStart);
     fields.push({ name, start: valueStart, end });
@@ -245,8 +245,10 @@ function redactAt(value: unknown, parentKey: string | undefined, key: string | u
  * object `body` and of secret query parameters of a `path`, and URL passwords in every string value. Keys, numbers and booleans
  * are kept; anything nested deeper than 32 levels is replaced whole. The input is not modified.
  */
-export function redactSecrets<T>(value: T): T {
-  return redactAt(value, undefined, undefined, 0) as T;
+export function redactSecrets<T>(value: T): T;
+// The copy has the shape of the value: only string values change, and a string stays a string.
+export function redactSecrets(value: unknown): unknown {
+  return redactAt(value, undefined, undefined, 0);
 }
 
 /**
@@ -281,7 +283,8 @@ const secretsBySource = new WeakMap<SecretSource, readonly string[]>();
 function fieldValues(body: string, field: JsonField): string[] {
   const text = body.slice(field.start, field.end);
   if (!text.startsWith('"')) return [text];
-  return [text, text.slice(1, -1), JSON.parse(text) as string];
+  const decoded: string = JSON.parse(text);
+  return [text, text.slice(1, -1), decoded];
 }
 
 /** A value as `application/x-www-form-urlencoded` writes it (URLSearchParams: a space is `+`). */

@@ -60,7 +60,7 @@ export class ResultStore {
 
   /** Every result, sorted by name (code-unit order). */
   list(): HealthcheckResult[] {
-    return this.#names().map((name) => (this.#results.get(name) as Entry).result);
+    return this.#names().flatMap((name) => this.#results.get(name)?.result ?? []);
   }
 
   /**

@@ -131,7 +131,7 @@ export class Scheduler {
   get queued(): number {
     let count = 0;
     for (let index = this.#queueHead; index < this.#queue.length; index++) {
-      if (!(this.#queue[index] as Entry).removed) count++;
+      if (this.#queue[index]?.removed === false) count++;
     }
     return count;
   }
@@ -272,8 +272,8 @@ export class Scheduler {
 
   #drain(now: number): void {
     while (this.#running < this.#maxConcurrency && this.#queueHead < this.#queue.length) {
-      const entry = this.#queue[this.#queueHead++] as Entry;
-      if (!entry.removed) this.#start(entry, now);
+      const entry = this.#queue[this.#queueHead++];
+      if (entry !== undefined && !entry.removed) this.#start(entry, now);
     }
     // Forget the consumed part of the queue once it dominates the array.
     if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {

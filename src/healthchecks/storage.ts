@@ -12,6 +12,7 @@
 import { type Generated, type Kysely, type Migration, sql } from "kysely";
 import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
 import { type Definition, toJson } from "./definition.js";
+import { errorCode } from "./errno.js";
 
 /** The module's tables. Times are milliseconds since the epoch. */
 export type HealthcheckTables = {
@@ -177,7 +178,7 @@ async function retryOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
     try {
       return await statement();
     } catch (error) {
-      if ((error as { code?: unknown }).code !== "40P01" || attempt >= DEADLOCK_ATTEMPTS) throw error;
+      if (errorCode(error) !== "40P01" || attempt >= DEADLOCK_ATTEMPTS) throw error;
       await new Promise((resume) => setTimeout(resume, 10 * attempt * Math.random()));
     }
   }

@@ -19,7 +19,9 @@
 import { constants } from "node:fs";
 import { access, open, stat } from "node:fs/promises";
 import { isAbsolute, posix, resolve, win32 } from "node:path";
+import { errorMessage } from "../platform/errors.js";
 import { ValidationError } from "../platform/validation.js";
+import { errorCode } from "./errno.js";
 
 /** Largest TLS file read, in bytes: 1 MiB (platform.md §8). A PEM chain is a few kilobytes. */
 export const MAX_TLS_FILE_BYTES = 1024 * 1024;
@@ -72,7 +74,7 @@ export const TLS_FILE_RULE = "must name a regular file of at most 1 MiB in healt
 
 /** C0 control characters and DEL: no file name of a certificate has them. */
 function isControlCharacter(character: string): boolean {
-  const code = character.codePointAt(0) as number;
+  const code = character.codePointAt(0) ?? 0;
   return code < 0x20 || code === 0x7f;
 }
 
@@ -119,10 +121,9 @@ export async function checkTlsFiles(fields: TlsFileFields, directory: string | u
       }
     }),
   );
-  const index = problems.findIndex((problem) => problem !== undefined);
-  if (index >= 0) {
-    const field = TLS_FILE_FIELDS[index] as string;
-    throw new ValidationError(path === "" ? field : `${path}.${field}`, problems[index] as string);
+  for (const [index, field] of TLS_FILE_FIELDS.entries()) {
+    const problem = problems[index];
+    if (problem !== undefined) throw new ValidationError(path === "" ? field : `${path}.${field}`, problem);
   }
 }
 
@@ -193,10 +194,7 @@ async function read(field: string, value: string | undefined, location: TlsFileL
   try {
     return await readBounded(path);
   } catch (error) {
-    const reason =
-      error instanceof Unreadable
-        ? error.message
-        : ((error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error)));
+    const reason = error instanceof Unreadable ? error.message : (errorCode(error) ?? errorMessage(error));
     throw new TlsFileError(field, value, reason);
   }
 }
@@ -249,7 +247,7 @@ export async function checkTlsDirectory(path: string): Promise<string> {
     await access(absolute, constants.R_OK | constants.X_OK);
   } catch (error) {
     if (error instanceof TlsDirectoryError) throw error;
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errorCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") throw new TlsDirectoryError("it does not exist");
     if (code === "EACCES" || code === "EPERM") throw new TlsDirectoryError("it is not readable");
     throw new TlsDirectoryError(`it cannot be read (${code ?? String(error)})`);

@@ -15,6 +15,7 @@
 import { isIP } from "node:net";
 import { performance } from "node:perf_hooks";
 import { connect, type DetailedPeerCertificate, type TLSSocket } from "node:tls";
+import { errorMessage } from "../platform/errors.js";
 import { startDeadline } from "./deadline.js";
 import type { TlsDefinition } from "./definition.js";
 import { endpoint, failure, type Outcome, SUCCESS } from "./outcome.js";
@@ -167,7 +168,7 @@ export async function runTls(
       ? `timeout after ${definition.timeout.text}`
       : deadline.signal.aborted
         ? "the healthchecks module is stopping"
-        : (error as Error).message;
+        : errorMessage(error);
     return failure(`TLS handshake failed on ${where}: ${reason}`);
   } finally {
     deadline.clear();
