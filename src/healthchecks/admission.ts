@@ -1,7 +1,7 @@
 /**
  * What a definition that comes through the API goes through before it is accepted, for a single
- * POST, a one-off and each definition of a bulk payload (healthchecks.md §1, §5, §6;
- * platform.md §8):
+ * POST, a one-off and each definition of a bulk payload (docs/healthchecks.md,
+ * docs/security.md):
  *
  * 1. the rules of definition.ts, TLS files being names relative to `healthchecks.tls-directory`;
  * 2. `<redacted>` put back: a string containing `<redacted>` takes the value of the existing check

@@ -1,5 +1,5 @@
 /**
- * Whether command checks may be created through the API (healthchecks.md §5): a check that runs an
+ * Whether command checks may be created through the API (docs/healthchecks.md): a check that runs an
  * executable is only safe to accept from callers that are either local or authenticated.
  */
 import { isLoopbackHost } from "../platform/hosts.js";

@@ -1,9 +1,9 @@
 /**
- * The bulk payload (healthchecks.md §6): an object with optional arrays `http-checks`,
+ * The bulk payload (docs/healthchecks.md): an object with optional arrays `http-checks`,
  * `tcp-checks`, `dns-checks`, `tls-checks` and `command-checks`, validated as a whole before
  * anything changes. Each definition goes through what a single POST does (admission.ts):
  * `<redacted>` resolved from the existing check of its name, TLS file names checked under
- * `healthchecks.tls-directory` (platform.md §8). Errors name the check and the field, never a
+ * `healthchecks.tls-directory` (docs/security.md). Errors name the check and the field, never a
  * value.
  */
 import { InvalidError } from "../platform/errors.js";
@@ -12,7 +12,7 @@ import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } 
 import { checksKey } from "./config.js";
 import { type Definition, type DefinitionRules, KINDS } from "./definition.js";
 
-/** The message for a one-off definition in a bulk payload (healthchecks.md §6). */
+/** The message for a one-off definition in a bulk payload (docs/healthchecks.md). */
 export const ONE_OFF_IN_BULK = "one-off healthchecks are not allowed in bulk";
 
 /** Whether a raw bulk payload lists at least one command check. */

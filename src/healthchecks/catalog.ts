@@ -1,10 +1,10 @@
 /**
- * The registered healthchecks of one server and every change to them (healthchecks.md §5–7): API
+ * The registered healthchecks of one server and every change to them (docs/healthchecks.md): API
  * upserts and deletions (stored first, then applied), bulk replacement, configuration-file reloads
  * and the restore at start-up. Each registered check is scheduled; its executions feed the latest
  * results and the metrics.
  *
- * What it shows is redacted (platform.md §8): the view of each check (definition.ts, `viewOf`), the
+ * What it shows is redacted (docs/security.md): the view of each check (definition.ts, `viewOf`), the
  * labels and messages of results, the labels of metric series. What it logs names checks and
  * rules, never a definition or a value.
  */
@@ -41,12 +41,12 @@ export interface Registration {
   /** The labels shown in results and metrics: the definition's, URL passwords redacted. */
   readonly labels?: Readonly<Record<string, string>>;
   readonly series: CheckSeries;
-  /** The check's shard in cluster mode (scale-out.md §3); 0 on a single instance. */
+  /** The check's shard in cluster mode (docs/cluster.md); 0 on a single instance. */
   readonly shard: number;
 }
 
 /**
- * Which instance runs a check, in cluster mode (scale-out.md §3): the owner of its shard's lease.
+ * Which instance runs a check, in cluster mode (docs/cluster.md): the owner of its shard's lease.
  */
 export interface ShardOwnership {
   /** The shard of a check name. */
@@ -74,7 +74,7 @@ export interface CatalogOptions {
   readonly rules: DefinitionRules;
   /**
    * Called with each periodic result once it is the latest (not for one-off runs): history,
-   * stream events (healthchecks.md §9), with the result's time in milliseconds since the epoch. Must
+   * stream events (docs/healthchecks.md), with the result's time in milliseconds since the epoch. Must
    * not throw nor await: it runs on the scheduler's path.
    */
   readonly onResult?: (registration: Registration, result: HealthcheckResult, timeMs: number) => void;
@@ -82,7 +82,7 @@ export interface CatalogOptions {
   readonly ownership?: ShardOwnership;
   /**
    * Called after API checks were stored or deleted here (`undefined`: any of them may have), so
-   * that the other instances re-read them (scale-out.md §3).
+   * that the other instances re-read them (docs/cluster.md).
    */
   readonly onStored?: (names: readonly string[] | undefined) => void;
 }
@@ -153,7 +153,7 @@ export class Catalog {
    * was created through the API after the file listed it, or replaced it). A stored check that the
    * current rules refuse (min-interval raised since; a TLS file name while tls-directory is no
    * longer configured, or that no longer leads to a regular file of at most 1 MiB in it,
-   * platform.md §8) is logged and left in the database, unscheduled.
+   * docs/security.md) is logged and left in the database, unscheduled.
    */
   start(configured: readonly ConfiguredCheck[]): Promise<void> {
     return this.#serialize(async () => {
@@ -179,7 +179,7 @@ export class Catalog {
   }
 
   /**
-   * Re-reads stored API checks that another instance changed (scale-out.md §3): each stored one
+   * Re-reads stored API checks that another instance changed (docs/cluster.md): each stored one
    * applied, each one no longer stored dropped (the configuration-file check it replaced, if any,
    * scheduled again).
    * @param names the changed checks; `undefined` for all of them
@@ -202,7 +202,7 @@ export class Catalog {
 
   /**
    * Schedules the checks this instance owns and unschedules the others, after its shard leases
-   * changed (scale-out.md §3). A check that moves here first runs at its next slot.
+   * changed (docs/cluster.md). A check that moves here first runs at its next slot.
    */
   rebalance(): void {
     const scheduler = this.#options.scheduler;
@@ -217,7 +217,7 @@ export class Catalog {
   /**
    * The stored API checks (those of `names`, or all) that the current rules accept. A stored check
    * that they refuse (min-interval raised since; a TLS file name while tls-directory is no longer
-   * configured, or that no longer leads to a regular file of at most 1 MiB in it, platform.md §8)
+   * configured, or that no longer leads to a regular file of at most 1 MiB in it, docs/security.md)
    * is logged and left in the database, unscheduled.
    */
   async #restore(names?: readonly string[]): Promise<Definition[]> {
@@ -234,7 +234,7 @@ export class Catalog {
         api.push(definition);
       } catch (error) {
         // The reason names the field and the rule; not the error itself, whose quoted value a
-        // logger would print (platform.md §8: no secrets in logs).
+        // logger would print (docs/security.md: no secrets in logs).
         this.#options.logger.error(
           { healthcheck: stored.name },
           `stored healthcheck ${stored.name} is invalid and was not restored: ${errorMessage(error)}`,
@@ -277,7 +277,7 @@ export class Catalog {
   }
 
   /**
-   * Makes the API checks exactly `definitions` (healthchecks.md §6): one database transaction, then
+   * Makes the API checks exactly `definitions` (docs/healthchecks.md): one database transaction, then
    * each definition added or replaced (identical ones untouched) and every other API check removed.
    * Configuration-file checks are never removed; one named in the payload becomes an API check, and
    * one that a removed API check replaced is scheduled again from the file.
@@ -302,7 +302,7 @@ export class Catalog {
   }
 
   /**
-   * Applies the configuration-file checks of a reloaded configuration (healthchecks.md §7): added,
+   * Applies the configuration-file checks of a reloaded configuration (docs/healthchecks.md): added,
    * changed and removed ones are applied, identical ones keep their schedule, API checks are
    * untouched. The definitions are validated again against the running rules (min-interval is not
    * reloadable); on any error nothing changes.
@@ -349,7 +349,7 @@ export class Catalog {
   }
 
   /**
-   * Runs a one-off check at once (healthchecks.md §5): nothing is stored, scheduled or kept. It
+   * Runs a one-off check at once (docs/healthchecks.md): nothing is stored, scheduled or kept. It
    * comes from the API (its TLS files are names under tls-directory); its message is redacted like
    * those of results.
    */

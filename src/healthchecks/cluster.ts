@@ -1,5 +1,5 @@
 /**
- * The healthchecks module in cluster mode (scale-out.md §3): the latest results shared through
+ * The healthchecks module in cluster mode (docs/cluster.md): the latest results shared through
  * PostgreSQL, and the comparison of configuration-file checks between instances. Scheduling by
  * shard lives in the catalog (its `ownership` option); this file wires nothing itself.
  */
@@ -10,7 +10,7 @@ import { type DefinitionView, toJson } from "./definition.js";
 import type { HealthcheckResult, ResultStore } from "./results.js";
 import type { HealthcheckStore } from "./storage.js";
 
-/** Milliseconds between two writes of the latest results, and the most a read waits for (§3). */
+/** Milliseconds between two writes of the latest results, and the most a read waits for. */
 export const SHARED_RESULTS_PERIOD_MS = 1_000;
 
 /** What the shared results log (a pino logger fits). */
@@ -159,7 +159,7 @@ function storedOf(result: HealthcheckResult): StoredResult {
 
 /**
  * What this instance loaded from its configuration file, as JSON text: each check's name and a
- * SHA-256 of its definition (no secret leaves the instance). Compared between members (§3).
+ * SHA-256 of its definition (no secret leaves the instance). Compared between members: their files must list the same checks.
  */
 export function fingerprintOf(configured: readonly ConfiguredCheck[]): string {
   const entries: Record<string, string> = {};

@@ -1,5 +1,5 @@
 /**
- * The command executor (healthchecks.md §3): an executable run without a shell, successful when it
+ * The command executor (docs/healthchecks.md): an executable run without a shell, successful when it
  * exits 0 within the timeout; a command still running at the timeout is killed with SIGKILL, with
  * every process it started.
  */
@@ -8,7 +8,7 @@ import { startDeadline } from "./deadline.js";
 import type { CommandDefinition } from "./definition.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
 
-/** Bytes of standard error quoted in a failure message (healthchecks.md §3). */
+/** Bytes of standard error quoted in a failure message (docs/healthchecks.md). */
 export const STDERR_BYTES = 1000;
 
 // Once the command has exited, how long its standard error may still take to close (a background

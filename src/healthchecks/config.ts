@@ -1,5 +1,5 @@
 /**
- * The `healthchecks` section of the configuration (healthchecks.md §7): the module's settings and
+ * The `healthchecks` section of the configuration (docs/healthchecks.md): the module's settings and
  * the checks listed in the file, which have source `configuration` and are re-read on SIGHUP.
  */
 import type { Duration } from "../platform/duration.js";
@@ -31,13 +31,13 @@ import { redactSecrets } from "./redaction.js";
 /** `healthchecks.min-interval` when not set. */
 export const DEFAULT_MIN_INTERVAL: Duration = { text: "1s", milliseconds: 1_000 };
 
-/** `healthchecks.max-concurrency` when not set (healthchecks.md §4). */
+/** `healthchecks.max-concurrency` when not set (docs/healthchecks.md). */
 export const DEFAULT_MAX_CONCURRENCY = 512;
 
-/** `healthchecks.history.retention` when not set (healthchecks.md §9.2): 7 days. */
+/** `healthchecks.history.retention` when not set (docs/healthchecks.md): 7 days. */
 export const DEFAULT_HISTORY_RETENTION: Duration = { text: "168h", milliseconds: 168 * 3_600_000 };
 
-/** A stream name of `healthchecks.streams` (the stream-name rule of streams.md §6). */
+/** A stream name of `healthchecks.streams` (the stream-name rule of docs/streams.md). */
 const streamName: Validator<string> = string({
   pattern: /^[A-Za-z0-9._-]{1,128}$/,
   patternRule: "must be a stream name: 1 to 128 characters of A-Z a-z 0-9 . _ -",
@@ -63,7 +63,7 @@ export function checksKey(kind: Kind): ChecksKey {
 }
 
 /**
- * `healthchecks.tls-directory` (platform.md §8, "No file paths from the network"): the directory
+ * `healthchecks.tls-directory` (no file paths from the network, docs/security.md): the directory
  * that the `key`, `cert` and `cacert` of API checks are file names in; no default, and without it
  * API checks cannot name TLS files. Configuration-file checks are not bound to it. The file only
  * says it is a path; index.ts checks at start-up that it is a readable directory (the file may be
@@ -98,11 +98,11 @@ function buildShape() {
   const checks = <K extends Kind>(kind: K): Validator<DefinitionOf<K>[]> => {
     return (value, path) => {
       if (value === undefined || value === null) return [];
-      // The value is quoted in the error: without its secrets (platform.md §8).
+      // The value is quoted in the error: without its secrets (docs/security.md).
       if (!Array.isArray(value)) throw new ValidationError(path, "must be an array", redactSecrets(value));
       return value.map((item, index) => {
         const itemPath = `${path}[${index}]`;
-        // Configuration files may name TLS files at any path (platform.md §8).
+        // Configuration files may name TLS files at any path (docs/security.md).
         const definition: DefinitionOf<K> = validateDefinition(
           kind,
           item,

@@ -1,5 +1,5 @@
 /**
- * The bound of one execution (healthchecks.md §3): an abort signal that fires when the timeout
+ * The bound of one execution (docs/healthchecks.md): an abort signal that fires when the timeout
  * elapses or when the module stops, whichever comes first. The tcp, dns, tls and command executors
  * use it; the http executor settles through its undici handler's own timer (http.ts).
  */

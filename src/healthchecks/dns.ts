@@ -1,5 +1,5 @@
 /**
- * The dns executor (healthchecks.md §3): the domain resolves through the system resolver, as
+ * The dns executor (docs/healthchecks.md): the domain resolves through the system resolver, as
  * getaddrinfo(3) does (`/etc/hosts` included, A and AAAA), and the addresses contain every
  * expected IP. Bounded by the check's timeout (default 5s).
  */

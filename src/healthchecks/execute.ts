@@ -1,5 +1,5 @@
 /**
- * Executes a healthcheck of any kind and times it (healthchecks.md §3): the executors of each kind
+ * Executes a healthcheck of any kind and times it (docs/healthchecks.md): the executors of each kind
  * behind one entry point that answers an {@link Execution}.
  */
 
@@ -31,7 +31,7 @@ export interface Execution extends Outcome {
 export interface ExecutorOptions {
   /**
    * `healthchecks.tls-directory` (absolute), where the TLS file names of API checks are
-   * (platform.md §8); undefined when not configured.
+   * (docs/security.md); undefined when not configured.
    */
   readonly tlsDirectory?: string;
 }
@@ -41,7 +41,7 @@ export interface ExecuteOptions {
   /**
    * Where the check comes from: the TLS files (`key`, `cert`, `cacert`) of an `api` check are
    * names under `healthchecks.tls-directory`, those of a `configuration` check paths as given
-   * (platform.md §8). One-off checks come from the API.
+   * (docs/security.md). One-off checks come from the API.
    */
   readonly source: Source;
   /** Aborted when the module stops; the execution is abandoned. */
@@ -89,7 +89,7 @@ export class Executor {
   execute(definition: Definition, options: ExecuteOptions): Promise<Execution> {
     const started = performance.now();
     // One promise per execution, no await chain: this runs about 1 000 times a second with 10 000
-    // checks (healthchecks.md §8).
+    // checks (docs/healthchecks.md).
     let running: Promise<Outcome>;
     try {
       running = this.#run(definition, options);

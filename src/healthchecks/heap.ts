@@ -1,6 +1,6 @@
 /**
  * A binary min-heap whose items know their position, so that any item can be removed in
- * O(log n): the timer structure of the scheduler (healthchecks.md §4).
+ * O(log n): the timer structure of the scheduler (docs/healthchecks.md).
  */
 
 /** An item of a {@link MinHeap}: the heap keeps `heapIndex` up to date (-1 outside the heap). */

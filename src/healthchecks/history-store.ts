@@ -89,7 +89,7 @@ function insertHistoryText(rows: number, dialect: DatabaseDialect): string {
 }
 
 /**
- * The history of results (healthchecks.md §9.2): every statement on `healthcheck_history` and
+ * The history of results (docs/healthchecks.md): every statement on `healthcheck_history` and
  * `healthcheck_history_check`. Reads take the check's name and find its id in the same statement or
  * one before; history.ts does the buffering, timing and shaping.
  */

@@ -1,5 +1,5 @@
 /**
- * The history of healthcheck results and the uptime computed from it (healthchecks.md §9.2).
+ * The history of healthcheck results and the uptime computed from it (docs/healthchecks.md).
  *
  * Every periodic result is buffered in memory by {@link ResultHistory.record} (on the scheduler's
  * path: no await, no object per result) and written once per second in multi-row inserts
@@ -60,7 +60,7 @@ export interface ResultHistoryOptions {
   readonly firstPruneDelayMs?: number;
   /**
    * Whether this instance prunes the history of a check; default every check. In cluster mode each
-   * instance prunes the checks of the shards it owns (scale-out.md §3: the work splits, it is not
+   * instance prunes the checks of the shards it owns (docs/cluster.md: the work splits, it is not
    * repeated), and only it forgets their names.
    */
   readonly prunes?: (name: string) => boolean;
@@ -78,7 +78,7 @@ export const DEFAULT_MAX_BUFFERED = 100_000;
  */
 export const DEFAULT_MAX_BUFFERED_MESSAGE_CHARS = 16 * 1024 * 1024;
 
-/** Incidents in an uptime answer at most (healthchecks.md §9.2). */
+/** Incidents in an uptime answer at most (docs/healthchecks.md). */
 export const MAX_INCIDENTS = 20;
 
 /** Rows one delete of a prune removes at most: a few milliseconds of write lock. */

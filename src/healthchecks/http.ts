@@ -1,12 +1,12 @@
 /**
- * The http executor (healthchecks.md §3): one request through undici, judged on its status and,
+ * The http executor (docs/healthchecks.md): one request through undici, judged on its status and,
  * with body-regexp, on its body. The whole exchange (connect, TLS handshake, headers, body read) is
  * bounded by the check's timeout.
  *
  * It uses undici's dispatcher handler interface rather than `request()`: the verdict is settled by
  * the check's own timer whatever phase undici is in (`request()` only honours an abort once the
  * connection is up), and no response stream is built for a body that is mostly discarded, which
- * matters at thousands of runs per second (healthchecks.md §8).
+ * matters at thousands of runs per second (docs/healthchecks.md).
  */
 import { isIP } from "node:net";
 import { Agent, type Dispatcher, interceptors } from "undici";
@@ -18,13 +18,13 @@ import { errorCode } from "./errno.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
 import { hasTlsFiles, readTlsFiles, TLS_FILE_PATHS, type TlsFileLocation, type TlsFiles } from "./tls-files.js";
 
-/** The User-Agent of http checks (healthchecks.md §3), unless the check sets its own. */
+/** The User-Agent of http checks (docs/healthchecks.md), unless the check sets its own. */
 export const USER_AGENT = "vigie-healthcheck";
 
-/** Redirects followed when `redirect` is true (healthchecks.md §1). */
+/** Redirects followed when `redirect` is true (docs/healthchecks.md). */
 export const MAX_REDIRECTS = 10;
 
-/** Bytes of a failing response's body quoted in the failure message (healthchecks.md §3). */
+/** Bytes of a failing response's body quoted in the failure message (docs/healthchecks.md). */
 export const FAILURE_BODY_BYTES = 1000;
 
 /** Bytes of the body that body-regexp is matched against; the rest is not read. */
@@ -37,7 +37,7 @@ export const MATCHED_BODY_BYTES = 10 * 1024 * 1024;
 const DISCARDED_BODY_BYTES = 64 * 1024;
 
 /**
- * Connection pools kept at most (one per origin, healthchecks.md §4); beyond, the least recently
+ * Connection pools kept at most (one per origin, docs/healthchecks.md); beyond, the least recently
  * used one is closed once its requests are done.
  */
 const MAX_POOLS = 256;
@@ -45,7 +45,7 @@ const MAX_POOLS = 256;
 /**
  * How long a pool keeps an idle connection, in milliseconds, when the server does not say (a
  * `Keep-Alive: timeout=` hint wins, less a second): longer than undici's 4 s, so that the checks of
- * an origin keep their connections between bursts rather than open new ones (healthchecks.md §4).
+ * an origin keep their connections between bursts rather than open new ones (docs/healthchecks.md).
  * A server that closes a kept connection as a request goes out costs one retry
  * ({@link isStaleConnection}), as Go's and curl's clients do.
  */
@@ -60,7 +60,7 @@ const CONNECT_TIMEOUT_MS = 30_000;
 /**
  * Connections one pool opens to its origin at most: enough for the bursts of a busy origin (10 000
  * checks at 10 s against one server need one or two at a time), few enough that a target sees a
- * handful of connections, not one per check (healthchecks.md §4). Requests beyond wait for a free
+ * handful of connections, not one per check (docs/healthchecks.md). Requests beyond wait for a free
  * connection, within their check's timeout.
  */
 export const MAX_CONNECTIONS_PER_ORIGIN = 32;
@@ -119,7 +119,7 @@ function requestOptions(definition: HttpDefinition): RequestOptions {
       headers: requestHeaders(definition),
       body: definition.body ?? null,
     };
-    // server-name defaults to the target (healthchecks.md §1). undici would verify the Host header
+    // server-name defaults to the target (docs/healthchecks.md). undici would verify the Host header
     // when one is set, so a host-name target is named explicitly then; an IP target (not a TLS
     // name, RFC 6066 §3) leaves the Host override to be verified. An explicit name applies to
     // every hop of a redirect.
@@ -135,7 +135,7 @@ function requestOptions(definition: HttpDefinition): RequestOptions {
 const PATTERNS = new WeakMap<HttpDefinition, readonly LinearRegex[]>();
 
 /**
- * The body-regexp of a definition, compiled with RE2 (linear time, platform.md §8). The definition
+ * The body-regexp of a definition, compiled with RE2 (linear time, docs/security.md). The definition
  * was validated, so every pattern compiles.
  */
 function bodyPatterns(definition: HttpDefinition): readonly LinearRegex[] {
@@ -161,7 +161,7 @@ interface Dispatchers {
 
 /**
  * The pool key of a definition: its origin (scheme, host, port) and its TLS options and
- * source-ip (healthchecks.md §4), which the connections of a pool have in common.
+ * source-ip (docs/healthchecks.md), which the connections of a pool have in common.
  */
 function poolKey(definition: HttpDefinition): string {
   const options = requestOptions(definition);
@@ -370,7 +370,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
 /**
  * Runs http checks. Checks without client certificate files share one keep-alive pool per origin
- * and TLS options ({@link poolKey}; healthchecks.md §4), of at most
+ * and TLS options ({@link poolKey}; docs/healthchecks.md), of at most
  * {@link MAX_CONNECTIONS_PER_ORIGIN} connections; checks with files get an Agent of their own per
  * execution, so renewed files are read. Call {@link HttpExecutor.close} when done.
  */
@@ -424,7 +424,7 @@ export class HttpExecutor {
    *
    * @param stop aborted when the module stops; the request is abandoned
    * @param files how `key`, `cert` and `cacert` lead to files: paths as given (configuration-file
-   *   checks, the default) or names under `healthchecks.tls-directory` (API checks, platform.md §8)
+   *   checks, the default) or names under `healthchecks.tls-directory` (API checks, docs/security.md)
    * @returns success when the status is in valid-status and every body-regexp matches; otherwise a
    *   failure such as `HTTP request failed: status 500. Body: '...'` (first 1000 bytes of the body,
    *   HTML-escaped), `HTTP request failed: connect ECONNREFUSED 127.0.0.1:9999`, `HTTP request

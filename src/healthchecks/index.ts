@@ -1,5 +1,5 @@
 /**
- * The healthchecks module (healthchecks.md): periodic and one-off checks of kinds http, tcp, dns,
+ * The healthchecks module (docs/healthchecks.md): periodic and one-off checks of kinds http, tcp, dns,
  * tls and command, with their latest results, behind `/healthcheck` and `/result`.
  */
 import { type Cluster, changedNames, shardOf } from "../platform/cluster/index.js";
@@ -24,7 +24,7 @@ import { checkTlsDirectory, TlsDirectoryError } from "./tls-files.js";
 
 /**
  * `healthchecks.tls-directory` as the module uses it: absolute, checked to be a readable directory
- * (platform.md §8). Checked at start-up rather than by `vigie config check`, which may run on
+ * (docs/security.md). Checked at start-up rather than by `vigie config check`, which may run on
  * another machine than the server.
  *
  * @returns undefined when the key is not set
@@ -46,12 +46,12 @@ async function tlsDirectoryOf(configured: string | undefined): Promise<string | 
   }
 }
 
-/** The change topic of API definitions between instances (scale-out.md §3). */
+/** The change topic of API definitions between instances (docs/cluster.md). */
 const CHANGE_TOPIC = "healthchecks.definitions";
 
 /**
  * Cluster mode: stores what this instance loaded from its configuration file and logs an error
- * naming the checks that differ from another live member's (scale-out.md §3: the files must be
+ * naming the checks that differ from another live member's (docs/cluster.md: the files must be
  * identical, which is the deployment's job). Failures are logged; they never stop the module.
  */
 async function compareFileChecks(
@@ -83,7 +83,7 @@ async function compareFileChecks(
  * catalog, restores the stored checks and schedules the configured ones, re-reads the configured
  * ones on SIGHUP, and serves the routes of routes.ts (behind the API guard with
  * `security.require-token`). `min-interval` and `tls-directory` are read once: a SIGHUP re-reads
- * only the configuration-file checks (healthchecks.md §7).
+ * only the configuration-file checks (docs/healthchecks.md).
  */
 export const healthchecksModule = defineModule({
   name: "healthchecks",
@@ -108,7 +108,7 @@ export const healthchecksModule = defineModule({
     const cluster = context.cluster;
     const scheduler = new Scheduler({
       maxConcurrency: section["max-concurrency"],
-      // Cluster mode: a check keeps its rhythm when it moves to another instance (scale-out.md §3).
+      // Cluster mode: a check keeps its rhythm when it moves to another instance (docs/cluster.md).
       ...(cluster === undefined
         ? {}
         : { firstRunDelay: (key: string, intervalMs: number) => wallClockPhaseDelay(key, intervalMs) }),
@@ -189,7 +189,7 @@ export const healthchecksModule = defineModule({
     const sharedNow = shared;
     const freshen = sharedNow === undefined ? {} : { freshen: () => sharedNow.refresh() };
 
-    // The API behind the guard of security.require-token; the status page is public (§9.3).
+    // The API behind the guard of security.require-token; the status page is public.
     await app.register(async (api) => {
       if (context.apiGuard !== undefined) api.addHook("preHandler", context.apiGuard);
       registerHealthcheckRoutes(api, {

@@ -1,6 +1,6 @@
 /**
- * What one execution of a healthcheck concludes (healthchecks.md §3): success, or a failure with
- * the message of the table of §3. Executors never throw; they answer an {@link Outcome}.
+ * What one execution of a healthcheck concludes (docs/healthchecks.md): success, or a failure with
+ * a message that says what went wrong (`connection refused`, `timeout after 5s`). Executors never throw; they answer an {@link Outcome}.
  */
 import { isIP } from "node:net";
 

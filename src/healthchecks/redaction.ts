@@ -1,6 +1,6 @@
 /**
- * What of a healthcheck definition is a secret, and how it is hidden (platform.md §8, "No secrets
- * in responses or logs"):
+ * What of a healthcheck definition is a secret, and how it is hidden (no secrets in responses or
+ * logs, docs/security.md, "Files and secrets"):
  *
  * - the value of an http check's header whose name is `Authorization`, `Proxy-Authorization`,
  *   `Cookie`, or contains `token`, `secret`, `key`, `password` or `auth` (any case) becomes
@@ -27,7 +27,7 @@ import { escapeHtml } from "../platform/html.js";
 import { isSecretName } from "../platform/redaction.js";
 import { childPath, isPlainObject, ValidationError } from "../platform/validation.js";
 
-/** What a secret is replaced with (platform.md §8). */
+/** What a secret is replaced with (docs/security.md). */
 export const REDACTED = "<redacted>";
 
 /**
@@ -41,7 +41,7 @@ export const REDACTED = "<redacted>";
 const URL_PASSWORD = /\/\/([^\s/?#@:"'<>\\^`{|}[\]]*):([^\s/?#"'<>\\^`{|}[\]]+)@/g;
 
 /**
- * Whether the value of a header of this name is a secret (platform.md §8): `Authorization`,
+ * Whether the value of a header of this name is a secret (docs/security.md): `Authorization`,
  * `Proxy-Authorization`, `Cookie`, or a name containing `token`, `secret`, `key`, `password` or
  * `auth`, in any case (`X-API-Key`, `x-auth-user`, `X-Vault-Token`).
  */
@@ -51,7 +51,7 @@ export function isSecretHeader(name: string): boolean {
 
 /**
  * `text` with the password of every URL `//user:password@` replaced by `<redacted>`
- * (platform.md §8): `postgres://app:pw@db/x` → `postgres://app:<redacted>@db/x`. A URL without a
+ * (docs/security.md): `postgres://app:pw@db/x` → `postgres://app:<redacted>@db/x`. A URL without a
  * password (`https://ann@example.org`) and text without URLs come back unchanged.
  */
 export function redactUrlPasswords(text: string): string {
@@ -240,7 +240,7 @@ function redactAt(value: unknown, parentKey: string | undefined, key: string | u
 
 /**
  * A copy of a definition's JSON form (or of any JSON value, such as a value quoted in a validation
- * error) with its secrets replaced by `<redacted>` (platform.md §8): the values of secret headers
+ * error) with its secrets replaced by `<redacted>` (docs/security.md): the values of secret headers
  * and query parameters in any `headers` or `query` object, of secret top-level fields of a JSON
  * object `body` and of secret query parameters of a `path`, and URL passwords in every string value. Keys, numbers and booleans
  * are kept; anything nested deeper than 32 levels is replaced whole. The input is not modified.
@@ -331,7 +331,7 @@ function secretsOf(source: SecretSource): readonly string[] {
 }
 
 /**
- * A result or one-off message (healthchecks.md §3) without the check's secrets: URL passwords are
+ * A result or one-off message (docs/healthchecks.md) without the check's secrets: URL passwords are
  * redacted, and every occurrence of a secret value of the check (of at least 4 characters) becomes
  * `<redacted>`: secret header values and their credentials after an auth scheme (`Bearer
  * <credentials>`), secret query parameter values (of `query` and of the path), secret top-level
@@ -428,7 +428,7 @@ function restoreAt(
 }
 
 /**
- * Puts stored values back where a posted definition says `<redacted>` (platform.md §8: a
+ * Puts stored values back where a posted definition says `<redacted>` (docs/security.md: a
  * definition POSTed back with `<redacted>` keeps the stored value). A string of `posted` that
  * contains `<redacted>` is replaced by the value at the same place (same keys, same array index;
  * a header name may differ in case) of `existing` when the redacted form of that value is exactly

@@ -1,6 +1,6 @@
 /**
- * Results as stream events (healthchecks.md §9.1): `healthchecks.streams` receives every periodic
- * result as one event, through the platform's event sink (platform.md §9), so that the streams and
+ * Results as stream events (docs/healthchecks.md): `healthchecks.streams` receives every periodic
+ * result as one event, through the platform's event sink (docs/streams.md), so that the streams and
  * their outputs do the alerting. One-off results are not pushed.
  */
 import type { EventSink, SinkEvent } from "../platform/events.js";

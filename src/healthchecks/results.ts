@@ -1,5 +1,5 @@
 /**
- * The latest result of each healthcheck (healthchecks.md §3), kept in memory only: results are
+ * The latest result of each healthcheck (docs/healthchecks.md), kept in memory only: results are
  * recomputed after a restart.
  */
 import type { DefinitionView } from "./definition.js";
@@ -34,7 +34,7 @@ export interface ResultFilter {
 
 /**
  * The latest result of each check, by name. Listings are served as JSON text assembled from each
- * result's own serialisation, kept until the result changes (healthchecks.md §3): with 10 000
+ * result's own serialisation, kept until the result changes (docs/healthchecks.md): with 10 000
  * checks at 10 s, a listing re-serialises only the results that changed since the previous one.
  */
 export class ResultStore {

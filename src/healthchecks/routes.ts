@@ -1,9 +1,9 @@
 /**
- * The routes of the healthchecks module (healthchecks.md §5): definitions, bulk, one-off
+ * The routes of the healthchecks module (docs/healthchecks.md): definitions, bulk, one-off
  * executions and results. Open by default; with `security.require-token: true` every route needs a
- * registry token of an active tech or admin user (platform.md §5; index.ts adds the guard).
+ * registry token of an active tech or admin user (docs/security.md; index.ts adds the guard).
  *
- * No secret leaves (platform.md §8): definitions and results are shown through their redacted
+ * No secret leaves (docs/security.md): definitions and results are shown through their redacted
  * views (catalog.ts), a one-off failure message is redacted, and a posted `<redacted>` keeps the
  * stored value (admission.ts).
  */
@@ -27,7 +27,7 @@ import type { ResultHistory } from "./history.js";
 import { listLatest, uptimeOfLatest } from "./history-views.js";
 import type { ResultFilter, ResultStore } from "./results.js";
 
-/** The 403 of a command check posted while `allow-api-commands` is off (healthchecks.md §5). */
+/** The 403 of a command check posted while `allow-api-commands` is off (docs/healthchecks.md). */
 export const COMMANDS_DISABLED = "command healthchecks are disabled for the API";
 
 /**
@@ -57,7 +57,7 @@ function notFound(name: string): NotFoundError {
   return new NotFoundError(`healthcheck ${name} not found`);
 }
 
-/** Results `GET /result/<name>/history` answers by default and at most (healthchecks.md §9.2). */
+/** Results `GET /result/<name>/history` answers by default and at most (docs/healthchecks.md). */
 export const HISTORY_DEFAULT_LIMIT = 100;
 export const HISTORY_MAX_LIMIT = 10_000;
 
@@ -118,7 +118,7 @@ export interface HealthcheckRoutesOptions {
   readonly results: ResultStore;
   /** Cluster mode: brings the results of checks other instances run up to date (at most 1 s old). */
   readonly freshen?: () => Promise<void>;
-  /** The stored results (history and uptime routes, healthchecks.md §9.2). */
+  /** The stored results (history and uptime routes, docs/healthchecks.md). */
   readonly history: ResultHistory;
   /** The rules of the running configuration that definitions depend on. */
   readonly rules: DefinitionRules;
@@ -190,7 +190,7 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     return result;
   });
 
-  // History and uptime (healthchecks.md §9.2): the query is checked first (400), then the check
+  // History and uptime (docs/healthchecks.md): the query is checked first (400), then the check
   // (404). A deleted check has no history here, even while its rows wait for the prune. Without
   // history (retention 0) both answer from the latest result.
   app.get<{ Params: { name: string } }>("/result/:name/history", async (request) => {

@@ -1,5 +1,5 @@
 /**
- * The scheduler of periodic healthchecks (healthchecks.md §4): one binary min-heap keyed by the next
+ * The scheduler of periodic healthchecks (docs/healthchecks.md): one binary min-heap keyed by the next
  * run time and one `setTimeout` for its head, whatever the number of checks; bounded concurrency
  * with a FIFO queue; fixed-rate runs anchored to the first run, skipping the ticks a long run
  * overlapped (no overlap, no burst).
@@ -8,7 +8,7 @@ import { type HeapItem, MinHeap } from "./heap.js";
 
 /**
  * The longest delay before the first run of a check, in milliseconds: first runs are spread over
- * [0, min(interval, 60 s)) (healthchecks.md §4).
+ * [0, min(interval, 60 s)) (docs/healthchecks.md).
  */
 export const FIRST_RUN_WINDOW_MS = 60_000;
 
@@ -16,7 +16,7 @@ export const FIRST_RUN_WINDOW_MS = 60_000;
  * Where a key first runs within its first window, as a fraction in [0, 1): a hash of the key
  * (FNV-1a, then MurmurHash3's finaliser so that names differing in their last characters land far
  * apart), so the spread is even over many checks and stable across restarts and instances
- * (healthchecks.md §4: 10 000 checks at 10 s make about 1 000 runs in every second, not bursts).
+ * (docs/healthchecks.md: 10 000 checks at 10 s make about 1 000 runs in every second, not bursts).
  */
 export function spreadOf(key: string): number {
   let hash = 0x811c9dc5;
@@ -61,7 +61,7 @@ export interface SchedulerOptions {
 }
 
 /**
- * Cluster mode (scale-out.md §3): the delay until the next time `t` with `t ≡ phase (mod
+ * Cluster mode (docs/cluster.md): the delay until the next time `t` with `t ≡ phase (mod
  * interval)` on the wall clock, the phase being {@link spreadOf} the key times the interval. Every
  * instance computes the same times for a check, so when a check moves to another instance it
  * keeps its rhythm: it neither runs twice within an interval nor skips one (clocks agreeing within

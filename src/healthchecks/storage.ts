@@ -1,5 +1,5 @@
 /**
- * The healthchecks module's storage (healthchecks.md §7, §9.2): its tables, its migrations and
+ * The healthchecks module's storage (docs/healthchecks.md): its tables, its migrations and
  * every SQL statement of the module. Column types mean the same on SQLite and PostgreSQL.
  *
  * - `healthcheck_definition`: one row per check created through the API, holding its definition as
@@ -45,7 +45,7 @@ export type HealthcheckTables = {
     message: string | null;
   };
   /**
-   * Cluster mode (scale-out.md §3): the latest result of each check, written by the instance that
+   * Cluster mode (docs/cluster.md): the latest result of each check, written by the instance that
    * runs it, read by the others for `GET /result`. Empty on a single instance.
    */
   healthcheck_latest_result: {
@@ -258,7 +258,7 @@ export class HealthcheckStore {
   }
 
   /**
-   * Makes the stored checks exactly `definitions` in one transaction (healthchecks.md §6): adds or
+   * Makes the stored checks exactly `definitions` in one transaction (docs/healthchecks.md): adds or
    * replaces each, deletes every other stored check. Nothing changes when it throws.
    */
   async replaceAll(definitions: readonly Definition[]): Promise<void> {

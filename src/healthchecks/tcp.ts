@@ -1,5 +1,5 @@
 /**
- * The tcp executor (healthchecks.md §3): a connection opens and is closed at once; `should-fail`
+ * The tcp executor (docs/healthchecks.md): a connection opens and is closed at once; `should-fail`
  * inverts the verdict. The connection attempt is bounded by the check's timeout.
  */
 import { connect } from "node:net";

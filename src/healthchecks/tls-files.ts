@@ -2,8 +2,8 @@
  * The client certificate and CA bundle files of http and tls checks (`key`, `cert`, `cacert`),
  * read at each execution so that renewed files are used without re-registering the check.
  *
- * Where a check comes from decides what these fields are (platform.md §8, "No file paths from the
- * network"):
+ * Where a check comes from decides what these fields are (no file paths from the network,
+ * docs/security.md, "Files and secrets"):
  *
  * - in the configuration file, any path (a relative one from the working directory);
  * - through the API, a file name relative to `healthchecks.tls-directory`: no absolute path, no
@@ -23,7 +23,7 @@ import { errorMessage } from "../platform/errors.js";
 import { ValidationError } from "../platform/validation.js";
 import { errorCode } from "./errno.js";
 
-/** Largest TLS file read, in bytes: 1 MiB (platform.md §8). A PEM chain is a few kilobytes. */
+/** Largest TLS file read, in bytes: 1 MiB (docs/security.md). A PEM chain is a few kilobytes. */
 export const MAX_TLS_FILE_BYTES = 1024 * 1024;
 
 /** The fields naming TLS files. */
@@ -57,11 +57,11 @@ export const TLS_FILE_PATHS: TlsFileLocation = { kind: "paths" };
 
 /**
  * The rule of a TLS file field posted without `healthchecks.tls-directory` configured
- * (platform.md §8).
+ * (docs/security.md).
  */
 export const NO_TLS_DIRECTORY_RULE = "cannot be set through the API: healthchecks.tls-directory is not configured";
 
-/** The rule of a TLS file field through the API that is not a relative name (platform.md §8). */
+/** The rule of a TLS file field through the API that is not a relative name (docs/security.md). */
 export const TLS_FILE_NAME_RULE =
   "must be a file name relative to healthchecks.tls-directory, not an absolute path and without .. segments";
 
@@ -79,7 +79,7 @@ function isControlCharacter(character: string): boolean {
 }
 
 /**
- * Whether `name` may name a TLS file through the API (platform.md §8): non-empty, without control
+ * Whether `name` may name a TLS file through the API (docs/security.md): non-empty, without control
  * characters, not absolute (POSIX or Windows style) and without a `..` segment (`/` or `\`
  * separated). Subdirectories (`clients/web.pem`) are allowed. A lexical rule: it reads no file.
  */
@@ -97,7 +97,7 @@ function fileUnder(directory: string | undefined, name: string): string | undefi
 
 /**
  * Checks, after the synchronous validation of an API definition, that each TLS file name leads to
- * a regular file of at most 1 MiB under `directory` (platform.md §8). Symbolic links that the
+ * a regular file of at most 1 MiB under `directory` (docs/security.md). Symbolic links that the
  * operator put in the directory are followed.
  *
  * @param directory `healthchecks.tls-directory` (absolute), or undefined when not configured
@@ -205,7 +205,7 @@ export function hasTlsFiles(fields: TlsFileFields): boolean {
 }
 
 /**
- * Reads the files a check names, each bounded to 1 MiB (platform.md §8).
+ * Reads the files a check names, each bounded to 1 MiB (docs/security.md).
  *
  * @param location {@link TLS_FILE_PATHS} for configuration-file checks, `{kind: "names",
  *   directory}` for API checks

@@ -1,5 +1,5 @@
 /**
- * The tls executor (healthchecks.md §3): a TLS handshake, with the peer's chain and name verified
+ * The tls executor (docs/healthchecks.md): a TLS handshake, with the peer's chain and name verified
  * unless insecure, and the earliest expiry of the peer chain compared with expiration-delay. The
  * connection and the handshake are bounded by the check's timeout.
  *
@@ -98,7 +98,7 @@ function serverVerdict(socket: TLSSocket, waitMs: number, presented: boolean): P
  *
  * @param stop aborted when the module stops; the handshake is abandoned
  * @param files how `key`, `cert` and `cacert` lead to files: paths as given (configuration-file
- *   checks, the default) or names under `healthchecks.tls-directory` (API checks, platform.md §8)
+ *   checks, the default) or names under `healthchecks.tls-directory` (API checks, docs/security.md)
  * @returns success, or `TLS handshake failed on host:port: <reason>` (the TLS or socket error;
  *   `refused by the server after the handshake: … tlsv13 alert certificate required` when a TLS 1.3
  *   server refuses the client certificate; `timeout after 2s`; or `cannot read cacert ca.pem: not a

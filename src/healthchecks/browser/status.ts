@@ -1,5 +1,5 @@
 /**
- * The status page's refresh script (healthchecks.md §9.3), bundled by esbuild into
+ * The status page's refresh script (docs/healthchecks.md), bundled by esbuild into
  * `dist/healthchecks/browser/status.js` and served at `/status/status.js`. Every
  * `data-refresh-ms` milliseconds (30 s by default) it reads `/status/data`, renders the view of
  * status-view.ts (the one the server rendered the page with) and patches `<main>` in place: no

@@ -1,5 +1,5 @@
 /**
- * The data of the status page (healthchecks.md §9.3), gathered from the registered checks, their
+ * The data of the status page (docs/healthchecks.md), gathered from the registered checks, their
  * latest results and their history: only names, descriptions, states, uptime and response times.
  * A result's message, a definition's target, path or headers and every label but `group` stay out:
  * they are read nowhere here.
@@ -16,7 +16,7 @@ import {
   type UptimePeriod,
 } from "./view.js";
 
-/** The longest daily bar, in days (healthchecks.md §9.3). */
+/** The longest daily bar, in days (docs/healthchecks.md). */
 export const MAX_BAR_DAYS = 90;
 
 const HOUR_MS = 3_600_000;

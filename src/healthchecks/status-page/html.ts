@@ -1,5 +1,5 @@
 /**
- * The status page as HTML (healthchecks.md §9.3): the complete first view rendered on the server,
+ * The status page as HTML (docs/healthchecks.md): the complete first view rendered on the server,
  * so that it works without JavaScript, with its CSS inline and its refresh script from
  * `/status/status.js`; and the Content-Security-Policy that allows nothing else (no request leaves
  * for another origin, no inline script).

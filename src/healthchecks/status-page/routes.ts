@@ -1,5 +1,5 @@
 /**
- * The public status page (healthchecks.md §9.3): `GET /status` (HTML, complete without
+ * The public status page (docs/healthchecks.md): `GET /status` (HTML, complete without
  * JavaScript), `GET /status/data` (the same data as JSON, which the page's script reads to refresh
  * itself) and `GET /status/status.js` (that script). No token: index.ts registers them outside the
  * API guard, and only when `healthchecks.status-page.enabled`.
@@ -21,7 +21,7 @@ import { STATUS_CSP, STATUS_SCRIPT_PATH, statusPageRenderer } from "./html.js";
 import { loadStatusScript } from "./script.js";
 import { parseSelector, selectChecks, unmatchedReason } from "./selectors.js";
 
-/** How often the page refreshes itself when its URL does not say: 30 s (healthchecks.md §9.3). */
+/** How often the page refreshes itself when its URL does not say: 30 s (docs/healthchecks.md). */
 export const DEFAULT_REFRESH_MS = 30_000;
 
 /** How long one computation of the page's answers serves every request, in milliseconds. */

@@ -1,5 +1,5 @@
 /**
- * Which checks the status page shows (healthchecks.md §9.3): `healthchecks.status-page.checks` lists
+ * Which checks the status page shows (docs/healthchecks.md): `healthchecks.status-page.checks` lists
  * selectors, each a check name (`website`) or a label selector (`team=web`, the label `team` with
  * the value `web`). The page shows every check some selector selects, in the order of the
  * selectors (the checks of one selector by name); an empty list selects every check.

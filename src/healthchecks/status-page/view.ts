@@ -1,5 +1,5 @@
 /**
- * The status page's data and view (healthchecks.md §9.3), shared by the server, which renders the
+ * The status page's data and view (docs/healthchecks.md), shared by the server, which renders the
  * first view as HTML (status-html.ts), and by the refresh script in the browser (browser/status.ts),
  * which renders the same view from `GET /status/data` and patches the page with it. One view for
  * both keeps the refreshed page identical to a reloaded one.
