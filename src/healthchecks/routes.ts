@@ -83,6 +83,7 @@ export function parseHistoryQuery(raw: unknown): HistoryQuery {
   if (sinceMs !== undefined && untilMs !== undefined && sinceMs > untilMs) {
     throw queryError("since", "must not be after until");
   }
+  // A repeated limit is refused as `must be given once`, before its value is read.
   queryString(query, "limit");
   const limit = queryInteger(query, "limit", { min: 1, max: HISTORY_MAX_LIMIT }) ?? HISTORY_DEFAULT_LIMIT;
   return {
