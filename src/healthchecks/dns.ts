@@ -5,10 +5,9 @@
  */
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { errorMessage } from "../platform/errors.js";
+import { errnoCode, errorMessage } from "../platform/errors.js";
 import { startDeadline } from "./deadline.js";
 import type { DnsDefinition } from "./definition.js";
-import { errorCode } from "./errno.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
 
 /**
@@ -43,7 +42,7 @@ export async function runDns(definition: DnsDefinition, stop?: AbortSignal): Pro
       ? `timeout after ${definition.timeout.text}`
       : deadline.signal.aborted
         ? "the healthchecks module is stopping"
-        : (errorCode(error) ?? errorMessage(error));
+        : (errnoCode(error) ?? errorMessage(error));
     return failure(`DNS lookup failed for ${definition.domain}: ${reason}`);
   } finally {
     deadline.clear();

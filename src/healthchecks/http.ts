@@ -10,11 +10,10 @@
  */
 import { isIP } from "node:net";
 import { Agent, type Dispatcher, interceptors } from "undici";
-import { errorMessage } from "../platform/errors.js";
+import { errnoCode, errorMessage } from "../platform/errors.js";
 import { escapeHtml } from "../platform/html.js";
 import { compileLinearRegex, type LinearRegex } from "../platform/regex.js";
 import type { HttpDefinition } from "./definition.js";
-import { errorCode } from "./errno.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
 import { hasTlsFiles, readTlsFiles, TLS_FILE_PATHS, type TlsFileLocation, type TlsFiles } from "./tls-files.js";
 
@@ -223,7 +222,7 @@ const IDEMPOTENT_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "D
  * ECONNRESET / EPIPE.
  */
 function isStaleConnection(error: Error): boolean {
-  const code = errorCode(error);
+  const code = errnoCode(error);
   return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
 }
 

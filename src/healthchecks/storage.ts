@@ -11,8 +11,8 @@
  */
 import { type Generated, type Kysely, type Migration, sql } from "kysely";
 import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
+import { errnoCode } from "../platform/errors.js";
 import { type Definition, toJson } from "./definition.js";
-import { errorCode } from "./errno.js";
 
 /** The module's tables. Times are milliseconds since the epoch. */
 export type HealthcheckTables = {
@@ -178,7 +178,7 @@ async function retryOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
     try {
       return await statement();
     } catch (error) {
-      if (errorCode(error) !== "40P01" || attempt >= DEADLOCK_ATTEMPTS) throw error;
+      if (errnoCode(error) !== "40P01" || attempt >= DEADLOCK_ATTEMPTS) throw error;
       await new Promise((resume) => setTimeout(resume, 10 * attempt * Math.random()));
     }
   }

@@ -19,9 +19,8 @@
 import { constants } from "node:fs";
 import { access, open, stat } from "node:fs/promises";
 import { isAbsolute, posix, resolve, win32 } from "node:path";
-import { errorMessage } from "../platform/errors.js";
+import { errnoCode, errorMessage } from "../platform/errors.js";
 import { ValidationError } from "../platform/validation.js";
-import { errorCode } from "./errno.js";
 
 /** Largest TLS file read, in bytes: 1 MiB (docs/security.md). A PEM chain is a few kilobytes. */
 export const MAX_TLS_FILE_BYTES = 1024 * 1024;
@@ -194,7 +193,7 @@ async function read(field: string, value: string | undefined, location: TlsFileL
   try {
     return await readBounded(path);
   } catch (error) {
-    const reason = error instanceof Unreadable ? error.message : (errorCode(error) ?? errorMessage(error));
+    const reason = error instanceof Unreadable ? error.message : (errnoCode(error) ?? errorMessage(error));
     throw new TlsFileError(field, value, reason);
   }
 }
@@ -247,7 +246,7 @@ export async function checkTlsDirectory(path: string): Promise<string> {
     await access(absolute, constants.R_OK | constants.X_OK);
   } catch (error) {
     if (error instanceof TlsDirectoryError) throw error;
-    const code = errorCode(error);
+    const code = errnoCode(error);
     if (code === "ENOENT" || code === "ENOTDIR") throw new TlsDirectoryError("it does not exist");
     if (code === "EACCES" || code === "EPERM") throw new TlsDirectoryError("it is not readable");
     throw new TlsDirectoryError(`it cannot be read (${code ?? String(error)})`);

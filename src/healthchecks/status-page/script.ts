@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { errorCode } from "../errno.js";
+import { errnoCode } from "../../platform/errors.js";
 
 /** The built script, in the module folder once compiled (`dist/healthchecks/browser/`). */
 export const STATUS_SCRIPT_FILE = new URL("../browser/status.js", import.meta.url);
@@ -29,7 +29,7 @@ export async function loadStatusScript(file: URL = STATUS_SCRIPT_FILE): Promise<
   try {
     source = await readFile(file, "utf8");
   } catch (error) {
-    if (errorCode(error) === "ENOENT") return undefined;
+    if (errnoCode(error) === "ENOENT") return undefined;
     throw error;
   }
   const etag = `"${createHash("sha256").update(source).digest("base64url").slice(0, 22)}"`;
