@@ -9,8 +9,10 @@
  * - `healthcheck_history`: every periodic result kept for `healthchecks.history.retention`, keyed by
  *   (check id, time), written in batches by history.ts.
  */
+
 import { type Generated, type Kysely, type Migration, sql } from "kysely";
 import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
+import { runDdl } from "../platform/ddl.js";
 import { errnoCode } from "../platform/errors.js";
 import { type Definition, toJson } from "./definition.js";
 
@@ -60,58 +62,42 @@ export type HealthcheckTables = {
 /** Migrations by name, `healthchecks-<number>-<what>`. */
 export const healthcheckMigrations: Readonly<Record<string, Migration>> = {
   "healthchecks-0001-definitions": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema
-        .createTable("healthcheck_definition")
-        // 255 characters at most (healthchecks.md §1); varchar counts characters on PostgreSQL.
-        .addColumn("name", "varchar(255)", (column) => column.primaryKey())
-        .addColumn("kind", "varchar(16)", (column) => column.notNull())
-        // The definition as the API returns it, without `source`, as JSON text.
-        .addColumn("definition", "text", (column) => column.notNull())
-        .addColumn("created_at", "bigint", (column) => column.notNull())
-        .addColumn("updated_at", "bigint", (column) => column.notNull())
-        .execute();
-    },
+    // name: 255 characters at most (varchar counts characters on PostgreSQL); definition: the
+    // definition as the API returns it, without `source`, as JSON text.
+    up: (db) =>
+      runDdl(db, [
+        `create table healthcheck_definition (name varchar(255) primary key, kind varchar(16) not null,
+          definition text not null, created_at bigint not null, updated_at bigint not null)`,
+      ]),
   },
   "healthchecks-0002-history": {
-    async up(db: Kysely<unknown>): Promise<void> {
+    up: (db) => {
       const sqlite = migrationDialect(db) === "sqlite";
-      await db.schema
-        .createTable("healthcheck_history_check")
+      return runDdl(db, [
         // AUTOINCREMENT on SQLite: a deleted id is never handed to another name, so a process
         // that still holds it in its cache cannot write results under another check's name.
-        .addColumn("id", sqlite ? "integer" : "serial", (column) =>
-          sqlite ? column.primaryKey().autoIncrement() : column.primaryKey(),
-        )
-        .addColumn("name", "varchar(255)", (column) => column.notNull().unique())
-        .execute();
-      // Column order matters on PostgreSQL: two int4 then the int8 pack into 16 bytes without
-      // alignment padding (a row: 44 bytes with its header and line pointer). The primary key is
-      // the (check, time) index of every read; it has no INCLUDE column because PostgreSQL splits
-      // leaf pages where a check's rows grow only for tuples of at most 16 bytes of data, which
-      // keeps them about two-thirds full (measured: 42 bytes an entry, against 68 with INCLUDE).
-      let table = db.schema
-        .createTable("healthcheck_history")
-        .addColumn("check_id", "integer", (column) => column.notNull())
-        .addColumn("duration", "integer", (column) => column.notNull())
-        .addColumn("time", "bigint", (column) => column.notNull())
-        .addColumn("message", "text")
-        .addPrimaryKeyConstraint("healthcheck_history_pkey", ["check_id", "time"]);
-      // SQLite: the rows live in the primary key's B-tree itself (clustered by check and time),
-      // with no rowid and no second index: about 22 bytes a row, and a check's rows are adjacent.
-      if (sqlite) table = table.modifyEnd(sql`without rowid`);
-      await table.execute();
+        `create table healthcheck_history_check (
+          id ${sqlite ? "integer primary key autoincrement" : "serial primary key"},
+          name varchar(255) not null unique)`,
+        // Column order matters on PostgreSQL: two int4 then the int8 pack into 16 bytes without
+        // alignment padding (a row: 44 bytes with its header and line pointer). The primary key is
+        // the (check, time) index of every read; it has no INCLUDE column because PostgreSQL splits
+        // leaf pages where a check's rows grow only for tuples of at most 16 bytes of data, which
+        // keeps them about two-thirds full (measured: 42 bytes an entry, against 68 with INCLUDE).
+        // SQLite: the rows live in the primary key's B-tree itself (clustered by check and time),
+        // with no rowid and no second index: about 22 bytes a row, and a check's rows are adjacent.
+        `create table healthcheck_history (check_id integer not null, duration integer not null,
+          time bigint not null, message text,
+          constraint healthcheck_history_pkey primary key (check_id, time))${sqlite ? " without rowid" : ""}`,
+      ]);
     },
   },
   "healthchecks-0003-latest-results": {
-    async up(db: Kysely<unknown>): Promise<void> {
-      await db.schema
-        .createTable("healthcheck_latest_result")
-        .addColumn("name", "varchar(255)", (column) => column.primaryKey())
-        .addColumn("result", "text", (column) => column.notNull())
-        .addColumn("updated_at", "bigint", (column) => column.notNull())
-        .execute();
-    },
+    up: (db) =>
+      runDdl(db, [
+        `create table healthcheck_latest_result (name varchar(255) primary key, result text not null,
+          updated_at bigint not null)`,
+      ]),
   },
 };
 
