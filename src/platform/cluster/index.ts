@@ -15,7 +15,7 @@ import { ChangeFeed } from "./changes.js";
 import { type ClusterConfig, instanceIdOf } from "./config.js";
 import { LeaseSet } from "./leases.js";
 import { connectNats, type NatsLink } from "./nats.js";
-import { ClusterStorage, SHARD_LEASES, STREAM_LEASES } from "./storage.js";
+import { ClusterStore, SHARD_LEASES, STREAM_LEASES } from "./storage.js";
 
 export { ChangeFeed, type ChangeHandler, changedNames } from "./changes.js";
 export { CLUSTER_ENVIRONMENT, type ClusterConfig, checkCluster, clusterSection } from "./config.js";
@@ -63,7 +63,7 @@ export class Cluster {
   readonly instanceId: string;
   readonly leaseMs: number;
   readonly heartbeatMs: number;
-  readonly storage: ClusterStorage;
+  readonly storage: ClusterStore;
   readonly changes: ChangeFeed;
   /** Leases of the 256 healthcheck shards. */
   readonly shards: LeaseSet<number>;
@@ -88,7 +88,7 @@ export class Cluster {
     this.leaseMs = config.lease.milliseconds;
     this.heartbeatMs = config.heartbeat.milliseconds;
     const db = database.kysely;
-    this.storage = new ClusterStorage(db);
+    this.storage = new ClusterStore(db);
     this.changes = new ChangeFeed(
       databaseUrlOf(database),
       this.instanceId,

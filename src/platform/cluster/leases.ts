@@ -18,7 +18,7 @@ export function shareOf(keyCount: number, members: number, rank: number): number
   return base + (rank < keyCount % members ? 1 : 0);
 }
 
-/** The queries a {@link LeaseSet} needs (ClusterStorage's). Durations in milliseconds. */
+/** The queries a {@link LeaseSet} needs (ClusterStore's). Durations in milliseconds. */
 export interface LeaseQueries {
   ensureKeys<K extends string | number>(table: LeaseTable, keys: readonly K[]): Promise<void>;
   renew<K>(table: LeaseTable, owner: string, leaseMs: number): Promise<Array<HeldLease<K>>>;

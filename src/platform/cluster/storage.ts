@@ -53,7 +53,7 @@ export const SHARD_LEASES: LeaseTable = { table: "healthcheck_shard_leases", key
 export const STREAM_LEASES: LeaseTable = { table: "stream_leases", key: "name", keyType: "text" };
 
 /** The cluster's queries, PostgreSQL only. Durations in milliseconds. */
-export class ClusterStorage {
+export class ClusterStore {
   constructor(readonly db: QueryExecutorProvider) {}
 
   /** Creates or refreshes this instance's row, its heartbeat being the database's `now()`. */

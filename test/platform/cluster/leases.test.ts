@@ -76,7 +76,7 @@ interface Row {
 }
 
 /**
- * A lease table in memory with the semantics of ClusterStorage's queries, and a clock the test
+ * A lease table in memory with the semantics of ClusterStore's queries, and a clock the test
  * moves (the same clock serves as the database's `now()` and the instances' monotonic clock).
  */
 class FakeLeases implements LeaseQueries {

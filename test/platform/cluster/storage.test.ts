@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ClusterStorage, type HeldLease, SHARD_LEASES, STREAM_LEASES } from "../../../src/platform/cluster/storage.js";
+import { ClusterStore, type HeldLease, SHARD_LEASES, STREAM_LEASES } from "../../../src/platform/cluster/storage.js";
 import { type Database, openDatabase } from "../../../src/platform/database.js";
 import { allMigrations } from "../../../src/server.js";
 import { createTestDatabase, POSTGRES_URL, type TestDatabase } from "../../support/databases.js";
@@ -43,15 +43,15 @@ describe("cluster tables on SQLite", () => {
   });
 });
 
-describe.skipIf(POSTGRES_URL === undefined)("ClusterStorage on PostgreSQL", () => {
+describe.skipIf(POSTGRES_URL === undefined)("ClusterStore on PostgreSQL", () => {
   let test: TestDatabase;
   let database: Database;
-  let storage: ClusterStorage;
+  let storage: ClusterStore;
 
   beforeAll(async () => {
     test = await createTestDatabase("postgres");
     database = await openDatabase(test.url, allMigrations());
-    storage = new ClusterStorage(database.kysely);
+    storage = new ClusterStore(database.kysely);
   });
   afterAll(async () => {
     await database?.close();
@@ -172,7 +172,7 @@ describe.skipIf(POSTGRES_URL === undefined)("ClusterStorage on PostgreSQL", () =
   it("never gives one lease to two concurrent takers", async () => {
     const second = await openDatabase(test.url, allMigrations());
     try {
-      const other = new ClusterStorage(second.kysely);
+      const other = new ClusterStore(second.kysely);
       for (let attempt = 0; attempt < 5; attempt++) {
         await sql`delete from healthcheck_shard_leases`.execute(database.kysely);
         await storage.ensureKeys(SHARD_LEASES, ALL);
