@@ -12,7 +12,7 @@ import { Auth } from "./platform/auth.js";
 import { Cluster } from "./platform/cluster/index.js";
 import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
-import { answerRoutingError, HttpError, installErrorHandling } from "./platform/errors.js";
+import { answerRoutingError, installErrorHandling, UnavailableError } from "./platform/errors.js";
 import { EventRouter } from "./platform/events.js";
 import { homeRoute, serverLinks } from "./platform/home.js";
 import { HostOriginPolicy, installHostAndOriginChecks } from "./platform/host-origin.js";
@@ -231,7 +231,7 @@ async function setUp(
       await database.ping();
     } catch (error) {
       app.log.warn({ err: error }, "database unavailable");
-      throw new HttpError(503, "database unavailable");
+      throw new UnavailableError("database unavailable");
     }
     return { message: "ok" };
   };

@@ -274,16 +274,3 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(errorHandler(vigieErrorBody));
   app.setNotFoundHandler(notFoundHandler(app, vigieErrorBody));
 }
-
-/**
- * @deprecated being replaced by the catalogue classes above: an error with a literal HTTP status.
- * Kept until every module throws catalogue errors.
- */
-export class HttpError extends VigieError {
-  constructor(statusCode: number, message: string, headers: Readonly<Record<string, string>> = {}) {
-    super(codeOfStatus(statusCode), message, headers);
-  }
-  get statusCode(): number {
-    return STATUS_OF[this.code];
-  }
-}

@@ -14,7 +14,7 @@
  *   `Origin` (curl, cargo, Prometheus: no browser) are not concerned.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { HttpError } from "./errors.js";
+import { ForbiddenError, VigieError } from "./errors.js";
 import { isHostName, isIpLiteral, unbracket } from "./hosts.js";
 
 declare module "fastify" {
@@ -216,7 +216,7 @@ export function installHostAndOriginChecks(app: FastifyInstance, policy: HostOri
   app.addHook("onRequest", (request, _reply, done) => {
     const host = request.host;
     if (host !== undefined && host !== "" && !policy.allowsHost(host)) {
-      done(new HttpError(421, `host ${host} is not allowed`));
+      done(new VigieError("VIGIE_ERR_MISDIRECTED", `host ${host} is not allowed`));
       return;
     }
     const origin = request.headers.origin;
@@ -233,6 +233,6 @@ export function installHostAndOriginChecks(app: FastifyInstance, policy: HostOri
       done();
       return;
     }
-    done(new HttpError(403, `cross-origin request from ${origin} refused`));
+    done(new ForbiddenError(`cross-origin request from ${origin} refused`));
   });
 }
