@@ -3,9 +3,11 @@
  * raw or as `Bearer <token>`; a verifier (registered by the registry module) maps a token to a user
  * with a role; modules guard routes with {@link Auth.require}.
  */
+
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
-import { isPlainObject } from "./validation.js";
+import { type ErrorCode, VigieError } from "./errors.js";
+import { queryOf } from "./query.js";
 
 /** The two roles of a registry user (docs/registry.md). `admin` may do everything `tech` may. */
 export type Role = "admin" | "tech";
@@ -79,15 +81,15 @@ export function constantTimeEqual(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-const FAILURES: Readonly<Record<Exclude<AuthOutcome, "ok">, readonly [number, string]>> = {
-  missing: [401, "missing token"],
-  invalid: [401, "invalid token"],
-  expired: [401, "token expired"],
-  inactive: [403, "user is not active"],
-  forbidden: [403, "forbidden"],
+const FAILURES: Readonly<Record<Exclude<AuthOutcome, "ok">, readonly [ErrorCode, string]>> = {
+  missing: ["VIGIE_ERR_UNAUTHORIZED", "missing token"],
+  invalid: ["VIGIE_ERR_UNAUTHORIZED", "invalid token"],
+  expired: ["VIGIE_ERR_UNAUTHORIZED", "token expired"],
+  inactive: ["VIGIE_ERR_FORBIDDEN", "user is not active"],
+  forbidden: ["VIGIE_ERR_FORBIDDEN", "forbidden"],
 };
 
-const SCOPED_FAILURE: readonly [number, string] = [403, SCOPED_TOKEN_ERROR];
+const SCOPED_FAILURE: readonly [ErrorCode, string] = ["VIGIE_ERR_FORBIDDEN", SCOPED_TOKEN_ERROR];
 
 /** Options of {@link Auth.require}. */
 export interface GuardOptions {
@@ -171,19 +173,18 @@ export class Auth {
   require(role: Role, options: GuardOptions = {}): preHandlerHookHandler {
     const { alsoAccept, queryParameter } = options;
     const checkOptions: CheckOptions = { scoped: options.scoped === true };
-    return (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+    return (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
       let token = readToken(request.headers.authorization);
       if (token === undefined && queryParameter !== undefined) {
-        const query = request.query;
-        const value = isPlainObject(query) ? query[queryParameter] : undefined;
+        const value = queryOf(request.query)[queryParameter];
         if (typeof value === "string" && value !== "") token = value;
       }
       if (token !== undefined && alsoAccept?.(token)) return done();
       const result = this.check(token, role, checkOptions);
       if (result instanceof Promise) {
-        result.then((settled) => respond(request, reply, settled, done), done);
+        result.then((settled) => respond(request, settled, done), done);
       } else {
-        respond(request, reply, result, done);
+        respond(request, result, done);
       }
     };
   }
@@ -198,13 +199,13 @@ export type AuthResult =
   | { readonly outcome: "missing" }
   | { readonly outcome: "forbidden"; readonly reason: "role" | "scoped" };
 
-function respond(request: FastifyRequest, reply: FastifyReply, result: AuthResult, done: () => void): void {
+function respond(request: FastifyRequest, result: AuthResult, done: (error?: Error) => void): void {
   if (result.outcome === "ok") {
     request.principal = result.principal;
     done();
     return;
   }
-  const [status, message] =
+  const [code, message] =
     result.outcome === "forbidden" && result.reason === "scoped" ? SCOPED_FAILURE : FAILURES[result.outcome];
-  reply.code(status).type("application/json; charset=utf-8").send({ error: message });
+  done(new VigieError(code, message));
 }
