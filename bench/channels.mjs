@@ -1,4 +1,4 @@
-// Publish/subscribe benchmark (streams-io.md §6): the real server in one process, the WebSocket
+// Publish/subscribe benchmark (docs/benchmarks.md): the real server in one process, the WebSocket
 // subscribers (`ws` clients) in a child process, everything on loopback, each phase bounded.
 //   (a) 1 000 subscribers on one channel, 100 events/s published (100 000 frames/s delivered), the
 //       subscribers spread over 127.0.0.2-127.0.0.21 (50 each) because one client address holds at

@@ -1,4 +1,4 @@
-// Cluster benchmark (scale-out.md §6): several Vigie instances (dist/cli.js serve) on one
+// Cluster benchmark (docs/benchmarks.md): several Vigie instances (dist/cli.js serve) on one
 // PostgreSQL database and one nats-server with JetStream, every process on 127.0.0.1. Each figure is
 // printed beside a baseline measured in the same run; nothing here asserts a timing.
 //
@@ -974,7 +974,7 @@ async function partFailover(cluster) {
 
 async function main() {
   console.log(
-    `cluster benchmark (scale-out.md §6) on ${spawnSync("nproc", { encoding: "utf8" }).stdout.trim()} cores; parts: ${[...PARTS].join(", ")}`,
+    `cluster benchmark on ${spawnSync("nproc", { encoding: "utf8" }).stdout.trim()} cores; parts: ${[...PARTS].join(", ")}`,
   );
   if (!existsSync(join(root, "dist/cli.js")))
     throw new Error(`${join(root, "dist/cli.js")} is missing: build first (npm run bench does)`);

@@ -1,4 +1,4 @@
-// Healthchecks benchmark (healthchecks.md §4, §8): 10 000 http checks at a 10 s interval, listed in
+// Healthchecks benchmark (docs/benchmarks.md): 10 000 http checks at a 10 s interval, listed in
 // the configuration file, against a target in another process (nginx from Debian when installed,
 // else a Node server; bench/lib/http-target.mjs), run by the real Vigie process (dist/cli.js).
 //
@@ -16,7 +16,7 @@
 // metric families of 10 000 checks for one scrape beside prom-client's own registry text.
 // Nothing here asserts a timing.
 //
-// History (healthchecks.md §9.2): Vigie runs twice, first with the default retention (168h, every
+// History (docs/benchmarks.md): Vigie runs twice, first with the default retention (168h, every
 // result written to SQLite once per second), then with `healthchecks.history.retention: 0` (the
 // scheduler alone); the CPU of both and the growth of the history table (bytes per row, bytes per
 // second, and the size at the retention against the budget retention × rate × 100 bytes). Before
@@ -72,7 +72,7 @@ const HISTORY_RUNS = process.env.BENCH_HISTORY ?? "both";
 // baseline and the Vigie process runs), comma-separated.
 const PARTS = new Set((process.env.BENCH_PARTS ?? "in-process,vigie").split(","));
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || process.env.VIGIE_TEST_POSTGRES_URL || undefined;
-// healthchecks.history.retention by default (healthchecks.md §9.2), and the budget of a stored result.
+// healthchecks.history.retention's default (docs/configuration.md), and a stored result's budget.
 const RETENTION_SECONDS = 168 * 3600;
 const BUDGET_BYTES_PER_ROW = 100;
 // Simulated seconds of 1 000 results each written by the in-process storage measurement.

@@ -1,4 +1,4 @@
-// Outputs benchmarks (streams-io.md §6), each beside a baseline measured in the same run:
+// Outputs benchmarks (docs/benchmarks.md), each beside a baseline measured in the same run:
 //   (1) a stream with an `output` to an `http` receiver on loopback (json, batches of 100): events/s
 //       delivered, and the push path's cost beside the same stream without the output; then the
 //       same comparison over HTTP pushes against the real server, paced at 100 000 events/s (push

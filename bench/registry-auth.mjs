@@ -1,4 +1,4 @@
-// registry-auth: what a registry token costs an authenticated request (registry.md §5: under
+// registry-auth: what a registry token costs an authenticated request (target: under
 // 0.2 ms of server CPU beyond the route itself).
 //
 // Starts the real server (dist/cli.js serve, SQLite in a temporary directory, log-level warn), with

@@ -1,4 +1,5 @@
-// registry: the Cargo registry (cargo.md §7), each figure beside a baseline measured in the same run.
+// registry: the Cargo registry (docs/benchmarks.md), each figure beside a baseline measured in the
+// same run.
 //
 // Starts the real server (dist/cli.js serve, SQLite in a temporary directory, log-level warn,
 // registry.cargo enabled) with an admin from VIGIE_ADMIN_NAME/VIGIE_ADMIN_PASSWORD and a token,

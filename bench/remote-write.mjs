@@ -1,5 +1,5 @@
-// Remote write benchmark (streams.md §10): samples per second decompressed, decoded and pushed into
-// a stream with a `where` and an `index`, for a realistic request (1 000 series × 1 sample, as
+// Remote write benchmark (docs/benchmarks.md): samples per second decompressed, decoded and pushed
+// into a stream with a `where` and an `index`, for a realistic request (1 000 series × 1 sample, as
 // Prometheus sends), with 20 and with 5 labels per series, beside the cost of snappy decompression
 // alone and of protobufjs reflection decoding, measured in the same run; then the same request
 // through HTTP against the real server.

@@ -1,4 +1,4 @@
-// Riemann protocol input benchmark (streams-io.md §6: ≥ 300 000 events/s over one connection with
+// Riemann protocol input benchmark (target: ≥ 300 000 events/s over one connection with
 // 100 events per message, and no less over ten connections). Each figure beside baselines measured
 // in the same run:
 //   (a) in-process: decoding the same message with protobufjs alone (the floor of any decoder), and

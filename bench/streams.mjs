@@ -1,4 +1,4 @@
-// Streams benchmarks (streams.md §10), each beside a baseline measured in the same run:
+// Streams benchmarks (docs/benchmarks.md), each beside a baseline measured in the same run:
 //   (a) in-process events/s through where → by [:host] → fixed-time-window 10 → coll-count with
 //       1 000 hosts, beside a loop that calls a no-op function per event and a hand-written
 //       closure pipeline of the same shape; the same pipeline with the where-condition written

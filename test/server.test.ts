@@ -99,7 +99,7 @@ describe("server", () => {
     }
   });
 
-  it("registers the streams module before the modules that produce events (platform.md §9)", () => {
+  it("registers the streams module before the modules that produce events", () => {
     const names = modules.map((module) => module.name);
     expect(names.indexOf("streams")).toBeLessThan(names.indexOf("healthchecks"));
     expect(names.indexOf("streams")).toBeLessThan(names.indexOf("comments"));

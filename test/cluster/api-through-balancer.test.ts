@@ -1,10 +1,10 @@
 /**
- * scale-out.md §5.1 (and §2-§4): the bar of each module's API through a load balancer that sends
- * each request to a random instance of three, plus the cross-instance cases the balancer hides:
- * a challenge fetched from one instance and answered on another (and refused on a third), one
- * comment rate limit across instances, a healthcheck created through one instance visible on every
- * instance within one second, a stream created through one instance, pushed through another and
- * searched through a third.
+ * Each module's API tests through a load balancer that sends each request to a random instance of
+ * three (docs/cluster.md: any instance answers any request), plus the cross-instance cases the
+ * balancer hides: a challenge fetched from one instance and answered on another (and refused on a
+ * third), one comment rate limit across instances, a healthcheck created through one instance
+ * visible on every instance within one second, a stream created through one instance, pushed
+ * through another and searched through a third.
  */
 import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -206,9 +206,9 @@ describe.skipIf(SKIP !== undefined)("the modules' APIs through a load balancer o
       status: 200,
       body: { message: "Comment approved" },
     });
-    // The moderation routes show it on every instance at once (comments.md §10: no cache); the
-    // public list and count within a second (their per-instance cache lives at most 1 s on
-    // PostgreSQL, src/comments/list-cache.ts).
+    // The moderation routes show it on every instance at once (the moderation API always reads the
+    // database); the public list and count within a second (their per-instance cache lives at most
+    // 1 s on PostgreSQL, src/comments/list-cache.ts).
     for (const instance of cluster.instances) {
       const moderation = await call(instance.baseUrl, "GET", "/api/admin/comment/blog/post-1", { token: admin });
       expect(

@@ -1,5 +1,5 @@
 /**
- * scale-out.md §4 (publish/subscribe): `publish` runs on the stream's owner and reaches the
+ * Publish/subscribe (docs/cluster.md): `publish` runs on the stream's owner and reaches the
  * WebSocket subscribers of every instance, each once, whichever instance received the push.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * scale-out.md, the `cluster` section: cluster mode on SQLite is a configuration error naming
+ * docs/cluster.md, failures: cluster mode on SQLite is a configuration error naming
  * `cluster.enabled`; an unreachable NATS at start-up is an error naming the server; a NATS that
  * goes away later makes forwarded pushes answer 503, never stops an instance, and once it is back
  * forwarding works again. A remote write received by a non-owner is forwarded like a push; an

@@ -1,5 +1,5 @@
 /**
- * A Vigie cluster for the tests of scale-out.md §5: one `nats-server` with JetStream, one fresh
+ * A Vigie cluster for test/cluster: one `nats-server` with JetStream, one fresh
  * PostgreSQL database, N `vigie serve` processes with `cluster.enabled: true`, and a small load
  * balancer that sends each request to a random live instance.
  *
@@ -16,7 +16,7 @@ import { createTestDatabase, POSTGRES_URL, type TestDatabase } from "../support/
 import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 import { until } from "../support/until.js";
 
-/** Number of healthcheck shards (scale-out.md §3). */
+/** Number of healthcheck shards (docs/cluster.md: FNV-1a of a check's name, mod 256). */
 export const SHARDS = 256;
 
 /** Heartbeat and lease of the test clusters, in milliseconds (short, for speed). */

@@ -1,5 +1,5 @@
 /**
- * scale-out.md §5.2 (and §3): 300 http checks at 2 s against a target that records the time of
+ * docs/cluster.md: 300 http checks at 2 s against a target that records the time of
  * each request, per check (one path each). Each check is requested once per interval, never twice
  * within 1.5 s; after a SIGKILL of one instance, every check is requested again within lease +
  * interval (+ 1 s of slack) of the kill, and still never twice within 1.5 s. `GET /result` on every
@@ -14,7 +14,7 @@ const SKIP = clusterSkip("the cluster healthcheck tests (test/cluster/healthchec
 
 const CHECKS = 300;
 const INTERVAL_MS = 2_000;
-/** Never twice within this (spec). */
+/** A check is never requested twice within this, even across a takeover. */
 const MIN_GAP_MS = 1_500;
 /** "About once per interval": no gap longer than this while no instance is lost. */
 const MAX_GAP_MS = 2_500;

@@ -1,5 +1,5 @@
 /**
- * scale-out.md §5.5 (and §1): `GET /cluster` on each instance shows three members, two after a
+ * The members (docs/cluster.md): `GET /cluster` on each instance shows three members, two after a
  * SIGKILL (once the lease ran out), three after a restart, with the 256 healthcheck shards split
  * 86/85/85 (± 1) once stable; a graceful stop removes the member at once.
  */

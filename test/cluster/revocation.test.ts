@@ -1,5 +1,5 @@
 /**
- * scale-out.md §5.4 (and §2): a token revoked on one instance is refused by the two others within
+ * docs/cluster.md: a token revoked on one instance is refused by the two others within
  * one second, although each of them had just accepted it (their token caches are warm); likewise a
  * deactivated or deleted user.
  */

@@ -1,5 +1,5 @@
 /**
- * scale-out.md §5.3 (and §4): one stream, one owner, events from every instance through JetStream.
+ * One stream, one owner, events from every instance through JetStream (docs/cluster.md).
  *
  * 1. 100 000 events in batches of 500 pushed round-robin to the three instances go through a count
  *    window (fixed-time-window → coll-count → index) on the owner: the count is exact (none lost,

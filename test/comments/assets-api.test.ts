@@ -1,5 +1,5 @@
 /**
- * The widget and the moderation page as the server serves them (comments.md §9–10), through
+ * The widget and the moderation page as the server serves them (docs/comments.md), through
  * `app.inject()`: `/comments/widget.js`, `/comments/admin`, `/comments/admin.js` and
  * `/comments/admin.css` with their types, caching, strong entity tags and 304s, gzip when accepted,
  * `nosniff`, the page's shell and its Content-Security-Policy; a missing build answers 404 after

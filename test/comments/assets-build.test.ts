@@ -1,5 +1,5 @@
 /**
- * The real widget as the server serves it (comments.md §9): built from src/comments/browser/ by
+ * The real widget as the server serves it (docs/comments.md): built from src/comments/browser/ by
  * scripts/build-browser.mjs into a temporary directory (the route reads dist otherwise, which the
  * sources run by vitest have not), served byte for byte by `/comments/widget.js`, and at most
  * 5 000 bytes gzip-compressed, CSS included (the widget carries its style). The moderation page's

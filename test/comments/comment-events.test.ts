@@ -1,5 +1,5 @@
 /**
- * New comments as stream events (comments.md §11), through the platform's event sink into a real
+ * New comments as stream events (docs/comments.md), through the platform's event sink into a real
  * streams module.
  */
 import { writeFileSync } from "node:fs";
@@ -16,7 +16,7 @@ import { ADMIN_TOKEN, addComment, CHALLENGE_SECRET } from "./support.js";
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
 describe("new comments as stream events", () => {
-  it("have the fields of comments.md §11, never the content nor the author's website", () => {
+  it("have the fields of docs/comments.md, never the content nor the author's website", () => {
     expect(
       commentEvent({
         id: "6f1c9a2e-0000-4000-8000-000000000000",

@@ -27,7 +27,7 @@ describe("comments configuration", () => {
     });
   });
 
-  it("reads every key of comments.md §1", () => {
+  it("reads every key of the comments section", () => {
     const section = parse({
       enabled: true,
       "admin-token": "admin-secret",
@@ -109,7 +109,7 @@ describe("comments configuration", () => {
     ).toMatch(/questions\[0\]\.answer: must have at most 64 characters/);
   });
 
-  it("applies the name rules of §2 to websites and articles", () => {
+  it("applies the name rules to websites and articles", () => {
     expect(refusal({ websites: [{ name: "my blog" }] })).toBe(
       'invalid configuration: comments.websites[0].name: must be 1 to 64 characters of A-Z a-z 0-9 . _ - (got "my blog")',
     );

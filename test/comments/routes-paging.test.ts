@@ -1,5 +1,5 @@
 /**
- * The routes of comments.md §9–10 through `app.inject()` on SQLite and PostgreSQL: pages of the
+ * The routes of docs/comments.md through `app.inject()` on SQLite and PostgreSQL: pages of the
  * public list (`?limit=&before=`), counts (`/api/v1/count/<website>?article=`), and the admin list
  * of a website across its articles (`/api/admin/comment/<website>?approved=&limit=&before=`):
  * answers, order, ties, headers, CORS, every 400 with its message, 404s, and auth.

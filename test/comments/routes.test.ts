@@ -237,7 +237,7 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
     expect([tooLong.statusCode, tooLong.json()]).toEqual([404, { error: `article ${long}x not found` }]);
   });
 
-  it.skipIf(skip)("refuses names that break the rules of §2 in open mode", async () => {
+  it.skipIf(skip)("refuses names that break the name rules in open mode", async () => {
     const app = await start();
     for (const [url, error] of [
       [`/api/v1/comment/${"w".repeat(65)}/post`, `website ${"w".repeat(65)} not found`],
@@ -286,7 +286,7 @@ describe.each(DATABASE_KINDS)("comments API on $kind", ({ kind, skip }) => {
     const elsewhere = await postComment(app, "blog-my", "post", body);
     expect([elsewhere.statusCode, elsewhere.json()]).toEqual([400, { error: "Bad challenge response" }]);
     expect((await postComment(app, "blog", "my-post", body)).statusCode).toBe(201);
-    // The server verifies the HMAC of the JSON array (comments.md §4): signed for blog-my/post, a
+    // The server verifies the HMAC of the JSON array (docs/comments.md): signed for blog-my/post, a
     // challenge is refused on blog/my-post and accepted on blog-my/post.
     const timestamp = Date.now();
     const signature = createHmac("sha256", CHALLENGE_SECRET)

@@ -62,7 +62,7 @@ describe.each(DATABASE_KINDS)("comments under concurrency on $kind", ({ kind, sk
     expect(statuses).toEqual([...Array(5).fill(201), ...Array(15).fill(429)]);
   });
 
-  // Several instances share one database only with PostgreSQL (platform.md §3).
+  // Several instances share one database only with PostgreSQL (docs/cluster.md).
   it.skipIf(skip || kind !== "postgres")(
     "enforces single use and the rate limit across two instances sharing the database",
     async () => {

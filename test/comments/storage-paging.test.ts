@@ -1,5 +1,5 @@
 /**
- * The storage behind paging and counts (comments.md §9–10) on SQLite and PostgreSQL: walking the
+ * The storage behind paging and counts (docs/comments.md) on SQLite and PostgreSQL: walking the
  * pages of an article (oldest first within a page) or of a website (newest first) gives every
  * comment exactly once, whatever the ties of timestamps and the page size (property test, seeded:
  * `PAGING_SEED`, printed by fast-check on failure); the bound of a page that ends inside a

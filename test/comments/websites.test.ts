@@ -15,7 +15,7 @@ function status(action: () => unknown): string {
 describe("Websites in open mode", () => {
   const websites = new Websites([]);
 
-  it("accepts any name that follows the rules of §2", () => {
+  it("accepts any name that follows the name rules", () => {
     expect(websites.openMode).toBe(true);
     for (const name of ["blog", "a", "My.Site_1-2", "x".repeat(64)]) {
       expect(websites.get(name)).toEqual({ name, autoApprove: false, allowedOrigins: "any", articles: undefined });

@@ -1,6 +1,6 @@
 /**
  * Publish/subscribe through the real `vigie` process with `security.require-token: true`
- * (streams-io.md §3): a `ws` client, and Chromium's own WebSocket from a page of an allowed origin
+ * (docs/streams.md): a `ws` client, and Chromium's own WebSocket from a page of an allowed origin
  * (playwright-core driving Debian's /usr/bin/chromium, never a downloaded browser), both
  * subscribed with a query, receive only the matching events of a stream with `publish` and
  * `index`; a page of another origin is refused before the upgrade; no token reaches the log.

@@ -1,5 +1,5 @@
 /**
- * The moderation page as a moderator uses it (comments.md §10, §12), in Debian's Chromium driven
+ * The moderation page as a moderator uses it (docs/comments.md), in Debian's Chromium driven
  * by playwright-core (never a downloaded browser), against the real `vigie` process, with the
  * widget on a static site of another origin (test/comments/browser/site.ts):
  *

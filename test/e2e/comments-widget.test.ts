@@ -1,5 +1,5 @@
 /**
- * The comment widget as a reader uses it (comments.md §9, §12), in Debian's Chromium driven by
+ * The comment widget as a reader uses it (docs/comments.md), in Debian's Chromium driven by
  * playwright-core (never a downloaded browser), against the real `vigie` process, on pages of a
  * static site served from another origin, so that CORS is real (test/comments/browser/site.ts):
  *

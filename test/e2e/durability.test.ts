@@ -1,5 +1,5 @@
 /**
- * Durability (platform.md §3): a write the API acknowledged survives a `kill -9` of the process
+ * Durability (docs/operations.md): a write the API acknowledged survives a `kill -9` of the process
  * right after the response. Each test kills the real server with SIGKILL as soon as the last
  * acknowledgement has arrived, starts it again on the same SQLite file and stream directory, and
  * looks for every write: a write kept only in memory, or answered before it was stored, fails here.
@@ -14,7 +14,7 @@ const COMMENTS_ADMIN_TOKEN = "durability-comments-admin-token";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
-/** The answer of a math question `what is the result of: a op b` (comments.md §4). */
+/** The answer of a math question `what is the result of: a op b`. */
 function solve(question: string): string {
   const match = /^what is the result of: (\d+) ([-+*]) (\d+)$/.exec(question);
   if (match === null) throw new Error(`not a math question: ${question}`);
@@ -166,7 +166,7 @@ const WRITERS: ReadonlyArray<readonly [string, Writer]> = [
   ["stream", writeStream],
 ];
 
-describe("durability (platform.md §3)", () => {
+describe("durability of acknowledged writes", () => {
   let vigie: VigieProcess | undefined;
   const directories: string[] = [];
 

@@ -1,5 +1,5 @@
 /**
- * Alerting on a failing healthcheck end to end (healthchecks.md §9.1): the real server runs a tcp
+ * Alerting on a failing healthcheck end to end (docs/healthchecks.md): the real server runs a tcp
  * check against a port the test controls, pushes every result into the stream of
  * examples/streams/streams/healthchecks-alerts.edn, which sends them to a real Alertmanager
  * (Debian's prometheus-alertmanager): one alert fires while the check fails, and resolves when it

@@ -1,5 +1,5 @@
 /**
- * User regular expressions run in linear time (platform.md §8): `(a+)+$` against 100 000 `a`
+ * User regular expressions run in linear time (docs/security.md): `(a+)+$` against 100 000 `a`
  * followed by `b`, which a backtracking engine takes exponential time on, answers within a second in
  * an http check's body-regexp and in a stream's `:regex` condition, and the server keeps answering
  * `/healthz` within 100 ms meanwhile. Patterns RE2 cannot run are 400s naming the field or node.

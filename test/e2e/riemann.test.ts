@@ -1,5 +1,5 @@
 /**
- * The Riemann protocol input of the real process (streams-io.md §5) with the real clients from
+ * The Riemann protocol input of the real process (docs/streams.md) with the real clients from
  * Debian's packages: riemann-c-client's `riemann-client send` and `query` (TCP and TLS with client
  * certificates) and collectd's write_riemann plugin; then bad input, after which `/healthz` still
  * answers. A test whose binary is missing is skipped with the reason.

@@ -1,5 +1,5 @@
 /**
- * The public status page through the real `vigie` process (healthchecks.md §9.3):
+ * The public status page through the real `vigie` process (docs/healthchecks.md):
  *
  * - `vigie serve` with a selector that selects no check exits 2 naming it;
  * - in Debian's Chromium (playwright-core driving /usr/bin/chromium, never a downloaded browser):

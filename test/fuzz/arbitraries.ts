@@ -1,5 +1,5 @@
 /**
- * What the route fuzzing sends (platform.md §8 "Fuzzed"): malformed path segments, wrong types,
+ * What the route fuzzing sends (docs/security.md): malformed path segments, wrong types,
  * huge numbers, overlong and invalid strings, deep nesting, invalid UTF-8, truncated bodies and
  * wrong media types, built with fast-check.
  */

@@ -1,5 +1,5 @@
 /**
- * Fuzzes every route of every module through `app.inject()` (platform.md §8 "Fuzzed"): malformed
+ * Fuzzes every route of every module through `app.inject()` (docs/security.md): malformed
  * JSON, wrong types, invalid UTF-8, deep nesting, huge numbers, overlong names, wrong media types,
  * truncated bodies. Every answer must be a 2xx or a 4xx in the route's error format (`{"error":
  * "<sentence>"}`), never a 5xx (but the 500 of a failed one-off healthcheck), a hang or a crash;

@@ -48,9 +48,9 @@ export interface FuzzRoute {
   /** The route pattern, as Fastify registered it. */
   readonly url: string;
   readonly requests: fc.Arbitrary<FuzzRequest>;
-  /** The one 5xx a route may answer: the 500 of a failed one-off healthcheck (healthchecks.md §5). */
+  /** The one 5xx a route may answer: the 500 of a failed one-off healthcheck (docs/healthchecks.md). */
   readonly allowsFailedOneOff?: boolean;
-  /** Errors in Cargo's format, `{"errors": [{"detail": "<sentence>"}]}` (cargo.md §2). */
+  /** Errors in Cargo's format, `{"errors": [{"detail": "<sentence>"}]}` (docs/cargo.md). */
   readonly cargoErrors?: boolean;
   /** A share of the default number of runs, for routes whose every request is slow (Argon2). */
   readonly runs?: number;
@@ -127,8 +127,8 @@ function requests(
 }
 
 /**
- * The Cargo registry's routes (cargo.md): the sparse index, browsing, and Cargo's web API with its
- * own error format. Publish bodies are frames of fuzzed lengths, metadata and bytes.
+ * The Cargo registry's routes (docs/cargo.md): the sparse index, browsing, and Cargo's web API with
+ * its own error format. Publish bodies are frames of fuzzed lengths, metadata and bytes.
  */
 function cargoRoutes(
   context: FuzzContext,
@@ -459,7 +459,7 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     route("DELETE", "/api/admin/comment/:website/:article/:id", { params: comment }),
     route("GET", "/api/admin/event/:website", { params: comment }),
     route("DELETE", "/api/admin/event/:website", { params: comment }),
-    // The widget and the moderation page (comments.md §9–10): files without parameters.
+    // The widget and the moderation page (docs/comments.md): files without parameters.
     route("GET", "/comments/widget.js"),
     route("GET", "/comments/admin"),
     route("GET", "/comments/admin.js"),
@@ -488,7 +488,7 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
       query: queryString(["since", "until", "limit"], historyValue),
     }),
     route("GET", "/result/:name/uptime", { params: { name: ["fuzz-check"] } }),
-    // The public status page (healthchecks.md §9.3): its one parameter is ?refresh=<seconds>.
+    // The public status page (docs/healthchecks.md): its one parameter is ?refresh=<seconds>.
     route("GET", "/status", {
       query: queryString(["refresh"], fc.oneof(fc.integer({ min: -5, max: 5_000 }).map(String), segment())),
     }),

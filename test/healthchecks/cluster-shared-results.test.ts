@@ -1,5 +1,5 @@
 /**
- * Cluster mode's latest results in PostgreSQL (scale-out.md §3): what one instance writes another
+ * Cluster mode's latest results in PostgreSQL (docs/cluster.md): what one instance writes another
  * reads back whole, results of an older definition are ignored, and a bulk replacement racing with
  * the writes of every instance never deadlocks.
  */

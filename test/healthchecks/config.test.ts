@@ -166,7 +166,7 @@ describe("the healthchecks section", () => {
     );
   });
 
-  it("lets checks name TLS files at any path, with or without tls-directory (platform.md §8)", () => {
+  it("lets checks name TLS files at any path, with or without tls-directory", () => {
     const tls = { name: "t", target: "localhost", port: 443, timeout: "1s", interval: "10s" };
     for (const extra of [{}, { "tls-directory": "/srv/vigie/tls" }]) {
       const [check] = configuredChecks(
@@ -176,7 +176,7 @@ describe("the healthchecks section", () => {
     }
   });
 
-  it("never quotes a header value or a URL password in its errors (platform.md §8)", () => {
+  it("never quotes a header value or a URL password in its errors (docs/security.md)", () => {
     const site = { name: "site", target: "example.org", port: 443, "valid-status": [200], timeout: "5s" };
     const message = refusal({
       "http-checks": [{ ...site, interval: "30s", headers: { Authorization: "Bearer t0ken\n" } }],

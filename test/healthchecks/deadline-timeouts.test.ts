@@ -1,5 +1,5 @@
 /**
- * The timeout bounds the tcp connection and the dns lookup (healthchecks.md §3). A connection that
+ * The timeout bounds a whole run, tcp connection and dns lookup included. A connection that
  * neither opens nor fails, or a resolver that never answers, cannot be produced reliably on every
  * machine, so these tests replace `net.connect` and `dns.lookup` with ones that hang.
  */

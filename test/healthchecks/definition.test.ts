@@ -10,7 +10,7 @@ import { REDACTED } from "../../src/healthchecks/redaction.js";
 import { ValidationError } from "../../src/platform/validation.js";
 import { validationError } from "../support/validation.js";
 
-// With a tls-directory, so that API definitions may name TLS files (platform.md §8).
+// With a tls-directory: through the API, a TLS file may only be a name under it.
 const RULES: DefinitionRules = { minInterval: { text: "1s", milliseconds: 1_000 }, tlsDirectory: "/srv/vigie/tls" };
 const API = { unknownKeys: "ignore" } as const;
 
@@ -118,7 +118,7 @@ describe("defaults and the returned view", () => {
     expect(view("http", { ...full, surprise: 1, kind: "tcp", source: "configuration" })).toEqual({
       ...MINIMAL.http,
       ...full,
-      // The view hides the values of secret headers (platform.md §8).
+      // The view hides the values of secret headers (docs/security.md).
       headers: { "X-Token": REDACTED },
       kind: "http",
       source: "api",
@@ -308,7 +308,7 @@ describe("configuration-file definitions", () => {
   });
 });
 
-describe("TLS files (platform.md §8: no file paths from the network)", () => {
+describe("TLS files (no file paths from the network)", () => {
   const NO_DIRECTORY = { minInterval: RULES.minInterval };
   const nameRule =
     "must be a file name relative to healthchecks.tls-directory, not an absolute path and without .. segments";
@@ -362,7 +362,7 @@ describe("TLS files (platform.md §8: no file paths from the network)", () => {
   });
 });
 
-describe("secrets in views and errors (platform.md §8)", () => {
+describe("secrets in views and errors (docs/security.md)", () => {
   it("redacts secret header values and URL passwords in the view, not in toJson (what is stored)", () => {
     const fields = {
       headers: { Authorization: "Bearer t0ken", "X-Env": "prod", Referer: "https://ann:pw@example.org/" },

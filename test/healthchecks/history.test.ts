@@ -1,5 +1,5 @@
 /**
- * The history of results (healthchecks.md §9.2) on SQLite and PostgreSQL: batched writes, the
+ * The history of results (docs/healthchecks.md) on SQLite and PostgreSQL: batched writes, the
  * buffer's bound, failed writes, pruning by retention, retention 0, and every query (list, uptime
  * and incidents, daily, response times, state since). One database per kind for the file; each
  * test uses check names of its own.

@@ -16,7 +16,7 @@ function http(fields: Record<string, unknown>): HttpDefinition {
     "http",
     { name: "web", interval: "10s", timeout: "5s", target: "127.0.0.1", "valid-status": [200], ...fields },
     RULES,
-    // As in the configuration file: TLS files at any path (platform.md §8).
+    // As in the configuration file, which may name TLS files at any path.
     { unknownKeys: "ignore", tlsFiles: "paths" },
   );
 }
@@ -406,7 +406,7 @@ describe.skipIf(OPENSSL_MISSING !== undefined)("http executor against local HTTP
   });
 
   it("refuses a FIFO, a device or a file over 1 MiB at once instead of reading it without bound", async () => {
-    // Before the 1 MiB bound (platform.md §8) a FIFO nobody writes to blocked the read until the
+    // Before the 1 MiB bound (docs/security.md) a FIFO nobody writes to blocked the read until the
     // timeout; now it is refused at once, whatever the timeout.
     const fifo = join(certificates.directory, "http-ca.fifo");
     execFileSync("mkfifo", [fifo]);

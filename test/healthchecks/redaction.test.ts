@@ -12,7 +12,7 @@ import {
 } from "../../src/healthchecks/redaction.js";
 import { validationError } from "../support/validation.js";
 
-describe("secret headers (platform.md §8)", () => {
+describe("secret headers (docs/security.md)", () => {
   it("are Authorization, Proxy-Authorization and Cookie, in any case", () => {
     for (const name of [
       "Authorization",
@@ -38,14 +38,14 @@ describe("secret headers (platform.md §8)", () => {
   });
 
   it("are not other headers", () => {
-    // Cookie is matched as a whole name, as platform.md §8 lists it.
+    // Cookie is matched as a whole name, as docs/security.md lists it.
     for (const name of ["Accept", "User-Agent", "Host", "X-Request-Id", "X-Cookie", "Content-Type", "Referer"]) {
       expect(isSecretHeader(name)).toBe(false);
     }
   });
 });
 
-describe("URL passwords (platform.md §8)", () => {
+describe("URL passwords (docs/security.md)", () => {
   it("are replaced, the user and the rest of the URL kept", () => {
     expect(redactUrlPasswords("https://ann:s3cret@example.org/x")).toBe(`https://ann:${REDACTED}@example.org/x`);
     expect(redactUrlPasswords("postgres://app:pw@db:5432/vigie?sslmode=require")).toBe(

@@ -1,6 +1,7 @@
 /**
- * Periodic results reach the streams through the platform's event sink (healthchecks.md §9.1,
- * platform.md §9), in a server with both modules; an unknown stream is counted and the check runs on.
+ * Periodic results reach the streams through the platform's event sink (docs/healthchecks.md;
+ * never the streams module itself), in a server with both modules; an unknown stream is counted and
+ * the check runs on.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

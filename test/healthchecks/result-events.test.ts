@@ -30,7 +30,7 @@ function resultOf(success: boolean, labels?: Record<string, string>): Healthchec
   };
 }
 
-describe("a periodic result as a stream event (healthchecks.md §9.1)", () => {
+describe("a periodic result as a stream event (docs/healthchecks.md)", () => {
   it("has the fields of the spec, labels included but never overriding them", () => {
     const labels = { team: "web", state: "should not win", service: "nor this" };
     const event = resultEvent(

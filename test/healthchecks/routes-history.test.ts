@@ -1,5 +1,5 @@
 /**
- * `GET /result/<name>/history` and `GET /result/<name>/uptime` (healthchecks.md §9.2) through
+ * `GET /result/<name>/history` and `GET /result/<name>/uptime` (docs/healthchecks.md) through
  * `app.inject()`: the answers over seeded history, the 404 of an unknown check, every 400 of the
  * query, the results of running checks arriving in the history, and retention 0 answering from the
  * latest result.

@@ -1,5 +1,5 @@
 /**
- * The security rules of platform.md §8 through the API: no secrets in responses (every GET route,
+ * The security rules of docs/security.md through the API: no secrets in responses (every GET route,
  * one-off answers, bulk errors), `<redacted>` posted back keeps the stored value, and TLS files of
  * API checks are names under `healthchecks.tls-directory`.
  */
@@ -86,7 +86,7 @@ function expectNoSecret(text: string): void {
   for (const secret of SECRETS) expect(text).not.toContain(secret);
 }
 
-/** An http check with a secret in every place platform.md §8 names. */
+/** An http check with a secret in every place that is redacted (docs/security.md). */
 function secretCheck(name: string, fields: Record<string, unknown> = {}) {
   return {
     name,
@@ -123,7 +123,7 @@ function editable(view: unknown): Record<string, unknown> {
   return definition;
 }
 
-describe("no secrets in responses (platform.md §8)", () => {
+describe("no secrets in responses (docs/security.md)", () => {
   let server: VigieServer;
   let api: ReturnType<typeof client>;
   beforeAll(async () => {
@@ -248,7 +248,7 @@ function expectNoFieldSecret(text: string): void {
   }
 }
 
-describe("query parameters and JSON body fields named like secrets (platform.md §8)", () => {
+describe("query parameters and JSON body fields named like secrets (docs/security.md)", () => {
   let server: VigieServer;
   let api: ReturnType<typeof client>;
   beforeAll(async () => {
@@ -325,7 +325,7 @@ describe("query parameters and JSON body fields named like secrets (platform.md 
   });
 });
 
-describe("<redacted> posted back keeps the stored value (platform.md §8)", () => {
+describe("<redacted> posted back keeps the stored value (docs/security.md)", () => {
   let server: VigieServer;
   let api: ReturnType<typeof client>;
   beforeAll(async () => {
@@ -465,7 +465,7 @@ describe("<redacted> posted back keeps the stored value (platform.md §8)", () =
   });
 });
 
-describe("TLS files through the API (platform.md §8: no file paths from the network)", () => {
+describe("TLS files through the API (no file paths from the network)", () => {
   const NO_DIRECTORY = "cannot be set through the API: healthchecks.tls-directory is not configured";
   const NAME_RULE =
     "must be a file name relative to healthchecks.tls-directory, not an absolute path and without .. segments";

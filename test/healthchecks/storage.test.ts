@@ -142,7 +142,7 @@ describe.each(DATABASE_KINDS)("healthcheck storage on $kind", ({ kind, skip }) =
     });
 
   it.skipIf(skip)(
-    "stores secrets as given, shows them redacted, and keeps them when posted back (platform.md §8)",
+    "stores secrets as given, shows them redacted, and keeps them when posted back (docs/security.md)",
     async () => {
       const first = await start();
       expect((await post(first, "/healthcheck/http", secretCheck("web"))).statusCode).toBe(201);
@@ -173,7 +173,7 @@ describe.each(DATABASE_KINDS)("healthcheck storage on $kind", ({ kind, skip }) =
   );
 
   it.skipIf(skip)(
-    "restores a stored TLS file name only while it leads to a file of the tls-directory (platform.md §8)",
+    "restores a stored TLS file name only while it leads to a file of the tls-directory (docs/security.md)",
     async () => {
       const directory = temporaryDirectory("vigie-tls-stored-");
       try {

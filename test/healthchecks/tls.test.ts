@@ -20,7 +20,7 @@ function tls(fields: Record<string, unknown>): TlsDefinition {
     RULES,
     {
       unknownKeys: "ignore",
-      // As in the configuration file: TLS files at any path (platform.md §8).
+      // As in the configuration file, which may name TLS files at any path.
       tlsFiles: "paths",
     },
   );
@@ -261,7 +261,7 @@ describe.skipIf(OPENSSL_MISSING !== undefined)("tls executor against local TLS s
   });
 
   it("refuses a FIFO, a device or a file over 1 MiB at once instead of reading it without bound", async () => {
-    // Before the 1 MiB bound (platform.md §8) a FIFO nobody writes to blocked the read until the
+    // Before the 1 MiB bound (docs/security.md) a FIFO nobody writes to blocked the read until the
     // timeout; now it is refused at once, whatever the timeout.
     const fifo = join(certificates.directory, "tls-ca.fifo");
     execFileSync("mkfifo", [fifo]);

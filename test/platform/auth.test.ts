@@ -44,7 +44,7 @@ const TOKENS: Record<string, TokenVerification | Promise<TokenVerification>> = {
   slowtech: Promise.resolve({ outcome: "ok", principal: { id: "2", name: "ops", role: "tech" } }),
   old: { outcome: "expired" },
   asleep: { outcome: "inactive" },
-  // Scoped tokens (cargo.md §4): for Cargo only.
+  // Scoped tokens (docs/cargo.md): for Cargo only.
   cargo: { outcome: "ok", principal: { id: "2", name: "ops", role: "tech", scopes: ["yank"] } },
   cargoadmin: { outcome: "ok", principal: { id: "1", name: "root", role: "admin", crates: ["acme-*"] } },
   slowcargo: Promise.resolve({ outcome: "ok", principal: { id: "2", name: "ops", role: "tech", scopes: ["yank"] } }),
@@ -108,7 +108,7 @@ describe("Auth.require", () => {
     expect(await get("/admin", "Bearer tech")).toEqual({ status: 403, body: { error: "forbidden" } });
   });
 
-  it("answers the failures of registry.md §2 and §3", async () => {
+  it("answers a missing, invalid or expired token with 401 and an inactive user with 403", async () => {
     expect(await get("/tech")).toEqual({ status: 401, body: { error: "missing token" } });
     expect(await get("/tech", "Bearer ")).toEqual({ status: 401, body: { error: "missing token" } });
     expect(await get("/tech", "nope")).toEqual({ status: 401, body: { error: "invalid token" } });
@@ -122,7 +122,7 @@ describe("Auth.require", () => {
     expect(await get("/admin-or-own", "tech")).toEqual({ status: 403, body: { error: "forbidden" } });
   });
 
-  it("refuses scoped tokens with 403 but where the guard is created with scoped (cargo.md §4)", async () => {
+  it("refuses scoped tokens with 403 but where the guard is created with scoped (docs/cargo.md)", async () => {
     const refused = { status: 403, body: { error: "a token with scopes is for Cargo only" } };
     for (const token of ["cargo", "cargoadmin", "slowcargo"]) {
       for (const url of ["/tech", "/admin", "/admin-or-own"])

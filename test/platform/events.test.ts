@@ -12,7 +12,7 @@ function router(now = () => 0) {
   return { events, warnings, count };
 }
 
-describe("the event router (platform.md §9)", () => {
+describe("the event router (modules hand events to streams through it)", () => {
   it("delivers to the connected receiver", () => {
     const { events, warnings } = router();
     const received: Array<[string, readonly SinkEvent[]]> = [];

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { escapeHtml } from "../../src/platform/html.js";
 
 describe("escapeHtml", () => {
-  it("escapes the five characters of comments.md §5 and healthchecks.md §3", () => {
+  it("escapes the five characters & < > \" '", () => {
     expect(escapeHtml(`&<>"'`)).toBe("&amp;&lt;&gt;&quot;&#39;");
     expect(escapeHtml(`<script>alert("x" + 'y')</script>`)).toBe(
       "&lt;script&gt;alert(&quot;x&quot; + &#39;y&#39;)&lt;/script&gt;",

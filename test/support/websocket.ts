@@ -1,5 +1,5 @@
 /**
- * WebSocket clients for tests (streams-io.md §3): a `ws` subscriber that collects what it
+ * WebSocket clients for tests (docs/streams.md): a `ws` subscriber that collects what it
  * receives (and answers pings, or not), the answer to a refused upgrade, and a raw upgrade request over TCP for paths and
  * headers a client library would refuse to send.
  */
@@ -15,7 +15,7 @@ export interface TestSubscriber {
   readonly socket: WebSocket;
   /** Every text frame received so far, parsed as JSON. */
   readonly events: unknown[];
-  /** Frames that were binary (a text frame is expected: streams-io.md §3). */
+  /** Frames that were binary (each event is expected as one text frame). */
   readonly binaryFrames: number;
   /** Ping frames received from the server. */
   readonly pings: number;

@@ -1,5 +1,5 @@
 /**
- * The moderation page's logic without a browser (comments.md §10): the registry token's name, the
+ * The moderation page's logic without a browser (docs/comments.md): the registry token's name, the
  * session kept in sessionStorage, the websites typed, the order of the pending list, the summary
  * of an action.
  */
@@ -60,7 +60,7 @@ describe("parseWebsites", () => {
 });
 
 describe("isWebsiteName and isArticleName", () => {
-  it("follow comments.md §2", () => {
+  it("follow the name rules of docs/comments.md", () => {
     expect(isWebsiteName("blog.example_1-2")).toBe(true);
     expect(isWebsiteName("a".repeat(64))).toBe(true);
     expect(isWebsiteName("a".repeat(65))).toBe(false);

@@ -1,5 +1,5 @@
 /**
- * The comment widget's logic without a browser (comments.md §9): the article name of a page, the
+ * The comment widget's logic without a browser (docs/comments.md): the article name of a page, the
  * decoding of the stored text, where a server error goes, the paging cursor, the shape checks.
  */
 import fc from "fast-check";
@@ -21,7 +21,7 @@ import {
 } from "../../../src/comments/browser/widget-logic.js";
 import { escapeHtml } from "../../../src/platform/html.js";
 
-/** The article names of comments.md §2. */
+/** An article name: 1–200 characters of `A-Z a-z 0-9 . _ ~ -`. */
 const ARTICLE = /^[A-Za-z0-9._~-]{1,200}$/;
 
 /** A seed printed on failure, so a failing run can be replayed. */
@@ -147,7 +147,7 @@ function comments(count: number, start = 1_000, step = 1): Comment[] {
 }
 
 /**
- * The public list route of comments.md §9 over `all` (oldest first): the `limit` newest before
+ * The public list route (`?limit=&before=`) over `all` (oldest first): the `limit` newest before
  * `before`, oldest first, then those sharing the oldest one's millisecond when `ties` (the server's
  * pages never end inside a millisecond).
  */

@@ -1,5 +1,5 @@
 /**
- * The size budget of the comment widget (comments.md §9: at most 5 kB gzip, CSS included), measured
+ * The size budget of the comment widget (at most 5 kB gzip, CSS included), measured
  * on what the build ships: scripts/build-browser.mjs run into a temporary directory, each file
  * compressed with gzip level 9 (as `gzip -9`). Also: the widget carries its CSS, and no built
  * script writes HTML.
@@ -12,7 +12,7 @@ import { constants, gzipSync } from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
 import { temporaryDirectory } from "../../support/temporary.js";
 
-/** comments.md §9, read as 5 000 bytes (the stricter reading of kB). */
+/** The widget's 5 kB, read as 5 000 bytes (the stricter reading of kB). */
 const WIDGET_BUDGET_BYTES = 5_000;
 /** The moderation page's script and style: no budget in the spec; this one catches a framework slipping in. */
 const ADMIN_BUDGET_BYTES = 12_000;

@@ -1,5 +1,5 @@
 /**
- * The comment widget's strings (comments.md §9: every visible string from one table per language):
+ * The comment widget's strings (every visible string comes from one table per language):
  * both tables complete, counts worded with each language's plural rules, math questions translated.
  */
 import { describe, expect, it } from "vitest";

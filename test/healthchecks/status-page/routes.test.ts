@@ -1,5 +1,5 @@
 /**
- * The status page's routes through `app.inject()` on a real server (healthchecks.md §9.3): the
+ * The status page's routes through `app.inject()` on a real server (docs/healthchecks.md): the
  * selectors checked at start-up and evaluated at each render, the page and its data (grouping,
  * states as text, escaping, nothing leaked), the headers (Content-Security-Policy, cache), the
  * size of the page with its script, the refresh parameter, the script route, and no route at all
