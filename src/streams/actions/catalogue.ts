@@ -78,7 +78,7 @@ export const ACTIONS: ReadonlyMap<string, ActionDefinition> = new Map<string, Ac
   ["expired", expired],
   ["not-expired", notExpired],
   ...["above-dt", "below-dt", "between-dt", "outside-dt", "cond-dt", "critical-dt"].map(
-    (name) => [name, conditionDuration(name)] as [string, ActionDefinition],
+    (name): [string, ActionDefinition] => [name, conditionDuration(name)],
   ),
   ["fixed-time-window", fixedTimeWindow],
   ["fixed-event-window", fixedEventWindow],

@@ -6,7 +6,7 @@ import { type ActionDefinition, buildChildren, type Destination } from "../actio
 import { CompileError } from "../compile-error.js";
 import { compileField } from "../condition.js";
 import { type EdnValue, isKeyword, nameOf, sequenceItems } from "../edn.js";
-import { type Event, fieldReader, timeOf } from "../event.js";
+import { fieldReader, timeOf } from "../event.js";
 import { expectCount, secondsParam } from "./params.js";
 
 /** Separators of index keys; they cannot occur in field names or JSON-encoded values. */
@@ -91,7 +91,7 @@ export const reaper: ActionDefinition = {
       // real Unix times, the very first event), as Mirabelle's reaper.
       let nextRun = interval;
       return (value) => {
-        const time = Array.isArray(value) ? undefined : timeOf(value as Event);
+        const time = Array.isArray(value) ? undefined : timeOf(value);
         if (time === undefined || time < nextRun) return;
         nextRun = time + interval;
         for (const event of runtime.index.removeExpired(time)) {

@@ -1,15 +1,15 @@
 /**
- * Windows (streams.md §4): fixed-time-window, fixed-event-window, moving-event-window,
+ * Windows: fixed-time-window, fixed-event-window, moving-event-window,
  * moving-time-window, the fixed windows that emit one event each (sum, mean, top, bottom, rate),
  * and the phase-2 fixed windows ssort (each window's events sorted by a field) and ratio (the
  * ratio of two conditions' counts per window). Every clock is event time (seconds).
  */
-import { type ActionDefinition, type Builder, type Next, withChildren } from "../action.js";
+import { type ActionDefinition, type Builder, type Next, onEvents, withChildren } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { compileCondition, compileField } from "../condition.js";
 import { type EdnValue, sequenceItems } from "../edn.js";
 import { compareValues, type Event, fieldReader, metricOf, timeOf } from "../event.js";
-import { type Aggregate, aggregateEvent, countOf, maxOf, meanOf, minOf, mostRecent, sumOf } from "./collections.js";
+import { type Aggregate, aggregateEvent, maxOf, meanOf, minOf, mostRecent, sumOf } from "./collections.js";
 import { countParam, expectCount, numberParam, optionsParam, secondsParam } from "./params.js";
 
 interface Window {
@@ -62,7 +62,10 @@ class FixedTimeWindows {
       const closedBelow = Math.floor((time - (this.delay ?? 0)) / this.duration);
       if (closedBelow > this.#closedBelow) {
         this.#closedBelow = closedBelow;
-        while (open.length > 0 && (open[0] as Window).index < closedBelow) this.emit((open.shift() as Window).events);
+        for (let first = open[0]; first !== undefined && first.index < closedBelow; first = open[0]) {
+          open.shift();
+          this.emit(first.events);
+        }
       }
     }
     return true;
@@ -72,8 +75,11 @@ class FixedTimeWindows {
   #insert(index: number, event: Event): boolean {
     const open = this.#open;
     let position = open.length;
-    while (position > 0 && (open[position - 1] as Window).index > index) position -= 1;
-    const existing = open[position - 1];
+    let existing = open[position - 1];
+    while (existing !== undefined && existing.index > index) {
+      position -= 1;
+      existing = open[position - 1];
+    }
     if (existing === undefined || existing.index !== index) open.splice(position, 0, { index, events: [event] });
     else if (existing.events.length >= this.maxEvents) return false;
     else existing.events.push(event);
@@ -157,14 +163,15 @@ export const bottom = aggregatingWindow("bottom", minOf);
 export const rate: ActionDefinition = {
   compile(params, children, path) {
     const { duration, delay } = windowOptions(params, path, "rate");
+    const perSecond: Aggregate = (events) => events.length / duration;
     return timeWindowBuilder("rate", duration, delay, children, (events, next) => {
-      const event = aggregateEvent(events, countOf);
-      if (event !== undefined) next({ ...event, metric: (event.metric as number) / duration });
+      const event = aggregateEvent(events, perSecond);
+      if (event !== undefined) next(event);
     });
   },
 };
 
-/** The most events an event window may hold (a bound, platform.md §8). */
+/** The most events an event window may hold: a window never grows without bound. */
 export const MAX_EVENT_WINDOW_SIZE = 1_000_000;
 
 /** The `:size` of an event window: an integer from 1 to {@link MAX_EVENT_WINDOW_SIZE}. */
@@ -174,48 +181,37 @@ function eventWindowSize(params: readonly EdnValue[], path: string, action: stri
   return size;
 }
 
-/** `fixed-event-window [{:size n}]`: emits every n events as a list. */
-export const fixedEventWindow: ActionDefinition = {
-  compile(params, children, path) {
-    expectCount(params, 1, 1, path, "fixed-event-window", "[{:size n}]");
-    const size = eventWindowSize(params, path, "fixed-event-window");
-    return withChildren("fixed-event-window", children, (next, drop) => {
-      let buffer: Event[] = [];
-      return (value) => {
-        if (Array.isArray(value)) {
-          drop();
-          return;
+function eventWindow(action: "fixed-event-window" | "moving-event-window"): ActionDefinition {
+  return {
+    compile(params, children, path) {
+      expectCount(params, 1, 1, path, action, "[{:size n}]");
+      const size = eventWindowSize(params, path, action);
+      return onEvents(action, children, (next) => {
+        let buffer: Event[] = [];
+        if (action === "fixed-event-window") {
+          return (event) => {
+            buffer.push(event);
+            if (buffer.length === size) {
+              const full = buffer;
+              buffer = [];
+              next(full);
+            }
+          };
         }
-        buffer.push(value);
-        if (buffer.length === size) {
-          const full = buffer;
-          buffer = [];
-          next(full);
-        }
-      };
-    });
-  },
-};
+        return (event) => {
+          // A new array each time: children may keep the list they received.
+          buffer = buffer.length < size ? [...buffer, event] : [...buffer.slice(1), event];
+          next(buffer);
+        };
+      });
+    },
+  };
+}
 
+/** `fixed-event-window [{:size n}]`: emits every n events as a list. */
+export const fixedEventWindow = eventWindow("fixed-event-window");
 /** `moving-event-window [{:size n}]`: on every event emits the last n events. */
-export const movingEventWindow: ActionDefinition = {
-  compile(params, children, path) {
-    expectCount(params, 1, 1, path, "moving-event-window", "[{:size n}]");
-    const size = eventWindowSize(params, path, "moving-event-window");
-    return withChildren("moving-event-window", children, (next, drop) => {
-      let buffer: Event[] = [];
-      return (value) => {
-        if (Array.isArray(value)) {
-          drop();
-          return;
-        }
-        // A new array each time: children may keep the list they received.
-        buffer = buffer.length < size ? [...buffer, value] : [...buffer.slice(1), value];
-        next(buffer);
-      };
-    });
-  },
-};
+export const movingEventWindow = eventWindow("moving-event-window");
 
 /** `moving-time-window [{:duration D}]`: on every event emits the events of the last D seconds. */
 export const movingTimeWindow: ActionDefinition = {
@@ -223,20 +219,21 @@ export const movingTimeWindow: ActionDefinition = {
     expectCount(params, 1, 1, path, "moving-time-window", "[{:duration D}]");
     const options = optionsParam(params[0], path, "moving-time-window", ["duration"]);
     const duration = secondsParam(options.get("duration"), path, ":duration");
-    return withChildren("moving-time-window", children, (next, drop, limits) => {
+    return onEvents("moving-time-window", children, (next, drop, limits) => {
       let buffer: Event[] = [];
       let clock = Number.NEGATIVE_INFINITY;
-      return (value) => {
-        const time = Array.isArray(value) ? undefined : timeOf(value);
+      return (event) => {
+        const time = timeOf(event);
         if (time === undefined) {
           drop();
           return;
         }
         if (time > clock) clock = time;
         const horizon = clock - duration;
-        const kept = buffer.filter((event) => (timeOf(event) as number) > horizon);
-        if (time > horizon) kept.push(value as Event);
-        // Bounded (streams.max-window-events): the oldest events go first, counted as dropped.
+        // Every event kept has a time.
+        const kept = buffer.filter((held) => (timeOf(held) ?? horizon) > horizon);
+        if (time > horizon) kept.push(event);
+        // Bounded by `streams.max-window-events`: the oldest events go first, counted as dropped.
         if (kept.length > limits.windowEvents) {
           for (let excess = kept.length - limits.windowEvents; excess > 0; excess--) drop();
           kept.splice(0, kept.length - limits.windowEvents);
