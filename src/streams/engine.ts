@@ -3,6 +3,7 @@
  * reinjection between streams, and the per-stream counters (streams.md §4–§6, §10). Plain
  * TypeScript: the HTTP plugin, the ingestion routes and `vigie stream test` all drive this class.
  */
+import { errorMessage } from "../platform/errors.js";
 import {
   DEFAULT_STREAM_LIMITS,
   type Destination,
@@ -381,7 +382,7 @@ export function applySharedStreams(
       const config = parseEdn(text);
       engine.add(name, config, { kind: "api" });
     } catch (error) {
-      logger.error({ stream: name }, `stored stream ${name} was not started: ${(error as Error).message}`);
+      logger.error({ stream: name }, `stored stream ${name} was not started: ${errorMessage(error)}`);
     }
   }
 }
