@@ -45,6 +45,15 @@ const RESOURCE_SPANS_KEYS = { head: "resource", items: "scopeSpans" } as const;
 const SCOPE_SPANS_KEYS = { head: "scope", items: "spans" } as const;
 
 /**
+ * An item of a list starts: an object is a new level, anything else is ignored.
+ * @returns undefined: a level is not measured as a whole
+ */
+function startLevel<Item>(list: Array<Level<Item> | undefined>, index: number, kind: JsonKind): undefined {
+  list[index] = kind === "object" ? { head: undefined, items: [], itemsIsArray: false } : undefined;
+  return undefined;
+}
+
+/**
  * Collects the parts of a request as the scanner visits them: `resourceSpans[i].resource`,
  * `resourceSpans[i].scopeSpans[j].scope` and `…spans[k]`. A repeated key keeps its last value,
  * as JSON.parse does; what is not where the mapping looks (an object in place of an array) is
@@ -74,19 +83,13 @@ class RequestParts implements JsonVisitor {
     }
     const i = path[1];
     if (typeof i !== "number" || !this.#resourceSpansIsArray) return undefined;
-    if (depth === 2) {
-      this.resourceSpans[i] = kind === "object" ? { head: undefined, items: [], itemsIsArray: false } : undefined;
-      return undefined;
-    }
+    if (depth === 2) return startLevel(this.resourceSpans, i, kind);
     const resourceSpans = this.resourceSpans[i];
     if (resourceSpans === undefined) return undefined;
     if (depth === 3) return this.#levelPart(resourceSpans, RESOURCE_SPANS_KEYS, path[2], kind);
     const j = path[3];
     if (path[2] !== "scopeSpans" || typeof j !== "number" || !resourceSpans.itemsIsArray) return undefined;
-    if (depth === 4) {
-      resourceSpans.items[j] = kind === "object" ? { head: undefined, items: [], itemsIsArray: false } : undefined;
-      return undefined;
-    }
+    if (depth === 4) return startLevel(resourceSpans.items, j, kind);
     const scopeSpans = resourceSpans.items[j];
     if (scopeSpans === undefined) return undefined;
     if (depth === 5) return this.#levelPart(scopeSpans, SCOPE_SPANS_KEYS, path[4], kind);

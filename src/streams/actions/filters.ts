@@ -6,7 +6,7 @@ import { type ActionDefinition, filtering, onEvents } from "../action.js";
 import { compileCondition, compileField } from "../condition.js";
 import { ednToJson } from "../edn.js";
 import { fieldReader, isExpired, metricOf, timeOf, valuesEqual } from "../event.js";
-import { countParam, expectCount, numberParam, optionsParam, secondsParam, stringsParam } from "./params.js";
+import { countParam, expectCount, numberParam, secondsParam, soleOptionsParam, stringsParam } from "./params.js";
 
 /** `tagged-all ["t"]` / `[["t1" "t2"]]`: forwards events carrying all the tags. */
 export const taggedAll: ActionDefinition = {
@@ -45,8 +45,7 @@ export const under = threshold("under");
 /** `changed [{:field f :init v}]`: forwards an event when the field differs from the previous event's. */
 export const changed: ActionDefinition = {
   compile(params, children, path) {
-    expectCount(params, 1, 1, path, "changed", '[{:field :state :init "ok"}]');
-    const options = optionsParam(params[0], path, "changed", ["field"], ["init"]);
+    const options = soleOptionsParam(params, path, "changed", '[{:field :state :init "ok"}]', ["field"], ["init"]);
     const read = fieldReader(compileField(options.get("field"), `${path}.params[0]`));
     const initial = options.has("init") ? ednToJson(options.get("init") ?? null) : undefined;
     return onEvents("changed", children, (next) => {
@@ -65,8 +64,7 @@ export const changed: ActionDefinition = {
 /** `throttle [{:count n :duration D}]`: forwards at most n events per D seconds of event time. */
 export const throttle: ActionDefinition = {
   compile(params, children, path) {
-    expectCount(params, 1, 1, path, "throttle", "[{:count n :duration D}]");
-    const options = optionsParam(params[0], path, "throttle", ["count", "duration"]);
+    const options = soleOptionsParam(params, path, "throttle", "[{:count n :duration D}]", ["count", "duration"]);
     const limit = countParam(options.get("count"), path, ":count");
     const duration = secondsParam(options.get("duration"), path, ":duration");
     return onEvents("throttle", children, (next, drop) => {

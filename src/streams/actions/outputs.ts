@@ -1,5 +1,5 @@
 /**
- * Actions that send events out of the tree (streams.md §4): index, reaper, reinject, the logging
+ * Actions that send events out of the tree: index, reaper, reinject, the logging
  * actions info/debug/error, and tap (for `vigie stream test`).
  */
 import { type ActionDefinition, buildChildren, type Destination } from "../action.js";
@@ -15,7 +15,7 @@ const ENTRY_SEPARATOR = "\u0000";
 
 /**
  * `index [[f ...]]`: stores each event that has a time in the stream's index under the key made of
- * the listed fields present in the event; an event with state `expired` removes its key (§5). Each
+ * the listed fields present in the event; an event with state `expired` removes its key. Each
  * stored (or removing) event is published on the channel `<stream>-index`.
  */
 export const index: ActionDefinition = {
@@ -31,7 +31,7 @@ export const index: ActionDefinition = {
     });
     return (runtime) => {
       const drop = runtime.dropped("index");
-      // Every stored event is published on the channel `<stream>-index` (streams-io.md §3).
+      // Every stored event is published on the channel `<stream>-index` (for its WebSocket subscribers).
       const publish = runtime.publish(`${runtime.stream}-index`);
       return (value) => {
         if (Array.isArray(value)) {

@@ -105,6 +105,24 @@ export function conditionsParam(params: readonly EdnValue[], path: string, actio
   return items.map((item, index) => compileCondition(item, `${path}.params[0][${index}]`));
 }
 
+/**
+ * The one param of an action that takes an options map, `[{:key value ...}]` (see
+ * {@link optionsParam}).
+ * @param shape how the params read, for the error on a wrong count
+ * @throws CompileError for a wrong count of params, a non-map, a missing or an unknown key
+ */
+export function soleOptionsParam(
+  params: readonly EdnValue[],
+  path: string,
+  action: string,
+  shape: string,
+  required: readonly string[],
+  optional: readonly string[] = [],
+): Map<string, EdnValue> {
+  expectCount(params, 1, 1, path, action, shape);
+  return optionsParam(params[0], path, action, required, optional);
+}
+
 /** A list of strings given as one string or a vector of strings (`tag`, `untag`, `tagged-all`). */
 export function stringsParam(params: readonly EdnValue[], path: string, action: string): string[] {
   expectCount(params, 1, 1, path, action, '["tag"] or [["tag1" "tag2"]]');

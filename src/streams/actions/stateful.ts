@@ -10,7 +10,7 @@
 import { type ActionDefinition, onEvents, withChildren } from "../action.js";
 import { compileField } from "../condition.js";
 import { type Event, type FieldReader, fieldReader, isExpired, metricOf, timeOf, valuesEqual } from "../event.js";
-import { conditionsParam, expectCount, itemsParam, optionsParam, secondsParam } from "./params.js";
+import { conditionsParam, expectCount, itemsParam, secondsParam, soleOptionsParam } from "./params.js";
 
 /**
  * `project [[c1 c2 ...]]` (at least one condition): keeps one slot per condition holding the most
@@ -90,8 +90,8 @@ function tupleKey(readers: readonly FieldReader[], event: Event): string {
  */
 export const coalesce: ActionDefinition = {
   compile(params, children, path) {
-    expectCount(params, 1, 1, path, "coalesce", "[{:duration D :fields [f ...]}]");
-    const options = optionsParam(params[0], path, "coalesce", ["duration", "fields"]);
+    const shape = "[{:duration D :fields [f ...]}]";
+    const options = soleOptionsParam(params, path, "coalesce", shape, ["duration", "fields"]);
     const duration = secondsParam(options.get("duration"), path, ":duration");
     const fields = itemsParam(options.get("fields"), path, ":fields of :coalesce must be a non-empty vector of fields");
     const readers = fields.map((field, index) =>

@@ -10,7 +10,7 @@ import { compileCondition, compileField } from "../condition.js";
 import { type EdnValue, sequenceItems } from "../edn.js";
 import { compareValues, type Event, fieldReader, metricOf, timeOf } from "../event.js";
 import { type Aggregate, aggregateEvent, maxOf, meanOf, minOf, mostRecent, sumOf } from "./collections.js";
-import { countParam, expectCount, numberParam, optionsParam, secondsParam } from "./params.js";
+import { countParam, numberParam, secondsParam, soleOptionsParam } from "./params.js";
 
 interface Window {
   readonly index: number;
@@ -87,11 +87,16 @@ class FixedTimeWindows {
   }
 }
 
+/** The keys a fixed-time action takes besides `:duration` and `:delay`. */
+interface WindowKeys {
+  /** How the params read, for the error on a wrong count. */
+  readonly shape: string;
+  readonly required: readonly string[];
+  readonly optional: readonly string[];
+}
+
 /**
  * The options of a fixed time window: `{:duration D :delay L}` plus the action's own keys.
- * @param shape how the params read, for the error on a wrong count
- * @param required the action's required keys besides `:duration`
- * @param optional the action's optional keys besides `:delay`
  * @returns the duration and delay in seconds (`delay` is `undefined` when not given) and every option
  * @throws CompileError naming the node for a missing, unknown or invalid option
  */
@@ -99,12 +104,9 @@ function windowOptions(
   params: readonly EdnValue[],
   path: string,
   action: string,
-  shape = "[{:duration D :delay L}]",
-  required: readonly string[] = [],
-  optional: readonly string[] = [],
+  { shape, required, optional }: WindowKeys = { shape: "[{:duration D :delay L}]", required: [], optional: [] },
 ): { duration: number; delay: number | undefined; options: Map<string, EdnValue> } {
-  expectCount(params, 1, 1, path, action, shape);
-  const options = optionsParam(params[0], path, action, ["duration", ...required], ["delay", ...optional]);
+  const options = soleOptionsParam(params, path, action, shape, ["duration", ...required], ["delay", ...optional]);
   const duration = secondsParam(options.get("duration"), path, ":duration");
   const delay = options.has("delay") ? numberParam(options.get("delay"), path, ":delay") : undefined;
   if (delay !== undefined && delay < 0)
@@ -174,9 +176,10 @@ export const rate: ActionDefinition = {
 /** The most events an event window may hold: a window never grows without bound. */
 export const MAX_EVENT_WINDOW_SIZE = 1_000_000;
 
-/** The `:size` of an event window: an integer from 1 to {@link MAX_EVENT_WINDOW_SIZE}. */
+/** The `:size` of an event window, its one param: an integer from 1 to {@link MAX_EVENT_WINDOW_SIZE}. */
 function eventWindowSize(params: readonly EdnValue[], path: string, action: string): number {
-  const size = countParam(optionsParam(params[0], path, action, ["size"]).get("size"), path, ":size");
+  const options = soleOptionsParam(params, path, action, "[{:size n}]", ["size"]);
+  const size = countParam(options.get("size"), path, ":size");
   if (size > MAX_EVENT_WINDOW_SIZE) throw new CompileError(path, `:size must be at most ${MAX_EVENT_WINDOW_SIZE}`);
   return size;
 }
@@ -184,7 +187,6 @@ function eventWindowSize(params: readonly EdnValue[], path: string, action: stri
 function eventWindow(action: "fixed-event-window" | "moving-event-window"): ActionDefinition {
   return {
     compile(params, children, path) {
-      expectCount(params, 1, 1, path, action, "[{:size n}]");
       const size = eventWindowSize(params, path, action);
       return onEvents(action, children, (next) => {
         let buffer: Event[] = [];
@@ -216,8 +218,7 @@ export const movingEventWindow = eventWindow("moving-event-window");
 /** `moving-time-window [{:duration D}]`: on every event emits the events of the last D seconds. */
 export const movingTimeWindow: ActionDefinition = {
   compile(params, children, path) {
-    expectCount(params, 1, 1, path, "moving-time-window", "[{:duration D}]");
-    const options = optionsParam(params[0], path, "moving-time-window", ["duration"]);
+    const options = soleOptionsParam(params, path, "moving-time-window", "[{:duration D}]", ["duration"]);
     const duration = secondsParam(options.get("duration"), path, ":duration");
     return onEvents("moving-time-window", children, (next, drop, limits) => {
       let buffer: Event[] = [];
@@ -256,14 +257,11 @@ export const movingTimeWindow: ActionDefinition = {
  */
 export const ssort: ActionDefinition = {
   compile(params, children, path) {
-    const { duration, delay, options } = windowOptions(
-      params,
-      path,
-      "ssort",
-      "[{:duration D :field f :delay L}]",
-      ["field"],
-      ["nested?"],
-    );
+    const { duration, delay, options } = windowOptions(params, path, "ssort", {
+      shape: "[{:duration D :field f :delay L}]",
+      required: ["field"],
+      optional: ["nested?"],
+    });
     const read = fieldReader(compileField(options.get("field"), `${path}.params[0]`));
     const byField = (a: Event, b: Event) => compareValues(read(a), read(b));
     return timeWindowBuilder("ssort", duration, delay, children, (events, next) => {
@@ -284,14 +282,11 @@ export const ssort: ActionDefinition = {
  */
 export const ratio: ActionDefinition = {
   compile(params, children, path) {
-    const { duration, delay, options } = windowOptions(
-      params,
-      path,
-      "ratio",
-      "[{:duration D :conditions [c1 c2] :metric false :delay L}]",
-      ["conditions"],
-      ["metric"],
-    );
+    const { duration, delay, options } = windowOptions(params, path, "ratio", {
+      shape: "[{:duration D :conditions [c1 c2] :metric false :delay L}]",
+      required: ["conditions"],
+      optional: ["metric"],
+    });
     const conditions = sequenceItems(options.get("conditions"));
     if (conditions === undefined || conditions.length !== 2) {
       throw new CompileError(path, ":conditions of :ratio must be a vector of exactly 2 conditions");
