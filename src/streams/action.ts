@@ -105,10 +105,10 @@ export const discard: Next = () => {};
 
 /** One Next that forwards to every child in order. */
 export function fanOut(children: readonly Next[]): Next {
-  if (children.length === 0) return discard;
-  if (children.length === 1) return children[0] as Next;
-  if (children.length === 2) {
-    const [first, second] = children as [Next, Next];
+  const [first, second] = children;
+  if (first === undefined) return discard;
+  if (children.length === 1) return first;
+  if (children.length === 2 && second !== undefined) {
     return (value) => {
       first(value);
       second(value);
@@ -137,7 +137,7 @@ export function filtering(action: string, keep: Predicate, children: readonly Bu
 
 /**
  * A transformation of single events: `transform` returns the new event, or `undefined` when it
- * cannot apply (counted as dropped, streams.md §4 "Errors inside actions").
+ * cannot apply (skipped and counted as dropped; it never aborts the push).
  */
 export function transforming(
   action: string,
@@ -148,6 +148,25 @@ export function transforming(
     const result = Array.isArray(value) ? undefined : transform(value);
     if (result === undefined) drop();
     else next(result);
+  });
+}
+
+/**
+ * Builds an action on single events that keeps state per instance: `create` receives the joined
+ * children, the action's dropped-events counter and the stream's limits, and returns what each
+ * event does. A list (from a window) is not an event and is counted as dropped.
+ */
+export function onEvents(
+  action: string,
+  children: readonly Builder[],
+  create: (next: Next, drop: () => void, limits: StreamLimits) => (event: Event) => void,
+): Builder {
+  return withChildren(action, children, (next, drop, limits) => {
+    const handle = create(next, drop, limits);
+    return (value) => {
+      if (Array.isArray(value)) drop();
+      else handle(value);
+    };
   });
 }
 

@@ -1,5 +1,5 @@
 /**
- * Compiles a stream configuration (streams.md §2) once into a {@link Builder}: every node is
+ * Compiles a stream configuration (docs/streams.md) once into a {@link Builder}: every node is
  * checked (action, params, children) and turned into closures; building the result for a stream
  * gives the function events are pushed into.
  */

@@ -1,5 +1,5 @@
 /**
- * Where-conditions (streams.md §3), compiled once into closures:
+ * Where-conditions, compiled once into closures:
  *
  * ```
  * condition := [op field arg?]        field := :key | [:key :nested-key ...]
@@ -25,23 +25,23 @@ export type Predicate = (event: Event) => boolean;
  */
 export function compileField(value: EdnValue | undefined, path: string): FieldPath {
   if (isKeyword(value)) return [value.key];
-  const items = sequenceItems(value);
-  if (items !== undefined && items.length > 0 && items.every((item) => isKeyword(item))) {
-    return items.map((item) => (item as { key: string }).key);
-  }
+  const keys = sequenceItems(value)?.map((item) => (isKeyword(item) ? item.key : undefined)) ?? [];
+  if (keys.length > 0 && keys.every((key) => key !== undefined)) return keys;
   throw new CompileError(path, "a field must be a keyword or a vector of keywords");
 }
 
-const COMPARISONS: Readonly<Record<string, (value: number, argument: number) => boolean>> = {
+const COMPARISONS = {
   ">": (value, argument) => value > argument,
   ">=": (value, argument) => value >= argument,
   "<": (value, argument) => value < argument,
   "<=": (value, argument) => value <= argument,
-};
+} satisfies Readonly<Record<string, (value: number, argument: number) => boolean>>;
 
 function argumentOf(items: EdnValue[], op: string, path: string): EdnValue {
-  if (items.length !== 3) throw new CompileError(path, `${op} takes a field and one argument`);
-  return items[2] as EdnValue;
+  const argument = items[2];
+  if (items.length !== 3 || argument === undefined)
+    throw new CompileError(path, `${op} takes a field and one argument`);
+  return argument;
 }
 
 /**
@@ -65,9 +65,9 @@ export function compileCondition(condition: EdnValue | undefined, path: string):
     case "or": {
       if (items.length < 2) throw new CompileError(path, `${operator} needs at least one condition`);
       const parts = items.slice(1).map((item, index) => compileCondition(item, `${path}[${index + 1}]`));
-      if (parts.length === 1) return parts[0] as Predicate;
-      if (parts.length === 2) {
-        const [a, b] = parts as [Predicate, Predicate];
+      const [a, b] = parts;
+      if (parts.length === 1 && a !== undefined) return a;
+      if (parts.length === 2 && a !== undefined && b !== undefined) {
         return op === "and" ? (event) => a(event) && b(event) : (event) => a(event) || b(event);
       }
       return op === "and"
@@ -100,7 +100,7 @@ export function compileCondition(condition: EdnValue | undefined, path: string):
         throw new CompileError(path, `${operator} compares with a number`);
       }
       const bound = Number(argument);
-      const compare = COMPARISONS[op] as (value: number, argument: number) => boolean;
+      const compare = COMPARISONS[op];
       return (event) => {
         const value = read(event);
         return typeof value === "number" && compare(value, bound);
@@ -224,8 +224,7 @@ function memoized(regex: LinearRegex): (value: string) => boolean {
 /** The pattern of an EDN regex literal `#"..."` (edn-data reads it as a tagged value). */
 function regexSource(value: EdnValue | undefined): string | undefined {
   if (typeof value === "object" && value !== null && "tag" in value && "val" in value) {
-    const inner = (value as { val: unknown }).val;
-    return typeof inner === "string" ? inner : undefined;
+    return typeof value.val === "string" ? value.val : undefined;
   }
   return undefined;
 }

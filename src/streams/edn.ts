@@ -4,6 +4,7 @@
  * maps, and turn data into JSON for events.
  */
 import { type EDNVal, parseEDNString, toEDNString, toKeyword } from "edn-data";
+import { errorMessage } from "../platform/errors.js";
 
 /** An EDN value in edn-data's representation (keywords `{key}`, maps `{map: [[k, v], ...]}`, ...). */
 export type EdnValue = EDNVal;
@@ -65,7 +66,7 @@ export function checkEdnStructure(text: string): void {
   };
   const top: Frame = { opener: "", start: 0, forms: 0, prefixes: [] };
   const stack: Frame[] = [top];
-  const current = () => stack[stack.length - 1] as Frame;
+  const current = () => stack[stack.length - 1] ?? top;
   /** A form that starts at `at` is complete: apply its prefixes, count it. */
   const complete = (at: number) => {
     const frame = current();
@@ -77,12 +78,12 @@ export function checkEdnStructure(text: string): void {
   };
   const tokenEnd = (from: number) => {
     let end = from;
-    while (end < text.length && !WHITE_SPACE.has(text[end] as string) && !DELIMITERS.has(text[end] as string)) end++;
+    while (end < text.length && !WHITE_SPACE.has(text.charAt(end)) && !DELIMITERS.has(text.charAt(end))) end++;
     return end;
   };
   let i = 0;
   while (i < text.length) {
-    const char = text[i] as string;
+    const char = text.charAt(i);
     if (WHITE_SPACE.has(char)) {
       i++;
     } else if (char === ";") {
@@ -154,10 +155,10 @@ export function parseEdn(text: string): EdnValue {
   checkEdnStructure(text);
   try {
     // The line break ends a comment on the last line, which would otherwise swallow the closing
-    // parenthesis edn-data wraps the text in.
+    // parenthesis edn-data wraps the text in. edn-data types its result `unknown`; it is an EDNVal.
     return parseEDNString(`${text}\n`) as EdnValue;
   } catch (error) {
-    throw new EdnError(`invalid EDN: ${(error as Error).message}`);
+    throw new EdnError(`invalid EDN: ${errorMessage(error)}`);
   }
 }
 
@@ -203,9 +204,9 @@ export function isKeyword(value: unknown, name?: string): value is { key: string
     typeof value === "object" &&
     value !== null &&
     "key" in value &&
-    typeof (value as { key: unknown }).key === "string" &&
+    typeof value.key === "string" &&
     Object.keys(value).length === 1 &&
-    (name === undefined || (value as { key: string }).key === name)
+    (name === undefined || value.key === name)
   );
 }
 
@@ -216,18 +217,13 @@ export function keyword(name: string): { key: string } {
 
 /** Whether `value` is an EDN map. */
 export function isMap(value: unknown): value is { map: Array<[EdnValue, EdnValue]> } {
-  return (
-    typeof value === "object" && value !== null && "map" in value && Array.isArray((value as { map: unknown }).map)
-  );
+  return typeof value === "object" && value !== null && "map" in value && Array.isArray(value.map);
 }
 
 /** The items of a vector or a list, or `undefined` for anything else. */
 export function sequenceItems(value: unknown): EdnValue[] | undefined {
-  if (Array.isArray(value)) return value as EdnValue[];
-  if (typeof value === "object" && value !== null && "list" in value) {
-    const list = (value as { list: unknown }).list;
-    if (Array.isArray(list)) return list as EdnValue[];
-  }
+  if (Array.isArray(value)) return value;
+  if (typeof value === "object" && value !== null && "list" in value && Array.isArray(value.list)) return value.list;
   return undefined;
 }
 
@@ -280,11 +276,11 @@ export function ednToJson(value: EdnValue): unknown {
     for (const [key, item] of value.map) object[nameOf(key) ?? toEdn(key)] = ednToJson(item);
     return object;
   }
-  const record = value as unknown as Record<string, unknown>;
-  if (Array.isArray(record.list)) return (record.list as EdnValue[]).map(ednToJson);
-  if (Array.isArray(record.set)) return (record.set as EdnValue[]).map(ednToJson);
-  if ("tag" in record && "val" in record) return ednToJson(record.val as EdnValue);
-  if (typeof record.char === "string") return record.char;
-  if (typeof record.sym === "string") return record.sym;
+  // What is left: lists, sets, tagged values, characters and symbols.
+  if ("list" in value && Array.isArray(value.list)) return value.list.map(ednToJson);
+  if ("set" in value && Array.isArray(value.set)) return value.set.map(ednToJson);
+  if ("tag" in value && "val" in value) return ednToJson(value.val);
+  if ("char" in value && typeof value.char === "string") return value.char;
+  if ("sym" in value && typeof value.sym === "string") return value.sym;
   return null;
 }

@@ -1,8 +1,9 @@
 /**
  * The running streams: compiled configurations with their state and index, default routing,
- * reinjection between streams, and the per-stream counters (streams.md §4–§6, §10). Plain
+ * reinjection between streams, and the per-stream counters (docs/streams.md). Plain
  * TypeScript: the HTTP plugin, the ingestion routes and `vigie stream test` all drive this class.
  */
+import { errorMessage } from "../platform/errors.js";
 import {
   DEFAULT_STREAM_LIMITS,
   type Destination,
@@ -50,7 +51,7 @@ export interface EngineHooks {
 const nothing = () => {};
 
 /**
- * Cluster mode (scale-out.md §4): each stream has one owner instance; events for a stream this
+ * Cluster mode (docs/cluster.md): each stream has one owner instance; events for a stream this
  * instance does not own go to its owner through JetStream.
  */
 export interface Forwarder {
@@ -124,7 +125,7 @@ export class Stream {
       try {
         entry(event);
       } catch {
-        // An action must never abort a push (streams.md §4); count what a bug let through.
+        // An action must never abort a push; count what a bug let through.
         this.#dropException();
       }
     }
@@ -308,7 +309,7 @@ export class StreamEngine {
 }
 
 /**
- * Applies the streams of the stream directories to an engine (start-up and SIGHUP, streams.md §6):
+ * Applies the streams of the stream directories to an engine (start-up and SIGHUP):
  * new streams compiled, changed ones recompiled (state reset), streams whose file entry disappeared
  * dropped, untouched ones kept with their state and index. Streams created through the API without
  * `:persist` are not touched.
@@ -351,7 +352,7 @@ export interface SharedStreamsLogger {
 }
 
 /**
- * Cluster mode (scale-out.md §4): applies the streams stored by the API of any instance. Each
+ * Cluster mode (docs/cluster.md): applies the streams stored by the API of any instance. Each
  * stored stream whose configuration differs from the running one is compiled and (re)started; each
  * API stream among `names` (or among all, when `names` is undefined) that is no longer stored is
  * removed. A stored configuration that no longer compiles (outputs renamed since), or whose name a
@@ -381,7 +382,7 @@ export function applySharedStreams(
       const config = parseEdn(text);
       engine.add(name, config, { kind: "api" });
     } catch (error) {
-      logger.error({ stream: name }, `stored stream ${name} was not started: ${(error as Error).message}`);
+      logger.error({ stream: name }, `stored stream ${name} was not started: ${errorMessage(error)}`);
     }
   }
 }

@@ -15,7 +15,7 @@
  * an event already decoded is measured by {@link exceededBound}, one walk that stops at the first
  * bound it finds exceeded.
  */
-import type { Event } from "./event.js";
+import { type Event, isObjectOrArray } from "./event.js";
 
 /** The bounds of one event (the `streams.max-event-*` settings). */
 export interface EventBounds {
@@ -184,16 +184,16 @@ class Walk {
   value(value: unknown, depth: number): boolean {
     if (typeof value === "string") return this.text(value);
     this.values += VALUE_BYTES;
-    if (typeof value !== "object" || value === null || depth > WALK_DEPTH) return this.#within();
+    if (!isObjectOrArray(value) || depth > WALK_DEPTH) return this.#within();
     if (depth > this.deepest) this.deepest = depth;
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) if (!this.value(value[i], depth + 1)) return false;
       return this.#within();
     }
-    return this.object(value as Record<string, unknown>, depth);
+    return this.object(value, depth);
   }
 
-  object(object: Record<string, unknown>, depth: number): boolean {
+  object(object: Readonly<Record<string, unknown>>, depth: number): boolean {
     for (const key in object) {
       if (++this.fields > this.bounds.fields) {
         this.exceeded = "max-event-fields";
@@ -223,13 +223,13 @@ function byteLength(text: string): number {
 /** The exact size of a value (see the module's documentation): names and strings in UTF-8. */
 function exactSize(value: unknown, depth: number): number {
   if (typeof value === "string") return byteLength(value);
-  if (typeof value !== "object" || value === null || depth > WALK_DEPTH) return VALUE_BYTES;
+  if (!isObjectOrArray(value) || depth > WALK_DEPTH) return VALUE_BYTES;
   let size = VALUE_BYTES;
   if (Array.isArray(value)) {
     for (const item of value) size += exactSize(item, depth + 1);
     return size;
   }
-  for (const key in value) size += byteLength(key) + exactSize((value as Record<string, unknown>)[key], depth + 1);
+  for (const key in value) size += byteLength(key) + exactSize(value[key], depth + 1);
   return size;
 }
 
@@ -265,8 +265,8 @@ export function withinBounds<E extends Event>(
   refuse: (bound: EventBound) => void,
 ): readonly E[] {
   let kept: E[] | undefined;
-  for (let i = 0; i < events.length; i++) {
-    const event = events[i] as E;
+  let i = 0;
+  for (const event of events) {
     const bound = exceededBound(event, bounds);
     if (bound !== undefined) {
       kept ??= events.slice(0, i);
@@ -274,6 +274,7 @@ export function withinBounds<E extends Event>(
     } else {
       kept?.push(event);
     }
+    i++;
   }
   return kept ?? events;
 }

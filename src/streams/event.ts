@@ -1,5 +1,5 @@
 /**
- * Events (streams.md §1): JSON objects with a free schema. Conventional fields: host, service,
+ * Events: JSON objects with a free schema. Conventional fields: host, service,
  * state, metric, time (Unix seconds, fractional allowed), ttl (seconds), description, tags.
  */
 import { isPlainObject } from "../platform/validation.js";
@@ -23,14 +23,22 @@ export const MAX_EVENT_NESTING = 32;
  * is allocated: this runs for every pushed event.
  */
 export function nestsDeeperThan(value: unknown, limit: number): boolean {
-  if (typeof value !== "object" || value === null) return false;
+  if (!isObjectOrArray(value)) return false;
   if (limit <= 0) return true;
   if (Array.isArray(value)) {
     for (const item of value) if (nestsDeeperThan(item, limit - 1)) return true;
     return false;
   }
-  for (const key in value) if (nestsDeeperThan((value as Record<string, unknown>)[key], limit - 1)) return true;
+  for (const key in value) if (nestsDeeperThan(value[key], limit - 1)) return true;
   return false;
+}
+
+/**
+ * Whether `value` is an object or an array (not null), whose members are read by key. A plain
+ * `typeof` check, free on the paths that walk every event.
+ */
+export function isObjectOrArray(value: unknown): value is Readonly<Record<string, unknown>> {
+  return typeof value === "object" && value !== null;
 }
 
 /** A path to a field: `["host"]` for `:host`, `["attributes", "host"]` for `[:attributes :host]`. */
@@ -41,37 +49,36 @@ export type FieldReader = (event: Event) => unknown;
 
 /** Compiles a reader for `path`; a missing step or a non-object on the way reads `undefined`. */
 export function fieldReader(path: FieldPath): FieldReader {
-  if (path.length === 1) {
-    const key = path[0] as string;
-    return (event) => event[key];
-  }
-  if (path.length === 2) {
-    const [first, second] = path as [string, string];
+  const [first, second] = path;
+  if (path.length === 1 && first !== undefined) return (event) => event[first];
+  if (path.length === 2 && first !== undefined && second !== undefined) {
     return (event) => {
       const inner = event[first];
-      return typeof inner === "object" && inner !== null ? (inner as Event)[second] : undefined;
+      return isObjectOrArray(inner) ? inner[second] : undefined;
     };
   }
   return (event) => {
     let value: unknown = event;
     for (const key of path) {
-      if (typeof value !== "object" || value === null) return undefined;
-      value = (value as Event)[key];
+      if (!isObjectOrArray(value)) return undefined;
+      value = value[key];
     }
     return value;
   };
 }
 
 /**
- * Returns a copy of `event` with the field at `path` set to `value`, copying the objects along the
- * path so that the original event (which other branches may hold) is left untouched.
+ * Returns a copy of `event` with the field at `path` (from `index` on) set to `value`, copying the
+ * objects along the path so that the original event (which other branches may hold) is left
+ * untouched. An empty path changes nothing.
  */
-export function withField(event: Event, path: FieldPath, value: unknown): Event {
-  const [key, ...rest] = path as [string, ...string[]];
-  if (rest.length === 0) return { ...event, [key]: value };
+export function withField(event: Event, path: FieldPath, value: unknown, index = 0): Event {
+  const key = path[index];
+  if (key === undefined) return event;
+  if (index === path.length - 1) return { ...event, [key]: value };
   const inner = event[key];
   const base = isPlainObject(inner) ? inner : {};
-  return { ...event, [key]: withField(base, rest, value) };
+  return { ...event, [key]: withField(base, path, value, index + 1) };
 }
 
 /** The event's time in seconds when it is a finite number, else `undefined`. */
@@ -88,7 +95,7 @@ export function metricOf(event: Event): number | undefined {
 
 /**
  * Whether an event is expired at clock `now` (seconds): its state is `expired`, or it has a time and
- * `now - time > ttl` strictly, ttl defaulting to {@link DEFAULT_TTL_SECONDS} (streams.md §1).
+ * `now - time > ttl` strictly, ttl defaulting to {@link DEFAULT_TTL_SECONDS}.
  */
 export function isExpired(event: Event, now: number): boolean {
   if (event.state === "expired") return true;
@@ -104,7 +111,7 @@ export function isExpired(event: Event, now: number): boolean {
  */
 export function valuesEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (!isObjectOrArray(a) || !isObjectOrArray(b)) return false;
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
     for (let i = 0; i < a.length; i++) if (!valuesEqual(a[i], b[i])) return false;
@@ -114,7 +121,7 @@ export function valuesEqual(a: unknown, b: unknown): boolean {
   const keysA = Object.keys(a);
   if (keysA.length !== Object.keys(b).length) return false;
   for (const key of keysA) {
-    if (!Object.hasOwn(b, key) || !valuesEqual((a as Event)[key], (b as Event)[key])) return false;
+    if (!Object.hasOwn(b, key) || !valuesEqual(a[key], b[key])) return false;
   }
   return true;
 }

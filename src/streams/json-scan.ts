@@ -12,6 +12,7 @@
  * visited. A leading UTF-8 byte order mark is skipped, as Fastify's own JSON parser does.
  */
 import type { EventMeter } from "./event-bounds.js";
+import type { TurnClock } from "./slices.js";
 
 /** A text that is not JSON; `position` is a byte offset. */
 export class JsonScanError extends Error {
@@ -150,7 +151,8 @@ export class JsonScanner {
         this.#number(stop);
         continue;
       }
-      const byte = text[this.#position] as number;
+      const byte = text[this.#position];
+      if (byte === undefined) break; // never: the position is below the text's length
       if (isWhitespace(byte)) {
         this.#position++;
         continue;
@@ -181,7 +183,7 @@ export class JsonScanner {
         this.#key(byte);
         return;
       case COLON:
-        if (byte !== 0x3a) throw this.#unexpected();
+        if (byte !== 0x3a) throw this.#unexpected(byte);
         this.#position++;
         this.#expect = VALUE;
         return;
@@ -189,18 +191,18 @@ export class JsonScanner {
         this.#commaOrClose(byte);
         return;
       default:
-        throw this.#unexpected();
+        throw this.#unexpected(byte);
     }
   }
 
-  #unexpected(): JsonScanError {
-    const byte = this.#text[this.#position] as number;
+  /** The error for `byte`, at the current position. */
+  #unexpected(byte: number): JsonScanError {
     const shown = byte >= 0x20 && byte < 0x7f ? `"${String.fromCharCode(byte)}"` : `byte 0x${byte.toString(16)}`;
     return new JsonScanError(this.#position, `unexpected ${shown}`);
   }
 
   #key(byte: number): void {
-    if (byte !== QUOTE) throw this.#unexpected();
+    if (byte !== QUOTE) throw this.#unexpected(byte);
     this.#startString(true);
   }
 
@@ -214,7 +216,7 @@ export class JsonScanner {
     } else if (byte === 0x5d && container === ARRAY) {
       this.#close();
     } else {
-      throw this.#unexpected();
+      throw this.#unexpected(byte);
     }
   }
 
@@ -232,14 +234,13 @@ export class JsonScanner {
               : byte === 0x74 || byte === 0x66 || byte === 0x6e
                 ? "literal"
                 : undefined;
-    if (kind === undefined) throw this.#unexpected();
+    if (kind === undefined) throw this.#unexpected(byte);
     const depth = this.#containers.length;
     if (depth > 0) {
       const parent = depth - 1;
-      if (this.#containers[parent] === ARRAY && depth <= this.#maxDepth) {
-        this.#path[parent] = this.#counts[parent] as number;
-      }
-      this.#counts[parent] = (this.#counts[parent] as number) + 1;
+      const count = this.#counts[parent] ?? 0;
+      if (this.#containers[parent] === ARRAY && depth <= this.#maxDepth) this.#path[parent] = count;
+      this.#counts[parent] = count + 1;
     }
     const meter = this.#meter;
     if (meter !== undefined) {
@@ -331,7 +332,8 @@ export class JsonScanner {
     let position = this.#position;
     let bytes = this.#stringBytes;
     while (position < stop) {
-      const byte = text[position] as number;
+      const byte = text[position];
+      if (byte === undefined) break; // never: the position is below the text's length
       if (byte === QUOTE) {
         this.#stringBytes = bytes;
         this.#position = position + 1;
@@ -431,7 +433,7 @@ export class JsonScanner {
   #keyText(quote: number): string {
     const raw = Buffer.from(this.#text.buffer, this.#text.byteOffset, this.#text.byteLength);
     if (!this.#stringEscaped) return raw.toString("utf8", this.#stringStart, quote);
-    return JSON.parse(raw.toString("utf8", this.#stringStart - 1, quote + 1)) as string;
+    return String(JSON.parse(raw.toString("utf8", this.#stringStart - 1, quote + 1)));
   }
 
   /** Reads number bytes up to the number's end, or up to `stop`. */
@@ -440,7 +442,8 @@ export class JsonScanner {
     let state = this.#numberState;
     let position = this.#position;
     while (position < stop) {
-      const byte = text[position] as number;
+      const byte = text[position];
+      if (byte === undefined) break; // never: the position is below the text's length
       const digit = byte >= 0x30 && byte <= 0x39;
       let next = -1;
       switch (state) {
@@ -487,4 +490,22 @@ export class JsonScanner {
     }
     this.#ended();
   }
+}
+
+/** Bytes scanned between two looks at the clock, when scanning a slice per turn. */
+const SCAN_STEP_BYTES = 8 * 1024;
+
+/**
+ * Scans the whole text a slice per turn of the event loop: the loop turns whenever the current
+ * slice has taken its time on `clock` (which the caller may go on using for the work that follows).
+ * @returns false when the text is not JSON
+ */
+export async function scanSliced(scanner: JsonScanner, clock: TurnClock): Promise<boolean> {
+  try {
+    while (!scanner.step(SCAN_STEP_BYTES)) if (clock.due()) await clock.turn();
+  } catch (error) {
+    if (error instanceof JsonScanError) return false;
+    throw error;
+  }
+  return true;
 }

@@ -1,4 +1,4 @@
-/** Stream names (streams.md §6): 1–128 characters of `A-Z a-z 0-9 . _ -`. */
+/** Stream names: 1–128 characters of `A-Z a-z 0-9 . _ -`. */
 
 const STREAM_NAME = /^[A-Za-z0-9._-]{1,128}$/;
 

@@ -11,12 +11,9 @@
  */
 import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter, exceededBound } from "./event-bounds.js";
-import { type JsonKind, type JsonPathItem, JsonScanError, JsonScanner, type JsonVisitor } from "./json-scan.js";
+import { type JsonKind, type JsonPathItem, JsonScanner, type JsonVisitor, scanSliced } from "./json-scan.js";
 import { OtlpError, resourceAttributesOf, spanEventOf } from "./otlp.js";
 import { TurnClock } from "./slices.js";
-
-/** Bytes the scanner reads between two looks at the clock. */
-const SCAN_STEP_BYTES = 8 * 1024;
 
 /** A value of the body: its bytes, and the first bound it exceeded if any. */
 interface Part {
@@ -25,20 +22,36 @@ interface Part {
   readonly exceeded: EventBound | undefined;
 }
 
-interface ScopeSpans {
-  scope: Part | undefined;
-  spans: Array<Part | "empty">;
-  spansIsArray: boolean;
+/**
+ * An object of the request with one measured part and a list: `resource` and `scopeSpans` of a
+ * `ResourceSpans`, `scope` and `spans` of a `ScopeSpans`.
+ */
+interface Level<Item> {
+  head: Part | undefined;
+  items: Item[];
+  /** Whether the list is an array (another value in its place is ignored, as the mapping does). */
+  itemsIsArray: boolean;
 }
 
-interface ResourceSpans {
-  resource: Part | undefined;
-  scopes: Array<ScopeSpans | undefined>;
-  scopesIsArray: boolean;
-}
+/** A span that is not an object maps as an empty one. */
+type ScopeSpans = Level<Part | "empty">;
+type ResourceSpans = Level<ScopeSpans | undefined>;
 
-/** Where the value being measured goes. */
-type Target = { kind: "resource"; of: ResourceSpans } | { kind: "scope" | "span"; of: ScopeSpans };
+/** Where the value being measured goes: the head of a level, or the spans of a ScopeSpans. */
+type Target = { kind: "head"; of: Level<unknown> } | { kind: "span"; of: ScopeSpans };
+
+/** The keys of a level's head and list. */
+const RESOURCE_SPANS_KEYS = { head: "resource", items: "scopeSpans" } as const;
+const SCOPE_SPANS_KEYS = { head: "scope", items: "spans" } as const;
+
+/**
+ * An item of a list starts: an object is a new level, anything else is ignored.
+ * @returns undefined: a level is not measured as a whole
+ */
+function startLevel<Item>(list: Array<Level<Item> | undefined>, index: number, kind: JsonKind): undefined {
+  list[index] = kind === "object" ? { head: undefined, items: [], itemsIsArray: false } : undefined;
+  return undefined;
+}
 
 /**
  * Collects the parts of a request as the scanner visits them: `resourceSpans[i].resource`,
@@ -70,56 +83,42 @@ class RequestParts implements JsonVisitor {
     }
     const i = path[1];
     if (typeof i !== "number" || !this.#resourceSpansIsArray) return undefined;
-    if (depth === 2) {
-      this.resourceSpans[i] = kind === "object" ? { resource: undefined, scopes: [], scopesIsArray: false } : undefined;
-      return undefined;
-    }
+    if (depth === 2) return startLevel(this.resourceSpans, i, kind);
     const resourceSpans = this.resourceSpans[i];
     if (resourceSpans === undefined) return undefined;
-    if (depth === 3) return this.#resourceSpansPart(resourceSpans, path[2], kind);
+    if (depth === 3) return this.#levelPart(resourceSpans, RESOURCE_SPANS_KEYS, path[2], kind);
     const j = path[3];
-    if (path[2] !== "scopeSpans" || typeof j !== "number" || !resourceSpans.scopesIsArray) return undefined;
-    if (depth === 4) {
-      resourceSpans.scopes[j] = kind === "object" ? { scope: undefined, spans: [], spansIsArray: false } : undefined;
-      return undefined;
-    }
-    const scopeSpans = resourceSpans.scopes[j];
+    if (path[2] !== "scopeSpans" || typeof j !== "number" || !resourceSpans.itemsIsArray) return undefined;
+    if (depth === 4) return startLevel(resourceSpans.items, j, kind);
+    const scopeSpans = resourceSpans.items[j];
     if (scopeSpans === undefined) return undefined;
-    if (depth === 5) return this.#scopeSpansPart(scopeSpans, path[4], kind);
+    if (depth === 5) return this.#levelPart(scopeSpans, SCOPE_SPANS_KEYS, path[4], kind);
     // Depth 6: a span. One that is not an object maps as an empty one.
-    if (path[4] !== "spans" || !scopeSpans.spansIsArray) return undefined;
+    if (path[4] !== "spans" || !scopeSpans.itemsIsArray) return undefined;
     if (kind !== "object") {
-      scopeSpans.spans.push("empty");
+      scopeSpans.items.push("empty");
       return undefined;
     }
     this.#target = { kind: "span", of: scopeSpans };
     return this.#meter;
   }
 
-  #resourceSpansPart(resourceSpans: ResourceSpans, key: JsonPathItem | undefined, kind: JsonKind) {
-    if (key === "resource") {
-      resourceSpans.resource = undefined;
+  /** A member of a level starts: its head is measured, its list starts over. */
+  #levelPart(
+    level: Level<unknown>,
+    keys: { readonly head: string; readonly items: string },
+    key: JsonPathItem | undefined,
+    kind: JsonKind,
+  ): EventMeter | undefined {
+    if (key === keys.head) {
+      level.head = undefined;
       if (kind !== "object") return undefined;
-      this.#target = { kind: "resource", of: resourceSpans };
+      this.#target = { kind: "head", of: level };
       return this.#meter;
     }
-    if (key === "scopeSpans") {
-      resourceSpans.scopes = [];
-      resourceSpans.scopesIsArray = kind === "array";
-    }
-    return undefined;
-  }
-
-  #scopeSpansPart(scopeSpans: ScopeSpans, key: JsonPathItem | undefined, kind: JsonKind) {
-    if (key === "scope") {
-      scopeSpans.scope = undefined;
-      if (kind !== "object") return undefined;
-      this.#target = { kind: "scope", of: scopeSpans };
-      return this.#meter;
-    }
-    if (key === "spans") {
-      scopeSpans.spans = [];
-      scopeSpans.spansIsArray = kind === "array";
+    if (key === keys.items) {
+      level.items = [];
+      level.itemsIsArray = kind === "array";
     }
     return undefined;
   }
@@ -128,9 +127,8 @@ class RequestParts implements JsonVisitor {
     const part = { start, end, exceeded: meter.exceeded };
     const target = this.#target;
     if (target === undefined) return;
-    if (target.kind === "resource") target.of.resource = part;
-    else if (target.kind === "scope") target.of.scope = part;
-    else target.of.spans.push(part);
+    if (target.kind === "head") target.of.head = part;
+    else target.of.items.push(part);
   }
 }
 
@@ -152,13 +150,9 @@ export async function decodeLargeJsonTraces(
     size: 4 * bounds.size,
   };
   const parts = new RequestParts(first);
-  const scanner = new JsonScanner(body, 6, parts);
   const clock = new TurnClock();
-  try {
-    while (!scanner.step(SCAN_STEP_BYTES)) if (clock.due()) await clock.turn();
-  } catch (error) {
-    if (error instanceof JsonScanError) throw new OtlpError("request body is not valid JSON");
-    throw error;
+  if (!(await scanSliced(new JsonScanner(body, 6, parts), clock))) {
+    throw new OtlpError("request body is not valid JSON");
   }
   if (!parts.rootIsObject) throw new OtlpError("request body must be a JSON object");
   const parse = (part: Part | undefined): unknown =>
@@ -167,17 +161,17 @@ export async function decodeLargeJsonTraces(
   const events: Event[] = [];
   for (const resourceSpans of parts.resourceSpans) {
     if (resourceSpans === undefined) continue;
-    const resourceOver = resourceSpans.resource?.exceeded;
-    const resource = resourceOver === undefined ? resourceAttributesOf(parse(resourceSpans.resource)) : {};
-    for (const scopeSpans of resourceSpans.scopes) {
+    const resourceOver = resourceSpans.head?.exceeded;
+    const resource = resourceOver === undefined ? resourceAttributesOf(parse(resourceSpans.head)) : {};
+    for (const scopeSpans of resourceSpans.items) {
       if (scopeSpans === undefined) continue;
-      const over = resourceOver ?? scopeSpans.scope?.exceeded;
+      const over = resourceOver ?? scopeSpans.head?.exceeded;
       if (over !== undefined) {
-        refuse(over, scopeSpans.spans.length);
+        refuse(over, scopeSpans.items.length);
         continue;
       }
-      const scope = parse(scopeSpans.scope);
-      for (const span of scopeSpans.spans) {
+      const scope = parse(scopeSpans.head);
+      for (const span of scopeSpans.items) {
         if (span !== "empty" && span.exceeded !== undefined) refuse(span.exceeded, 1);
         else {
           const event = spanEventOf(span === "empty" ? {} : parse(span), resource, scope);

@@ -216,7 +216,8 @@ export class OtlpProtobufDecoder {
         else if (field === 11) result = this.#spanEvent(at, end, events);
         else if (field === 13) result = this.#link(at, end, links);
         else if (field === 15) status = { start: at, end };
-        if (result === OVER) return meter.exceeded as EventBound;
+        // OVER comes with the bound the meter found exceeded.
+        if (result === OVER && meter.exceeded !== undefined) return meter.exceeded;
       } else if (field === 6 && type === VARINT) {
         span.kind = wire.varint();
       } else if ((field === 7 || field === 8) && type === FIXED64) {
@@ -368,8 +369,15 @@ export class OtlpProtobufDecoder {
   #anyValue(start: number, end: number, depth: number): unknown {
     const buffer = this.#buffer;
     const meter = this.#meter;
-    // The last occurrence of each member, by field number (1–7).
-    const at: Array<number | bigint | Region | undefined> = [];
+    // The last occurrence of each member: string (1), bool (2), int (3), double (4), array (5),
+    // kvlist (6), bytes (7).
+    let string: Region | undefined;
+    let bool: number | undefined;
+    let int: bigint | undefined;
+    let double: number | undefined;
+    let array: Region | undefined;
+    let map: Region | undefined;
+    let bytes: Region | undefined;
     const wire = new WireCursor(buffer, start, end);
     while (wire.position < end) {
       const tag = wire.varint();
@@ -377,33 +385,34 @@ export class OtlpProtobufDecoder {
       const type = tag & 7;
       if (type === LENGTH_DELIMITED && (field === 1 || field === 5 || field === 6 || field === 7)) {
         const from = wire.bytes();
-        at[field] = { start: from, end: wire.position };
-      } else if (type === VARINT && field === 2) at[2] = wire.varint();
-      else if (type === VARINT && field === 3) at[3] = wire.varint64();
-      else if (type === FIXED64 && field === 4) at[4] = wire.double();
+        const region = { start: from, end: wire.position };
+        if (field === 1) string = region;
+        else if (field === 5) array = region;
+        else if (field === 6) map = region;
+        else bytes = region;
+      } else if (type === VARINT && field === 2) bool = wire.varint();
+      else if (type === VARINT && field === 3) int = wire.varint64();
+      else if (type === FIXED64 && field === 4) double = wire.double();
       else wire.skip(type);
     }
-    const string = at[1] as Region | undefined;
     if (string !== undefined) {
       return meter.string(string.end - string.start) ? utf8(buffer, string.start, string.end) : OVER;
     }
-    if (at[2] !== undefined) return meter.value() ? at[2] !== 0 : OVER;
-    if (at[3] !== undefined) {
-      const value = int64(at[3] as bigint);
+    if (bool !== undefined) return meter.value() ? bool !== 0 : OVER;
+    if (int !== undefined) {
+      const value = int64(int);
       const counted = typeof value === "string" ? meter.string(value.length) : meter.value();
       return counted ? value : OVER;
     }
-    if (at[4] !== undefined) return meter.value() ? at[4] : OVER;
-    const array = at[5] as Region | undefined;
-    const map = at[6] as Region | undefined;
+    if (double !== undefined) return meter.value() ? double : OVER;
     if (array !== undefined || map !== undefined) {
       if (depth > MAX_EVENT_NESTING) {
         throw new OtlpError(`attribute values must not nest more than ${MAX_EVENT_NESTING} levels deep in an event`);
       }
       if (!meter.value()) return OVER;
-      return array !== undefined ? this.#array(array, depth) : this.#map(map as Region, depth);
+      if (array !== undefined) return this.#array(array, depth);
+      if (map !== undefined) return this.#map(map, depth);
     }
-    const bytes = at[7] as Region | undefined;
     if (bytes !== undefined) {
       const text = Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength).toString(
         "base64",

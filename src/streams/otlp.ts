@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry traces (streams.md §9): OTLP/HTTP `ExportTraceServiceRequest` bodies, protobuf or
+ * OpenTelemetry traces: OTLP/HTTP `ExportTraceServiceRequest` bodies, protobuf or
  * JSON (https://opentelemetry.io/docs/specs/otlp/), turned into one event per span. This module
  * maps parsed OTLP/JSON; protobuf bodies are decoded by otlp-protobuf.ts, large JSON ones by
  * otlp-json.ts, into the same events.
@@ -81,7 +81,7 @@ function seconds(value: unknown): number {
 
 /**
  * An int64 attribute value as a number when it is exactly representable (|v| ≤ 2^53), else as its
- * decimal string (streams.md §9).
+ * decimal string (a number beyond would silently lose digits).
  */
 function int64(value: unknown): number | string {
   const text = String(value);
@@ -230,8 +230,6 @@ export function decodeJsonTraces(text: string): Event[] {
   } catch {
     throw new OtlpError("request body is not valid JSON");
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new OtlpError("request body must be a JSON object");
-  }
-  return eventsOfRequest(parsed as Json);
+  if (!isPlainObject(parsed)) throw new OtlpError("request body must be a JSON object");
+  return eventsOfRequest(parsed);
 }

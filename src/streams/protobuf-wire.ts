@@ -35,8 +35,8 @@ export class WireCursor {
   varint(): number {
     let result = 0;
     for (let shift = 0; shift < 70; shift += 7) {
-      if (this.position >= this.end) throw new WireError("truncated varint");
-      const byte = this.buffer[this.position++] as number;
+      const byte = this.position < this.end ? this.buffer[this.position++] : undefined;
+      if (byte === undefined) throw new WireError("truncated varint");
       if (shift < 32) result |= (byte & 0x7f) << shift;
       if (byte < 0x80) return result >>> 0;
     }
@@ -50,8 +50,8 @@ export class WireCursor {
   varint64(): bigint {
     let result = 0n;
     for (let shift = 0n; shift < 70n; shift += 7n) {
-      if (this.position >= this.end) throw new WireError("truncated varint");
-      const byte = this.buffer[this.position++] as number;
+      const byte = this.position < this.end ? this.buffer[this.position++] : undefined;
+      if (byte === undefined) throw new WireError("truncated varint");
       result |= BigInt(byte & 0x7f) << shift;
       if (byte < 0x80) return BigInt.asIntN(64, result);
     }
@@ -78,9 +78,8 @@ export class WireCursor {
     const b = this.buffer;
     const p = this.position;
     this.position += 4;
-    return (
-      ((b[p] as number) | ((b[p + 1] as number) << 8) | ((b[p + 2] as number) << 16)) + (b[p + 3] as number) * 0x1000000
-    );
+    // The four bytes are within `end` (checked above): `?? 0` only satisfies the type checker.
+    return ((b[p] ?? 0) | ((b[p + 1] ?? 0) << 8) | ((b[p + 2] ?? 0) << 16)) + (b[p + 3] ?? 0) * 0x1000000;
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
  * A decoder of Prometheus remote write 1.0 `WriteRequest` messages (protobuf, after snappy
- * decompression) straight into stream events (streams.md §8): one event per sample, every label a
+ * decompression) straight into stream events: one event per sample, every label a
  * top-level field with its string value, `__name__` as `service`, the sample value as `metric`, the
  * timestamp (milliseconds) as `time` in seconds. Staleness markers are skipped. Series come in
  * request order, samples in series order.
@@ -11,6 +11,7 @@
  */
 import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter } from "./event-bounds.js";
+import { FIXED32, FIXED64, LENGTH_DELIMITED, VARINT } from "./protobuf-wire.js";
 import { TurnClock } from "./slices.js";
 
 /** A body that is not a valid WriteRequest. */
@@ -20,12 +21,6 @@ export class RemoteWriteError extends Error {
     this.name = "RemoteWriteError";
   }
 }
-
-// Wire types of the protobuf encoding (https://protobuf.dev/programming-guides/encoding/).
-const VARINT = 0;
-const FIXED64 = 1;
-const LENGTH_DELIMITED = 2;
-const FIXED32 = 5;
 
 /** The bit pattern of Prometheus' staleness marker, a NaN (value.StaleNaN = 0x7ff0000000000002). */
 const STALE_HIGH = 0x7ff00000;
@@ -219,9 +214,13 @@ export class RemoteWriteDecoder {
     let read = 0;
     while (this.#nextSample < samples.length && read < limit) {
       const i = this.#nextSample;
+      // Positions come in pairs, the start and the end of each sample: both are there.
+      const start = samples[i];
+      const end = samples[i + 1];
+      if (start === undefined || end === undefined) break;
       this.#nextSample += 2;
       read++;
-      if (!this.#sample(samples[i] as number, samples[i + 1] as number)) continue; // a staleness marker
+      if (!this.#sample(start, end)) continue; // a staleness marker
       const bound = this.#seriesBound;
       if (bound !== undefined) {
         this.refused.set(bound, (this.refused.get(bound) ?? 0) + 1);
@@ -248,7 +247,7 @@ export class RemoteWriteDecoder {
     let hash = 0x811c9dc5 ^ (end - start);
     let i = start;
     for (; i + 4 <= end; i += 4) hash = Math.imul(hash ^ view.getUint32(i, true), 0x01000193);
-    for (; i < end; i++) hash = Math.imul(hash ^ (buffer[i] as number), 0x01000193);
+    for (; i < end; i++) hash = Math.imul(hash ^ view.getUint8(i), 0x01000193);
     const cached = this.#labels.get(hash);
     if (cached !== undefined && sameBytes(cached.view, view, start, end)) {
       this.#labelName = cached.name;
@@ -342,8 +341,8 @@ export class RemoteWriteDecoder {
     let result = 0;
     let shift = 0;
     for (;;) {
-      if (this.#position >= buffer.length) throw new RemoteWriteError("truncated varint");
-      const byte = buffer[this.#position++] as number;
+      const byte = this.#position < buffer.length ? buffer[this.#position++] : undefined;
+      if (byte === undefined) throw new RemoteWriteError("truncated varint");
       if (shift < 28) result |= (byte & 0x7f) << shift;
       else if (shift < 64) result += (byte & 0x7f) * 2 ** shift;
       else throw new RemoteWriteError("varint too long");
@@ -366,8 +365,8 @@ export class RemoteWriteDecoder {
     let high = 0;
     let shift = 0;
     for (;;) {
-      if (this.#position >= end) throw new RemoteWriteError("truncated varint");
-      const byte = buffer[this.#position++] as number;
+      const byte = this.#position < end ? buffer[this.#position++] : undefined;
+      if (byte === undefined) throw new RemoteWriteError("truncated varint");
       if (shift < 28) low |= (byte & 0x7f) << shift;
       else if (shift === 28) {
         low |= (byte & 0x0f) << 28;

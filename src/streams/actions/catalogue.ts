@@ -1,5 +1,5 @@
 /**
- * The actions a stream configuration can use, by EDN name (streams.md §4, phases 1 and 2).
+ * The actions a stream configuration can use, by EDN name (listed in docs/streams.md).
  */
 import type { ActionDefinition } from "../action.js";
 import {
@@ -54,7 +54,7 @@ import {
   top,
 } from "./windows.js";
 
-/** Every action of streams.md §4 (phase 1 and phase 2), by name. */
+/** Every action, by name. */
 export const ACTIONS: ReadonlyMap<string, ActionDefinition> = new Map<string, ActionDefinition>([
   ["sdo", sdo],
   ["where", where],
@@ -78,7 +78,7 @@ export const ACTIONS: ReadonlyMap<string, ActionDefinition> = new Map<string, Ac
   ["expired", expired],
   ["not-expired", notExpired],
   ...["above-dt", "below-dt", "between-dt", "outside-dt", "cond-dt", "critical-dt"].map(
-    (name) => [name, conditionDuration(name)] as [string, ActionDefinition],
+    (name): [string, ActionDefinition] => [name, conditionDuration(name)],
   ),
   ["fixed-time-window", fixedTimeWindow],
   ["fixed-event-window", fixedEventWindow],

@@ -1,5 +1,5 @@
 /**
- * Actions on lists of events, as windows emit them (streams.md §4). A single event given to any of
+ * Actions on lists of events, as windows emit them. A single event given to any of
  * them is counted as dropped; lists are shared with the window's other children, so they are never
  * reordered or changed in place.
  *
@@ -23,7 +23,7 @@ import { countParam, expectCount, fieldParam, numberParam } from "./params.js";
 export type Aggregate = (events: readonly Event[]) => number | undefined;
 
 /**
- * The most recent event of a non-empty list (the "base" of streams.md §4): the largest time, the
+ * The most recent event of a non-empty list (the base of an aggregate): the largest time, the
  * later one in the list on ties; the last of the list when none has a time. Events without time
  * count as older than any event with one (as Mirabelle's `(last (sort-by :time events))`).
  * @throws RangeError for an empty list (callers check first)

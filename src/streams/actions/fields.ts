@@ -1,5 +1,5 @@
 /**
- * Actions that reshape single events by their fields (streams.md §4, phase 2): extract, iterate-on,
+ * Actions that reshape single events by their fields: extract, iterate-on,
  * sformat, to-string, from-json, to-base64, from-base64. A field is a keyword (`:host`) or a vector
  * of keywords naming a nested field (`[:attributes :host]`).
  *
@@ -13,7 +13,7 @@ import { isPlainObject } from "../../platform/validation.js";
 import { type ActionDefinition, transforming, withChildren } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { type Event, type FieldPath, fieldReader, MAX_EVENT_NESTING, nestsDeeperThan, withField } from "../event.js";
-import { expectCount, fieldParam, fieldsParam, optionsParam } from "./params.js";
+import { expectCount, fieldParam, fieldsParam, soleOptionsParam } from "./params.js";
 
 /**
  * `extract [field]`: emits the map stored at the field (a keyword or a nested path) as the new
@@ -66,8 +66,10 @@ function withoutLeaf(event: Event, path: FieldPath, index = 0): Event {
  */
 export const iterateOn: ActionDefinition = {
   compile(params, children, path) {
-    expectCount(params, 1, 1, path, "iterate-on", "[{:source field :destination field}]");
-    const options = optionsParam(params[0], path, "iterate-on", ["source", "destination"]);
+    const options = soleOptionsParam(params, path, "iterate-on", "[{:source field :destination field}]", [
+      "source",
+      "destination",
+    ]);
     const source = fieldParam(options.get("source"), path, "iterate-on", ":source");
     const destination = fieldParam(options.get("destination"), path, "iterate-on", ":destination");
     const read = fieldReader(source);

@@ -1,9 +1,11 @@
 /**
- * Actions that route events: sdo, where, split, by, exception-stream (streams.md §4).
+ * Actions that route events: sdo, where, split, by, exception-stream.
  */
+import { errorMessage } from "../../platform/errors.js";
 import {
   type ActionDefinition,
   buildChildren,
+  discard,
   type Flow,
   fanOut,
   filtering,
@@ -11,11 +13,11 @@ import {
   type Runtime,
 } from "../action.js";
 import { CompileError } from "../compile-error.js";
-import { compileCondition, compileField, type Predicate } from "../condition.js";
-import { type EdnValue, isMap, mapGet, sequenceItems } from "../edn.js";
+import { compileCondition, compileField } from "../condition.js";
+import { type EdnValue, isMap, mapGet } from "../edn.js";
 import { type Event, type FieldReader, fieldReader, timeOf } from "../event.js";
 import { mostRecent } from "./collections.js";
-import { expectCount, optionsParam, secondsParam } from "./params.js";
+import { conditionsParam, expectCount, itemsParam, optionsParam, secondsParam } from "./params.js";
 
 /** `sdo`: forwards to all children. */
 export const sdo: ActionDefinition = {
@@ -40,12 +42,7 @@ export const where: ActionDefinition = {
  */
 export const split: ActionDefinition = {
   compile(params, children, path) {
-    expectCount(params, 1, 1, path, "split", "[[condition ...]]");
-    const items = sequenceItems(params[0]);
-    if (items === undefined || items.length === 0) {
-      throw new CompileError(path, ":split takes a vector of conditions");
-    }
-    const conditions = items.map((item, index) => compileCondition(item, `${path}.params[0][${index}]`));
+    const conditions = conditionsParam(params, path, "split", ":split takes a vector of conditions");
     if (children.length !== conditions.length && children.length !== conditions.length + 1) {
       throw new CompileError(
         path,
@@ -54,6 +51,8 @@ export const split: ActionDefinition = {
     }
     return (runtime) => {
       const nexts = children.map((child) => child(runtime));
+      // Every condition has its child (checked above); the fallback is the optional one after them.
+      const routes = conditions.map((condition, i) => ({ condition, next: nexts[i] ?? discard }));
       const fallback: Next | undefined = nexts[conditions.length];
       const drop = runtime.dropped("split");
       return (value) => {
@@ -61,9 +60,9 @@ export const split: ActionDefinition = {
           drop();
           return;
         }
-        for (let i = 0; i < conditions.length; i++) {
-          if ((conditions[i] as Predicate)(value)) {
-            (nexts[i] as Next)(value);
+        for (const route of routes) {
+          if (route.condition(value)) {
+            route.next(value);
             return;
           }
         }
@@ -77,8 +76,8 @@ export const split: ActionDefinition = {
 const KEY_SEPARATOR = "\u0000";
 
 function forkKeyOf(readers: readonly FieldReader[]): (event: Event) => unknown {
-  if (readers.length === 1) {
-    const read = readers[0] as FieldReader;
+  const [read] = readers;
+  if (readers.length === 1 && read !== undefined) {
     // Strings and numbers are Map keys as they are; other values by their JSON text.
     return (event) => {
       const value = read(event);
@@ -120,10 +119,7 @@ export const by: ActionDefinition = {
         throw new CompileError(path, ":fork-ttl needs :gc-interval");
       }
     }
-    const items = sequenceItems(fieldsValue);
-    if (items === undefined || items.length === 0) {
-      throw new CompileError(path, ":by needs a non-empty vector of fields");
-    }
+    const items = itemsParam(fieldsValue, path, ":by needs a non-empty vector of fields");
     const readers = items.map((item, index) => fieldReader(compileField(item, `${path}.params[0].fields[${index}]`)));
     const keyOf = forkKeyOf(readers);
     /** Forks are collected when both are set: every `interval` seconds, those idle for `ttl`. */
@@ -152,7 +148,7 @@ export const by: ActionDefinition = {
         const key = keyOf(value);
         let fork = forks.get(key);
         if (fork === undefined) {
-          // Bounded (streams.max-forks): an event that needs one fork too many is dropped.
+          // Bounded by `streams.max-forks`: an event that needs one fork too many is dropped.
           if (forks.size >= maxForks) {
             drop();
             return;
@@ -171,8 +167,8 @@ export const by: ActionDefinition = {
 export const EXCEPTION_SERVICE = "vigie-exception";
 
 /**
- * The event `exception-stream` sends when its first child could not apply an action to `value`
- * (streams.md §4): `{:time <event time> :service "vigie-exception" :state "error" :metric 1
+ * The event `exception-stream` sends when its first child could not apply an action to `value`:
+ * `{:time <event time> :service "vigie-exception" :state "error" :metric 1
  * :tags ["exception"] :description <message> :base-event <event>}`. A list's time is that of its
  * most recent event; `time` is left out when there is none.
  */
@@ -226,7 +222,7 @@ export const exceptionStream: ActionDefinition = {
         try {
           run(value);
         } catch (error) {
-          onFailure(exceptionEvent(value, error instanceof Error ? error.message : String(error)));
+          onFailure(exceptionEvent(value, errorMessage(error)));
         } finally {
           current = previous;
         }

@@ -1,5 +1,5 @@
 /**
- * The actions that hand events to the world outside the stream (streams.md §4, streams-io.md):
+ * The actions that hand events to the world outside the stream:
  * `output` (a declared output's queue), `publish` (a WebSocket channel), `async-queue` (children
  * run later from a declared bounded queue) and `io` (children skipped under `vigie stream test`).
  * None of them waits: each enqueues or sends and returns.
@@ -39,7 +39,7 @@ export const publish: ActionDefinition = {
   leaf: true,
   compile(params, _children, path) {
     const channel = nameParam(params, path, "publish", "channel");
-    // Subscribers name the channel in a URL that follows the stream-name rule (streams-io.md §3).
+    // Subscribers name the channel in a URL that follows the stream-name rule (GET /api/v1/channel/<name>).
     if (!isStreamName(channel)) throw new CompileError(path, `the channel ${STREAM_NAME_RULE}`);
     return (runtime) => runtime.publish(channel);
   },

@@ -1,12 +1,12 @@
 /**
- * Actions that send events out of the tree (streams.md §4): index, reaper, reinject, the logging
+ * Actions that send events out of the tree: index, reaper, reinject, the logging
  * actions info/debug/error, and tap (for `vigie stream test`).
  */
 import { type ActionDefinition, buildChildren, type Destination } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { compileField } from "../condition.js";
 import { type EdnValue, isKeyword, nameOf, sequenceItems } from "../edn.js";
-import { type Event, fieldReader, timeOf } from "../event.js";
+import { fieldReader, timeOf } from "../event.js";
 import { expectCount, secondsParam } from "./params.js";
 
 /** Separators of index keys; they cannot occur in field names or JSON-encoded values. */
@@ -15,7 +15,7 @@ const ENTRY_SEPARATOR = "\u0000";
 
 /**
  * `index [[f ...]]`: stores each event that has a time in the stream's index under the key made of
- * the listed fields present in the event; an event with state `expired` removes its key (§5). Each
+ * the listed fields present in the event; an event with state `expired` removes its key. Each
  * stored (or removing) event is published on the channel `<stream>-index`.
  */
 export const index: ActionDefinition = {
@@ -31,7 +31,7 @@ export const index: ActionDefinition = {
     });
     return (runtime) => {
       const drop = runtime.dropped("index");
-      // Every stored event is published on the channel `<stream>-index` (streams-io.md §3).
+      // Every stored event is published on the channel `<stream>-index` (for its WebSocket subscribers).
       const publish = runtime.publish(`${runtime.stream}-index`);
       return (value) => {
         if (Array.isArray(value)) {
@@ -91,7 +91,7 @@ export const reaper: ActionDefinition = {
       // real Unix times, the very first event), as Mirabelle's reaper.
       let nextRun = interval;
       return (value) => {
-        const time = Array.isArray(value) ? undefined : timeOf(value as Event);
+        const time = Array.isArray(value) ? undefined : timeOf(value);
         if (time === undefined || time < nextRun) return;
         nextRun = time + interval;
         for (const event of runtime.index.removeExpired(time)) {

@@ -2,7 +2,7 @@
  * Reading and checking action params at compile time, with errors that name the node.
  */
 import { CompileError } from "../compile-error.js";
-import { compileField } from "../condition.js";
+import { compileCondition, compileField, type Predicate } from "../condition.js";
 import { type EdnValue, isKeyword, isMap, nameOf, sequenceItems } from "../edn.js";
 import type { FieldPath } from "../event.js";
 
@@ -83,15 +83,54 @@ export function optionsParam(
   return options;
 }
 
+/**
+ * The items of a vector (or list) that must not be empty.
+ * @param rule the error for anything else
+ * @throws CompileError naming the node
+ */
+export function itemsParam(value: EdnValue | undefined, path: string, rule: string): EdnValue[] {
+  const items = sequenceItems(value);
+  if (items === undefined || items.length === 0) throw new CompileError(path, rule);
+  return items;
+}
+
+/**
+ * The one param of `split` and `project`, `[[condition ...]]`: at least one condition, compiled.
+ * @param rule the error when the param is not a non-empty vector
+ * @throws CompileError naming the node, or the condition that does not compile
+ */
+export function conditionsParam(params: readonly EdnValue[], path: string, action: string, rule: string): Predicate[] {
+  expectCount(params, 1, 1, path, action, "[[condition ...]]");
+  const items = itemsParam(params[0], path, rule);
+  return items.map((item, index) => compileCondition(item, `${path}.params[0][${index}]`));
+}
+
+/**
+ * The one param of an action that takes an options map, `[{:key value ...}]` (see
+ * {@link optionsParam}).
+ * @param shape how the params read, for the error on a wrong count
+ * @throws CompileError for a wrong count of params, a non-map, a missing or an unknown key
+ */
+export function soleOptionsParam(
+  params: readonly EdnValue[],
+  path: string,
+  action: string,
+  shape: string,
+  required: readonly string[],
+  optional: readonly string[] = [],
+): Map<string, EdnValue> {
+  expectCount(params, 1, 1, path, action, shape);
+  return optionsParam(params[0], path, action, required, optional);
+}
+
 /** A list of strings given as one string or a vector of strings (`tag`, `untag`, `tagged-all`). */
 export function stringsParam(params: readonly EdnValue[], path: string, action: string): string[] {
   expectCount(params, 1, 1, path, action, '["tag"] or [["tag1" "tag2"]]');
   const value = params[0];
   if (typeof value === "string") return [value];
-  const items = sequenceItems(value);
-  if (items !== undefined && items.length > 0 && items.every((item) => typeof item === "string")) {
-    return items as string[];
-  }
+  const items = sequenceItems(value) ?? [];
+  const strings = items.filter((item) => typeof item === "string");
+  if (strings.length > 0 && strings.length === items.length) return strings;
   throw new CompileError(path, `:${action} takes a string or a non-empty vector of strings`);
 }
 

@@ -1,5 +1,5 @@
 /**
- * `percentiles` (streams.md §4, phase 2): quantiles of the metric per window of event time, from an
+ * `percentiles`: quantiles of the metric per window of event time, from an
  * HdrHistogram (`hdr-histogram-js`, the pure-JavaScript port, as Mirabelle v0.13 uses the Java
  * HdrHistogram). One histogram per instance (per `by` fork), created at the instance's first event
  * and reused from window to window.

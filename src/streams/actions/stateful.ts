@@ -1,18 +1,16 @@
 /**
- * Actions that remember events across pushes (streams.md §4, phase 2): project, coalesce, stable,
- * smax and smin. Every clock is event time in seconds; state lives in each instance (one per `by`
- * fork), never in globals. Where streams.md is silent, Mirabelle v0.13 decides (its
- * `action_test.clj` and `stream_test.clj`).
+ * Actions that remember events across pushes: project, coalesce, stable, smax and smin. Every clock
+ * is event time in seconds; state lives in each instance (one per `by` fork), never in globals.
+ * Where docs/streams.md is silent, Mirabelle v0.13 decides (its `action_test.clj` and
+ * `stream_test.clj`).
  *
  * Each instance updates its state before calling its children, so that a child reinjecting into
  * the same stream (and so re-entering the instance) sees a consistent state.
  */
-import { type ActionDefinition, withChildren } from "../action.js";
-import { CompileError } from "../compile-error.js";
-import { compileCondition, compileField, type Predicate } from "../condition.js";
-import { sequenceItems } from "../edn.js";
+import { type ActionDefinition, onEvents, withChildren } from "../action.js";
+import { compileField } from "../condition.js";
 import { type Event, type FieldReader, fieldReader, isExpired, metricOf, timeOf, valuesEqual } from "../event.js";
-import { expectCount, optionsParam, secondsParam } from "./params.js";
+import { conditionsParam, expectCount, itemsParam, secondsParam, soleOptionsParam } from "./params.js";
 
 /**
  * `project [[c1 c2 ...]]` (at least one condition): keeps one slot per condition holding the most
@@ -30,31 +28,22 @@ import { expectCount, optionsParam, secondsParam } from "./params.js";
  */
 export const project: ActionDefinition = {
   compile(params, children, path) {
-    expectCount(params, 1, 1, path, "project", "[[condition ...]]");
-    const items = sequenceItems(params[0]);
-    if (items === undefined || items.length === 0) {
-      throw new CompileError(path, ":project takes a non-empty vector of conditions");
-    }
-    const conditions: Predicate[] = items.map((item, index) => compileCondition(item, `${path}.params[0][${index}]`));
-    return withChildren("project", children, (next, drop) => {
+    const conditions = conditionsParam(params, path, "project", ":project takes a non-empty vector of conditions");
+    return onEvents("project", children, (next) => {
       /** One slot per condition: the event and its time (only events with a time are stored). */
       const slots: Array<{ readonly event: Event; readonly time: number } | undefined> = conditions.map(
         () => undefined,
       );
       let clock = Number.NEGATIVE_INFINITY;
-      return (value) => {
-        if (Array.isArray(value)) {
-          drop();
-          return;
-        }
-        const time = timeOf(value);
+      return (event) => {
+        const time = timeOf(event);
         if (time !== undefined && time > clock) clock = time;
-        const fills = time !== undefined && !isExpired(value, clock);
+        const fills = time !== undefined && !isExpired(event, clock);
         const projection: Event[] = [];
         for (const [i, condition] of conditions.entries()) {
           let slot = slots[i];
           if (slot !== undefined && isExpired(slot.event, clock)) slot = undefined;
-          if (fills && (slot === undefined || time > slot.time) && condition(value)) slot = { event: value, time };
+          if (fills && (slot === undefined || time > slot.time) && condition(event)) slot = { event, time };
           slots[i] = slot;
           if (slot !== undefined) projection.push(slot.event);
         }
@@ -101,13 +90,10 @@ function tupleKey(readers: readonly FieldReader[], event: Event): string {
  */
 export const coalesce: ActionDefinition = {
   compile(params, children, path) {
-    expectCount(params, 1, 1, path, "coalesce", "[{:duration D :fields [f ...]}]");
-    const options = optionsParam(params[0], path, "coalesce", ["duration", "fields"]);
+    const shape = "[{:duration D :fields [f ...]}]";
+    const options = soleOptionsParam(params, path, "coalesce", shape, ["duration", "fields"]);
     const duration = secondsParam(options.get("duration"), path, ":duration");
-    const fields = sequenceItems(options.get("fields"));
-    if (fields === undefined || fields.length === 0) {
-      throw new CompileError(path, ":fields of :coalesce must be a non-empty vector of fields");
-    }
+    const fields = itemsParam(options.get("fields"), path, ":fields of :coalesce must be a non-empty vector of fields");
     const readers = fields.map((field, index) =>
       fieldReader(compileField(field, `${path}.params[0].fields[${index}]`)),
     );
@@ -167,7 +153,7 @@ export const stable: ActionDefinition = {
     expectCount(params, 2, 2, path, "stable", "[D field]");
     const duration = secondsParam(params[0], `${path}.params[0]`, "D");
     const read = fieldReader(compileField(params[1], `${path}.params[1]`));
-    return withChildren("stable", children, (next, drop, limits) => {
+    return onEvents("stable", children, (next, drop, limits) => {
       let started = false;
       let current: unknown;
       /** When the current value first appeared (seconds). */
@@ -177,8 +163,8 @@ export const stable: ActionDefinition = {
       /** Whether the current value has held long enough: its events pass directly. */
       let open = false;
       return (event) => {
-        const time = Array.isArray(event) ? undefined : timeOf(event);
-        if (time === undefined || time < maxTime || Array.isArray(event)) {
+        const time = timeOf(event);
+        if (time === undefined || time < maxTime) {
           drop();
           return;
         }
@@ -214,12 +200,12 @@ function extremum(action: "smax" | "smin"): ActionDefinition {
     compile(params, children, path) {
       expectCount(params, 0, 0, path, action, "");
       const better = action === "smax" ? (a: number, b: number) => a > b : (a: number, b: number) => a < b;
-      return withChildren(action, children, (next, drop) => {
+      return onEvents(action, children, (next, drop) => {
         let best: Event | undefined;
         let bestMetric = 0;
         return (event) => {
-          const metric = Array.isArray(event) ? undefined : metricOf(event);
-          if (metric === undefined || Array.isArray(event)) {
+          const metric = metricOf(event);
+          if (metric === undefined) {
             drop();
             return;
           }

@@ -1,11 +1,11 @@
 /**
- * Actions that change single events (streams.md §4): with, default, tag, untag, increment,
+ * Actions that change single events: with, default, tag, untag, increment,
  * decrement, scale, rename-keys, keep-keys, sdissoc, ddt, ddt-pos, ewma-timeless. Events are never
  * modified in place: other branches may hold the same object.
  */
 
 import { isPlainObject } from "../../platform/validation.js";
-import { type ActionDefinition, transforming, withChildren } from "../action.js";
+import { type ActionDefinition, onEvents, transforming } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { compileField } from "../condition.js";
 import { ednToJson, isMap, nameOf } from "../edn.js";
@@ -52,8 +52,9 @@ export const defaultAction: ActionDefinition = {
   },
 };
 
-function tagsOf(event: Event): string[] {
-  return Array.isArray(event.tags) ? (event.tags as string[]) : [];
+function tagsOf(event: Event): unknown[] {
+  const tags = event.tags;
+  return Array.isArray(tags) ? tags : [];
 }
 
 /**
@@ -63,7 +64,7 @@ function tagsOf(event: Event): string[] {
  */
 export const tag: ActionDefinition = {
   compile(params, children, path) {
-    const added = [...new Set(stringsParam(params, path, "tag"))];
+    const added: unknown[] = [...new Set(stringsParam(params, path, "tag"))];
     return transforming("tag", children, (event) => ({ ...event, tags: [...new Set([...added, ...tagsOf(event)])] }));
   },
 };
@@ -71,7 +72,7 @@ export const tag: ActionDefinition = {
 /** `untag ["t"]` / `untag [["t1" "t2"]]`: removes tags; an event without `:tags` gets `[]`. */
 export const untag: ActionDefinition = {
   compile(params, children, path) {
-    const removed = new Set(stringsParam(params, path, "untag"));
+    const removed: ReadonlySet<unknown> = new Set(stringsParam(params, path, "untag"));
     return transforming("untag", children, (event) => ({
       ...event,
       tags: tagsOf(event).filter((name) => !removed.has(name)),
@@ -164,20 +165,21 @@ export const keepKeys: ActionDefinition = {
 };
 
 /**
- * A copy of `event` without the field at `path`; a parent map left empty is removed too. Only the
- * maps on the path are copied; the event itself is returned when it has no such field.
+ * A copy of `event` without the field at `path` (from `index` on); a parent map left empty is
+ * removed too. Only the maps on the path are copied; the event itself is returned when it has no
+ * such field.
  */
-function withoutField(event: Event, path: FieldPath): Event {
-  const [key, ...rest] = path as [string, ...string[]];
-  if (!Object.hasOwn(event, key)) return event;
+function withoutField(event: Event, path: FieldPath, index = 0): Event {
+  const key = path[index];
+  if (key === undefined || !Object.hasOwn(event, key)) return event;
   const copy = { ...event };
-  if (rest.length === 0) {
+  if (index === path.length - 1) {
     delete copy[key];
     return copy;
   }
   const inner = event[key];
   if (!isPlainObject(inner)) return event;
-  const reduced = withoutField(inner, rest);
+  const reduced = withoutField(inner, path, index + 1);
   if (reduced === inner) return event;
   if (Object.keys(reduced).length === 0) delete copy[key];
   else copy[key] = reduced;
@@ -208,12 +210,12 @@ function derivative(action: "ddt" | "ddt-pos"): ActionDefinition {
       if (params.length === 1 && typeof params[0] !== "boolean") {
         throw new CompileError(path, `:${action} takes no params, or one boolean (ignored)`);
       }
-      return withChildren(action, children, (next, drop) => {
+      return onEvents(action, children, (next, drop) => {
         let previousMetric: number | undefined;
         let previousTime = 0;
-        return (value) => {
-          const metric = Array.isArray(value) ? undefined : metricOf(value);
-          const time = Array.isArray(value) ? undefined : timeOf(value);
+        return (event) => {
+          const metric = metricOf(event);
+          const time = timeOf(event);
           if (metric === undefined || time === undefined) {
             drop();
             return;
@@ -230,7 +232,7 @@ function derivative(action: "ddt" | "ddt-pos"): ActionDefinition {
           }
           const rate = (metric - lastMetric) / elapsed;
           if (action === "ddt-pos" && rate < 0) return;
-          next({ ...(value as Event), metric: rate });
+          next({ ...event, metric: rate });
         };
       });
     },
@@ -251,16 +253,15 @@ export const ewmaTimeless: ActionDefinition = {
     expectCount(params, 1, 1, path, "ewma-timeless", "[r]");
     const r = numberParam(params[0], path, "r");
     if (r < 0 || r > 1) throw new CompileError(path, "r must be between 0 and 1");
-    return withChildren("ewma-timeless", children, (next, drop) => {
+    return onEvents("ewma-timeless", children, (next, drop) => {
       let average = 0;
-      return (value) => {
-        const metric = Array.isArray(value) ? undefined : metricOf(value);
-        if (metric === undefined) {
-          drop();
-          return;
+      return (event) => {
+        const metric = metricOf(event);
+        if (metric === undefined) drop();
+        else {
+          average = r * metric + (1 - r) * average;
+          next({ ...event, metric: average });
         }
-        average = r * metric + (1 - r) * average;
-        next({ ...(value as Event), metric: average });
       };
     });
   },

@@ -1,16 +1,16 @@
 /**
- * Windows (streams.md §4): fixed-time-window, fixed-event-window, moving-event-window,
+ * Windows: fixed-time-window, fixed-event-window, moving-event-window,
  * moving-time-window, the fixed windows that emit one event each (sum, mean, top, bottom, rate),
  * and the phase-2 fixed windows ssort (each window's events sorted by a field) and ratio (the
  * ratio of two conditions' counts per window). Every clock is event time (seconds).
  */
-import { type ActionDefinition, type Builder, type Next, withChildren } from "../action.js";
+import { type ActionDefinition, type Builder, type Next, onEvents, withChildren } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { compileCondition, compileField } from "../condition.js";
 import { type EdnValue, sequenceItems } from "../edn.js";
 import { compareValues, type Event, fieldReader, metricOf, timeOf } from "../event.js";
-import { type Aggregate, aggregateEvent, countOf, maxOf, meanOf, minOf, mostRecent, sumOf } from "./collections.js";
-import { countParam, expectCount, numberParam, optionsParam, secondsParam } from "./params.js";
+import { type Aggregate, aggregateEvent, maxOf, meanOf, minOf, mostRecent, sumOf } from "./collections.js";
+import { countParam, numberParam, secondsParam, soleOptionsParam } from "./params.js";
 
 interface Window {
   readonly index: number;
@@ -62,7 +62,10 @@ class FixedTimeWindows {
       const closedBelow = Math.floor((time - (this.delay ?? 0)) / this.duration);
       if (closedBelow > this.#closedBelow) {
         this.#closedBelow = closedBelow;
-        while (open.length > 0 && (open[0] as Window).index < closedBelow) this.emit((open.shift() as Window).events);
+        for (let first = open[0]; first !== undefined && first.index < closedBelow; first = open[0]) {
+          open.shift();
+          this.emit(first.events);
+        }
       }
     }
     return true;
@@ -72,8 +75,11 @@ class FixedTimeWindows {
   #insert(index: number, event: Event): boolean {
     const open = this.#open;
     let position = open.length;
-    while (position > 0 && (open[position - 1] as Window).index > index) position -= 1;
-    const existing = open[position - 1];
+    let existing = open[position - 1];
+    while (existing !== undefined && existing.index > index) {
+      position -= 1;
+      existing = open[position - 1];
+    }
     if (existing === undefined || existing.index !== index) open.splice(position, 0, { index, events: [event] });
     else if (existing.events.length >= this.maxEvents) return false;
     else existing.events.push(event);
@@ -81,11 +87,16 @@ class FixedTimeWindows {
   }
 }
 
+/** The keys a fixed-time action takes besides `:duration` and `:delay`. */
+interface WindowKeys {
+  /** How the params read, for the error on a wrong count. */
+  readonly shape: string;
+  readonly required: readonly string[];
+  readonly optional: readonly string[];
+}
+
 /**
  * The options of a fixed time window: `{:duration D :delay L}` plus the action's own keys.
- * @param shape how the params read, for the error on a wrong count
- * @param required the action's required keys besides `:duration`
- * @param optional the action's optional keys besides `:delay`
  * @returns the duration and delay in seconds (`delay` is `undefined` when not given) and every option
  * @throws CompileError naming the node for a missing, unknown or invalid option
  */
@@ -93,12 +104,9 @@ function windowOptions(
   params: readonly EdnValue[],
   path: string,
   action: string,
-  shape = "[{:duration D :delay L}]",
-  required: readonly string[] = [],
-  optional: readonly string[] = [],
+  { shape, required, optional }: WindowKeys = { shape: "[{:duration D :delay L}]", required: [], optional: [] },
 ): { duration: number; delay: number | undefined; options: Map<string, EdnValue> } {
-  expectCount(params, 1, 1, path, action, shape);
-  const options = optionsParam(params[0], path, action, ["duration", ...required], ["delay", ...optional]);
+  const options = soleOptionsParam(params, path, action, shape, ["duration", ...required], ["delay", ...optional]);
   const duration = secondsParam(options.get("duration"), path, ":duration");
   const delay = options.has("delay") ? numberParam(options.get("delay"), path, ":delay") : undefined;
   if (delay !== undefined && delay < 0)
@@ -157,86 +165,76 @@ export const bottom = aggregatingWindow("bottom", minOf);
 export const rate: ActionDefinition = {
   compile(params, children, path) {
     const { duration, delay } = windowOptions(params, path, "rate");
+    const perSecond: Aggregate = (events) => events.length / duration;
     return timeWindowBuilder("rate", duration, delay, children, (events, next) => {
-      const event = aggregateEvent(events, countOf);
-      if (event !== undefined) next({ ...event, metric: (event.metric as number) / duration });
+      const event = aggregateEvent(events, perSecond);
+      if (event !== undefined) next(event);
     });
   },
 };
 
-/** The most events an event window may hold (a bound, platform.md §8). */
+/** The most events an event window may hold: a window never grows without bound. */
 export const MAX_EVENT_WINDOW_SIZE = 1_000_000;
 
-/** The `:size` of an event window: an integer from 1 to {@link MAX_EVENT_WINDOW_SIZE}. */
+/** The `:size` of an event window, its one param: an integer from 1 to {@link MAX_EVENT_WINDOW_SIZE}. */
 function eventWindowSize(params: readonly EdnValue[], path: string, action: string): number {
-  const size = countParam(optionsParam(params[0], path, action, ["size"]).get("size"), path, ":size");
+  const options = soleOptionsParam(params, path, action, "[{:size n}]", ["size"]);
+  const size = countParam(options.get("size"), path, ":size");
   if (size > MAX_EVENT_WINDOW_SIZE) throw new CompileError(path, `:size must be at most ${MAX_EVENT_WINDOW_SIZE}`);
   return size;
 }
 
-/** `fixed-event-window [{:size n}]`: emits every n events as a list. */
-export const fixedEventWindow: ActionDefinition = {
-  compile(params, children, path) {
-    expectCount(params, 1, 1, path, "fixed-event-window", "[{:size n}]");
-    const size = eventWindowSize(params, path, "fixed-event-window");
-    return withChildren("fixed-event-window", children, (next, drop) => {
-      let buffer: Event[] = [];
-      return (value) => {
-        if (Array.isArray(value)) {
-          drop();
-          return;
+function eventWindow(action: "fixed-event-window" | "moving-event-window"): ActionDefinition {
+  return {
+    compile(params, children, path) {
+      const size = eventWindowSize(params, path, action);
+      return onEvents(action, children, (next) => {
+        let buffer: Event[] = [];
+        if (action === "fixed-event-window") {
+          return (event) => {
+            buffer.push(event);
+            if (buffer.length === size) {
+              const full = buffer;
+              buffer = [];
+              next(full);
+            }
+          };
         }
-        buffer.push(value);
-        if (buffer.length === size) {
-          const full = buffer;
-          buffer = [];
-          next(full);
-        }
-      };
-    });
-  },
-};
+        return (event) => {
+          // A new array each time: children may keep the list they received.
+          buffer = buffer.length < size ? [...buffer, event] : [...buffer.slice(1), event];
+          next(buffer);
+        };
+      });
+    },
+  };
+}
 
+/** `fixed-event-window [{:size n}]`: emits every n events as a list. */
+export const fixedEventWindow = eventWindow("fixed-event-window");
 /** `moving-event-window [{:size n}]`: on every event emits the last n events. */
-export const movingEventWindow: ActionDefinition = {
-  compile(params, children, path) {
-    expectCount(params, 1, 1, path, "moving-event-window", "[{:size n}]");
-    const size = eventWindowSize(params, path, "moving-event-window");
-    return withChildren("moving-event-window", children, (next, drop) => {
-      let buffer: Event[] = [];
-      return (value) => {
-        if (Array.isArray(value)) {
-          drop();
-          return;
-        }
-        // A new array each time: children may keep the list they received.
-        buffer = buffer.length < size ? [...buffer, value] : [...buffer.slice(1), value];
-        next(buffer);
-      };
-    });
-  },
-};
+export const movingEventWindow = eventWindow("moving-event-window");
 
 /** `moving-time-window [{:duration D}]`: on every event emits the events of the last D seconds. */
 export const movingTimeWindow: ActionDefinition = {
   compile(params, children, path) {
-    expectCount(params, 1, 1, path, "moving-time-window", "[{:duration D}]");
-    const options = optionsParam(params[0], path, "moving-time-window", ["duration"]);
+    const options = soleOptionsParam(params, path, "moving-time-window", "[{:duration D}]", ["duration"]);
     const duration = secondsParam(options.get("duration"), path, ":duration");
-    return withChildren("moving-time-window", children, (next, drop, limits) => {
+    return onEvents("moving-time-window", children, (next, drop, limits) => {
       let buffer: Event[] = [];
       let clock = Number.NEGATIVE_INFINITY;
-      return (value) => {
-        const time = Array.isArray(value) ? undefined : timeOf(value);
+      return (event) => {
+        const time = timeOf(event);
         if (time === undefined) {
           drop();
           return;
         }
         if (time > clock) clock = time;
         const horizon = clock - duration;
-        const kept = buffer.filter((event) => (timeOf(event) as number) > horizon);
-        if (time > horizon) kept.push(value as Event);
-        // Bounded (streams.max-window-events): the oldest events go first, counted as dropped.
+        // Every event kept has a time.
+        const kept = buffer.filter((held) => (timeOf(held) ?? horizon) > horizon);
+        if (time > horizon) kept.push(event);
+        // Bounded by `streams.max-window-events`: the oldest events go first, counted as dropped.
         if (kept.length > limits.windowEvents) {
           for (let excess = kept.length - limits.windowEvents; excess > 0; excess--) drop();
           kept.splice(0, kept.length - limits.windowEvents);
@@ -259,14 +257,11 @@ export const movingTimeWindow: ActionDefinition = {
  */
 export const ssort: ActionDefinition = {
   compile(params, children, path) {
-    const { duration, delay, options } = windowOptions(
-      params,
-      path,
-      "ssort",
-      "[{:duration D :field f :delay L}]",
-      ["field"],
-      ["nested?"],
-    );
+    const { duration, delay, options } = windowOptions(params, path, "ssort", {
+      shape: "[{:duration D :field f :delay L}]",
+      required: ["field"],
+      optional: ["nested?"],
+    });
     const read = fieldReader(compileField(options.get("field"), `${path}.params[0]`));
     const byField = (a: Event, b: Event) => compareValues(read(a), read(b));
     return timeWindowBuilder("ssort", duration, delay, children, (events, next) => {
@@ -287,14 +282,11 @@ export const ssort: ActionDefinition = {
  */
 export const ratio: ActionDefinition = {
   compile(params, children, path) {
-    const { duration, delay, options } = windowOptions(
-      params,
-      path,
-      "ratio",
-      "[{:duration D :conditions [c1 c2] :metric false :delay L}]",
-      ["conditions"],
-      ["metric"],
-    );
+    const { duration, delay, options } = windowOptions(params, path, "ratio", {
+      shape: "[{:duration D :conditions [c1 c2] :metric false :delay L}]",
+      required: ["conditions"],
+      optional: ["metric"],
+    });
     const conditions = sequenceItems(options.get("conditions"));
     if (conditions === undefined || conditions.length !== 2) {
       throw new CompileError(path, ":conditions of :ratio must be a vector of exactly 2 conditions");

@@ -1,5 +1,5 @@
 /**
- * ssort and ratio (streams.md §4, phase 2): the epoch-aligned fixed windows of fixed-time-window,
+ * ssort and ratio: the epoch-aligned fixed windows of fixed-time-window,
  * with Mirabelle v0.13's test cases; where Mirabelle anchors its windows on the first event, the
  * expectations are those of epoch-aligned windows.
  */

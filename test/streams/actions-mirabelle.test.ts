@@ -1,13 +1,13 @@
 /**
- * Phase-1 behaviours as Mirabelle v0.13 has them, where streams.md §4 follows it (each case with the
- * example streams.md gives): what a configuration migrated from Mirabelle must find unchanged.
+ * Phase-1 behaviours as Mirabelle v0.13 has them, where the actions follow it (each case with the
+ * example docs/streams.md gives): what a configuration migrated from Mirabelle must find unchanged.
  */
 import { describe, expect, it } from "vitest";
-import { mostRecent } from "../../../src/streams/actions/collections.js";
-import { compileConfig } from "../../../src/streams/compiler.js";
-import { parseEdn } from "../../../src/streams/edn.js";
-import type { Event } from "../../../src/streams/event.js";
-import { recordingEngine, run } from "../harness.js";
+import { mostRecent } from "../../src/streams/actions/collections.js";
+import { compileConfig } from "../../src/streams/compiler.js";
+import { parseEdn } from "../../src/streams/edn.js";
+import type { Event } from "../../src/streams/event.js";
+import { recordingEngine, run } from "./harness.js";
 
 const tapped = (actions: string, events: Event[], tap = "t") => run(actions, events).tap(tap);
 
