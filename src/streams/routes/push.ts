@@ -19,7 +19,7 @@ import { isPlainObject } from "../../platform/validation.js";
 import type { StreamEngine } from "../engine.js";
 import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
 import { boundProblem, type EventBound, type EventBounds, EventMeter, exceededBound } from "../event-bounds.js";
-import { type JsonKind, type JsonPathItem, JsonScanError, JsonScanner, type JsonVisitor } from "../json-scan.js";
+import { type JsonKind, type JsonPathItem, JsonScanner, type JsonVisitor, scanSliced } from "../json-scan.js";
 import { deliverSliced, TurnClock } from "../slices.js";
 import { bodyObject, guardedOptions, type NamedRoute, NOT_AN_OBJECT, streamTargets } from "./request.js";
 
@@ -28,9 +28,6 @@ import { bodyObject, guardedOptions, type NamedRoute, NOT_AN_OBJECT, streamTarge
  * thousands of tiny objects or keys) takes a few milliseconds. Larger ones are scanned in slices.
  */
 export const INLINE_BODY_BYTES = 64 * 1024;
-
-/** Bytes the scanner reads between two looks at the clock. */
-const SCAN_STEP_BYTES = 8 * 1024;
 
 /** What the route needs. */
 export interface PushRouteOptions {
@@ -194,12 +191,7 @@ async function acceptLargeBody(body: Buffer, now: number, bounds: EventBounds, p
   const shape = new PushShape(bounds);
   const scanner = new JsonScanner(body, 2, shape);
   const clock = new TurnClock();
-  try {
-    while (!scanner.step(SCAN_STEP_BYTES)) if (clock.due()) await clock.turn();
-  } catch (error) {
-    if (error instanceof JsonScanError) throw new InvalidError(INVALID_JSON);
-    throw error;
-  }
+  if (!(await scanSliced(scanner, clock))) throw new InvalidError(INVALID_JSON);
   if (!shape.rootIsObject) throw new InvalidError(NOT_AN_OBJECT);
   const text = (region: Region) => body.toString("utf8", region.start, region.end);
   const refused = new Map<EventBound, number>();
