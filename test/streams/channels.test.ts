@@ -1,6 +1,7 @@
 /**
- * The channel hub with fake sockets (streams-io.md §3): publishing and query filters, the slow
- * subscriber rule on a fake clock, pings on fake timers, the subscriber limit, close, metrics.
+ * The channel hub with fake sockets (docs/streams.md, Publish and subscribe): publishing and query
+ * filters, the slow subscriber rule on a fake clock, pings on fake timers, the subscriber limit,
+ * close, metrics.
  */
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";

@@ -6,7 +6,7 @@ import type { Event } from "../../src/streams/event.js";
 
 const matches = (condition: string, event: Event) => compileCondition(parseEdn(condition), "condition")(event);
 
-describe("where-conditions: the facts table of streams.md §3", () => {
+describe("where-conditions: signs, nested paths, combinations, regex, tags and missing fields", () => {
   it.each<[string, Event, boolean]>([
     ["[:pos? :metric]", { metric: 10 }, true],
     ["[:pos? :metric]", { metric: 0 }, false],

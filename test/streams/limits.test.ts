@@ -1,5 +1,5 @@
 /**
- * The bounds of a stream's state (platform.md §8 "Bounded everything"): the index, the forks of
+ * The bounds of a stream's state (docs/streams.md, State and its bounds): the index, the forks of
  * `by`, the events of time windows; what goes beyond is dropped and counted.
  */
 import { describe, expect, it } from "vitest";

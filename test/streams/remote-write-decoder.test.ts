@@ -18,7 +18,10 @@ function encode(timeseries: Series[], metadata: unknown[] = []): Uint8Array {
   return WriteRequest.encode(WriteRequest.fromObject({ timeseries, metadata })).finish();
 }
 
-/** The mapping of streams.md §8, computed from protobufjs' decoding: the reference. */
+/**
+ * The sample-to-event mapping (docs/streams.md, Prometheus remote write), computed from protobufjs'
+ * decoding: the reference.
+ */
 function reference(bytes: Uint8Array): Event[] {
   const request = WriteRequest.toObject(WriteRequest.decode(bytes), { longs: Number, defaults: true }) as {
     timeseries: Series[];

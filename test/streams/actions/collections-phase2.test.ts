@@ -1,7 +1,8 @@
 /**
- * Phase-2 actions on lists (streams.md §4): coll-percentiles, coll-top, coll-bottom, coll-sort,
- * coll-quotient, coll-increase, sflatten. Each with the spec's example, Mirabelle v0.13's test cases
- * (translated where the spec differs), what is skipped and counted, empty lists and bad params.
+ * Phase-2 actions on lists (docs/streams.md, Actions): coll-percentiles, coll-top, coll-bottom,
+ * coll-sort, coll-quotient, coll-increase, sflatten. Each with the documented example, Mirabelle
+ * v0.13's test cases (translated where Vigie differs), what is skipped and counted, empty lists and
+ * bad params.
  */
 import { describe, expect, it } from "vitest";
 import type { Flow } from "../../../src/streams/action.js";

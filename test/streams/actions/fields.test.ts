@@ -1,7 +1,7 @@
 /**
- * Phase-2 actions on the fields of single events (streams.md §4): extract, iterate-on, sformat,
- * to-string, from-json, to-base64, from-base64. Each with Mirabelle v0.13's test cases (translated
- * where the spec differs), what is skipped and counted, untouched inputs and bad params.
+ * Phase-2 actions on the fields of single events (docs/streams.md, Actions): extract, iterate-on,
+ * sformat, to-string, from-json, to-base64, from-base64. Each with Mirabelle v0.13's test cases
+ * (translated where Vigie differs), what is skipped and counted, untouched inputs and bad params.
  */
 import { describe, expect, it } from "vitest";
 import type { Flow } from "../../../src/streams/action.js";

@@ -91,7 +91,8 @@ describe("by", () => {
   });
 
   it("judges each fork by its previous event before routing, so the arriving event's fork may restart", () => {
-    // streams.md §4, Mirabelle's own example: one host, fixed-event-window 2.
+    // Mirabelle's own example (docs/streams.md, `by`): one host, fixed-event-window 2, so a
+    // collection can drop the fork the arriving event belongs to.
     const config =
       "{:action :by :params [{:fields [:host] :gc-interval 10 :fork-ttl 10}] :children [{:action :fixed-event-window :params [{:size 2}] :children [{:action :tap :params [:w]}]}]}";
     const times = [1, 15, 21, 23, 31, 32, 50, 89, 110, 111];

@@ -1,5 +1,5 @@
 /**
- * percentiles (streams.md §4, phase 2): HdrHistogram quantiles per window of event time, with
+ * percentiles (docs/streams.md, Actions): HdrHistogram quantiles per window of event time, with
  * Mirabelle v0.13's test case.
  */
 import { describe, expect, it } from "vitest";

@@ -1,6 +1,7 @@
 /**
- * project, coalesce, stable, smax, smin (streams.md §4, phase 2), with Mirabelle v0.13's own test
- * cases (action_test.clj, stream_test.clj) where streams.md is silent.
+ * project, coalesce, stable, smax, smin (docs/streams.md, Actions), with the reference
+ * implementation Mirabelle v0.13's own test cases (action_test.clj, stream_test.clj) where the
+ * documentation is silent.
  */
 import { describe, expect, it } from "vitest";
 import { DEFAULT_STREAM_LIMITS } from "../../../src/streams/action.js";

@@ -4,7 +4,7 @@ import type { Event } from "../../../src/streams/event.js";
 import { run } from "../harness.js";
 
 const at = (...times: number[]): Event[] => times.map((time) => ({ time }));
-/** Events (time:metric) of the sum example of streams.md §4. */
+/** Events (time:metric) of the sum example of docs/streams.md (`fixed-time-window`), plus 71:1 to close [60, 70). */
 const input: Event[] = [
   [0, 10],
   [7, 1],
@@ -19,7 +19,7 @@ const input: Event[] = [
 const times = (lists: unknown[]) => (lists as Event[][]).map((list) => list.map((event) => event.time));
 
 describe("fixed-time-window", () => {
-  it("emits [0 1 3] [5 7 9] [10] [29] for times 0 1 3 5 7 9 10 29 31 with D = 5 (streams.md §4)", () => {
+  it("emits [0 1 3] [5 7 9] [10] [29] for times 0 1 3 5 7 9 10 29 31 with D = 5, 31 still open", () => {
     const { tap } = run(
       "{:action :fixed-time-window :params [{:duration 5}] :children [{:action :tap :params [:w]}]}",
       at(0, 1, 3, 5, 7, 9, 10, 29, 31),
@@ -59,7 +59,7 @@ describe("fixed-time-window", () => {
 });
 
 describe("sum, mean, top, bottom, rate", () => {
-  it("sum with D = 10 emits 11 (time 7), 12 (time 19), 6 (time 23), 1 (time 60) (streams.md §4)", () => {
+  it("sum with D = 10 emits 11 (time 7), 12 (time 19), 6 (time 23), 1 (time 60); late 14 counts", () => {
     const { tap } = run("{:action :sum :params [{:duration 10}] :children [{:action :tap :params [:s]}]}", input);
     expect(tap("s")).toEqual([
       { time: 7, metric: 11 },

@@ -1,5 +1,5 @@
 /**
- * What the outputs share (streams-io.md §2): the text of scalar fields (summaries and alert
+ * What the outputs share (docs/streams.md, Outputs): the text of scalar fields (summaries and alert
  * annotations) and the range of dates they can write (alerts and date-suffixed files).
  */
 import { describe, expect, it } from "vitest";

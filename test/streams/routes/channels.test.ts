@@ -1,7 +1,7 @@
 /**
- * The subscription route through a real server listening on loopback (streams-io.md §3): what a
- * `ws` client receives, every refusal before the upgrade (400, 401, 403, 421, 426, 503) in the
- * error format, the metrics, and that no token reaches the logs.
+ * The subscription route through a real server listening on loopback (docs/streams.md, Publish and
+ * subscribe): what a `ws` client receives, every refusal before the upgrade (400, 401, 403, 421,
+ * 426, 503) in the error format, the metrics, and that no token reaches the logs.
  */
 import { Writable } from "node:stream";
 import Fastify, { type FastifyInstance } from "fastify";

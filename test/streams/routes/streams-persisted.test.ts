@@ -1,7 +1,8 @@
 /**
- * Streams of the operator's files and streams persisted through the API (streams.md §6): the API
- * never changes a stream directory file (409 naming it), persisted streams live in their own
- * directory and survive a restart, files that earlier versions wrote for the API are moved there.
+ * Streams of the operator's files and streams persisted through the API (docs/streams.md, API):
+ * the API never changes a stream directory file (409 naming it), persisted streams live in their
+ * own directory and survive a restart, files that earlier versions wrote for the API are moved
+ * there.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -37,7 +37,7 @@ describe("streams API", () => {
   const addStream = (name: string, edn: string) =>
     inject({ method: "POST", url: `/api/v1/stream/${name}`, payload: { config: b64(edn) } });
 
-  it("adds, lists, reads and removes streams with the exact bodies of streams.md §6", async () => {
+  it("adds, lists, reads and removes streams with the exact bodies of docs/streams.md (API)", async () => {
     await start();
     expect(await addStream("cpu", INDEXING)).toEqual({ status: 201, body: { message: "stream added" } });
     expect(await addStream("alpha", '{:actions {:action :sdo} :default true :owner "ops"}')).toEqual({
@@ -357,7 +357,7 @@ describe("streams API", () => {
     expect(await addStream("mira", mirabelle)).toEqual({ status: 201, body: { message: "stream added" } });
   });
 
-  it("exposes the stream metrics of streams.md §10", async () => {
+  it("exposes the stream metrics of docs/streams.md (Metrics and performance)", async () => {
     await start();
     await addStream("cpu", "{:actions {:action :increment :children [{:action :index :params [[:host]]}]}}");
     await inject({
