@@ -137,8 +137,8 @@ export class CheckSeries {
     series.count++;
     series.sum += seconds;
     let slot = 0;
-    while (slot < DURATION_BUCKETS.length && seconds > (DURATION_BUCKETS[slot] as number)) slot++;
-    (series.buckets[slot] as number)++;
+    while (slot < DURATION_BUCKETS.length && seconds > (DURATION_BUCKETS[slot] ?? Number.POSITIVE_INFINITY)) slot++;
+    series.buckets[slot] = (series.buckets[slot] ?? 0) + 1;
   }
 }
 
@@ -268,7 +268,7 @@ function durationLines(series: StatusSeries): string {
   let text = "";
   let cumulative = 0;
   for (let slot = 0; slot < BUCKET_SUFFIXES.length; slot++) {
-    cumulative += buckets[slot] as number;
+    cumulative += buckets[slot] ?? 0;
     text += `${bucketPrefix}${BUCKET_SUFFIXES[slot]}${cumulative}\n`;
   }
   return `${text}${series.sumPrefix}${formatValue(series.sum)}\n${series.countPrefix}${series.count}\n`;
