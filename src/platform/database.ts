@@ -11,6 +11,7 @@ import { Kysely, type Migration, Migrator, PostgresDialect, SqliteAdapter, Sqlit
 import pg from "pg";
 import { clusterMigrations } from "./cluster/storage.js";
 import { runDdl } from "./ddl.js";
+import { errorMessage } from "./errors.js";
 import {
   createPrivateFileSync,
   type ModeWarning,
@@ -189,7 +190,7 @@ export async function openDatabase(
     const { error, results } = await migrator.migrateToLatest();
     if (error !== undefined) {
       const failed = results?.find((result) => result.status === "Error")?.migrationName;
-      const cause = error instanceof Error ? error.message : String(error);
+      const cause = errorMessage(error);
       throw new Error(failed === undefined ? `migration failed: ${cause}` : `migration ${failed} failed: ${cause}`);
     }
   } catch (error) {

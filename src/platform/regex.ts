@@ -6,6 +6,7 @@
  * (https://github.com/google/re2/wiki/Syntax): backreferences and lookaround are refused.
  */
 import { RE2JS } from "re2js";
+import { errorMessage } from "./errors.js";
 import { ValidationError, type Validator } from "./validation.js";
 
 /** A pattern RE2 cannot run; the message says why (`invalid escape sequence: \1`). */
@@ -30,9 +31,8 @@ export interface LinearRegex {
 }
 
 /** What RE2 says of a pattern, without its `error parsing regexp: ` preamble. */
-function reasonOf(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.replace(/^error parsing regexp: /, "");
+function re2Reason(error: unknown): string {
+  return errorMessage(error).replace(/^error parsing regexp: /, "");
 }
 
 /**
@@ -45,7 +45,7 @@ export function compileLinearRegex(pattern: string): LinearRegex {
   try {
     compiled = RE2JS.compile(pattern);
   } catch (error) {
-    throw new RegexError(pattern, reasonOf(error));
+    throw new RegexError(pattern, re2Reason(error));
   }
   return {
     source: pattern,
