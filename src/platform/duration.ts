@@ -30,6 +30,9 @@ const UNIT_MILLISECONDS: Readonly<Record<string, number>> = {
 // Longer units first so that `ms` is not read as `m` followed by garbage.
 const GROUP = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/y;
 
+/** The text of a whole duration, as a regular expression source (for API descriptions). */
+export const DURATION_PATTERN = `^(0|(${GROUP.source})+)$`;
+
 /**
  * Parses a duration string.
  *
