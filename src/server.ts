@@ -25,6 +25,7 @@ import {
   type SectionReload,
   sectionOf,
 } from "./platform/module.js";
+import { collectRoutes, openApiRoute } from "./platform/openapi.js";
 import { REQUEST_LOG_SERIALIZERS, redactRequestUrl } from "./platform/redaction.js";
 import type { Shape } from "./platform/validation.js";
 import { VERSION } from "./platform/version.js";
@@ -127,11 +128,7 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     warn: (details, message) => app.log.warn(details, message),
   });
   try {
-    const routes: RouteEntry[] = [];
-    app.addHook("onRoute", (route) => {
-      const methods = Array.isArray(route.method) ? route.method : [route.method];
-      for (const method of methods) if (method !== "HEAD") routes.push({ method, url: route.url });
-    });
+    const routes = collectRoutes(app);
     const lifecycle = new Lifecycle();
     const metricsRegistry: Registry = createMetricsRegistry();
     const cluster = config.cluster.enabled
@@ -147,6 +144,7 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
       await cluster?.connect();
       const links = serverLinks(config, moduleList);
       const context = await setUp(app, config, database, moduleList, lifecycle, metricsRegistry, cluster, links);
+      openApiRoute(app, routes, VERSION, config.http["public-url"]);
       await app.ready();
       // Leases are balanced once every module listens to them.
       await cluster?.start();

@@ -12,6 +12,7 @@ import { type AnyModule, type ModuleLink, sectionOf } from "./module.js";
 const PLATFORM_LINKS: readonly ModuleLink[] = [
   { title: "health", path: "/healthz" },
   { title: "Prometheus metrics", path: "/metrics" },
+  { title: "API description (OpenAPI)", path: "/openapi.json" },
 ];
 
 /**

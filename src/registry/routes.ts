@@ -79,7 +79,14 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
     return user;
   }
 
-  app.post(USERS, { preHandler: requireAdmin }, async (request, reply) => {
+  const createUser = {
+    summary: "create a user (admin)",
+    body: newUserBody,
+    example: { name: "alice", description: "on call", password: "correct horse battery", role: "tech", active: true },
+    success: { status: 201, schema: { type: "object", properties: { message: { type: "string" } } } },
+    security: "registry-token",
+  } as const;
+  app.post(USERS, { preHandler: requireAdmin, config: { openapi: createUser } }, async (request, reply) => {
     const body = newUserBody(request.body, "");
     const passwordHash = await hashPassword(body.password);
     await users.create(

@@ -379,6 +379,7 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     route("GET", "/"),
     route("GET", "/healthz"),
     route("GET", "/health"),
+    route("GET", "/openapi.json"),
 
     route(
       "POST",
