@@ -10,6 +10,7 @@ import { ConfigError, loadConfig, type VigieConfig } from "./platform/config.js"
 import { type Database, openDatabase, sqlitePath } from "./platform/database.js";
 import { errorMessage } from "./platform/errors.js";
 import { linkLines } from "./platform/home.js";
+import { InitRefusal, initDirectory, shellWord } from "./platform/init.js";
 import { type AnyModule, type CliContext, type ExitCode, sectionOf } from "./platform/module.js";
 import { VERSION } from "./platform/version.js";
 import { allMigrations, buildServer, modules } from "./server.js";
@@ -131,6 +132,21 @@ async function backup(file: string, options: { config?: string }): Promise<void>
   }
 }
 
+/** `vigie init [--dir DIR]`: a starting configuration and its secret files; exit 2 rather than overwrite. */
+async function init(options: { dir: string }): Promise<void> {
+  try {
+    const report = await initDirectory(options.dir, modules);
+    const config = shellWord(report.config);
+    const written = [report.config, ...report.secrets.map((file) => `${file} (mode 0600)`)];
+    process.stdout.write(
+      `${written.map((file) => `wrote ${file}\n`).join("")}next:\n  vigie config check -c ${config}\n  vigie serve -c ${config}\n`,
+    );
+  } catch (error) {
+    if (error instanceof InitRefusal) fail(error.message, EXIT_USAGE);
+    fail(`init failed: ${errorMessage(error)}`, EXIT_FAILURE);
+  }
+}
+
 /** Opens the configured database for a command, running every migration; exits 1 when it cannot. */
 async function openForCommand(config: VigieConfig): Promise<Database> {
   try {
@@ -164,6 +180,11 @@ function program(): Command {
     .description("run the server (default http://127.0.0.1:8080, SQLite in ./data/)")
     .option("-c, --config <file>", "YAML configuration file (default: $VIGIE_CONFIG, else built-in defaults)")
     .action(serve);
+  root
+    .command("init")
+    .description("write a starting vigie.yaml (every key at its default) and generated secret files; never overwrites")
+    .option("--dir <dir>", "where to write vigie.yaml and secrets/", ".")
+    .action(init);
   const config = root.command("config").description("work with configuration files");
   config
     .command("check")

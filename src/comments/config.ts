@@ -5,6 +5,7 @@
  */
 import type { Duration } from "../platform/duration.js";
 import { parseAllowedOrigin } from "../platform/host-origin.js";
+import { secretFile } from "../platform/secret-file.js";
 import {
   array,
   boolean,
@@ -66,9 +67,21 @@ const question = object(
   { unknownKeys: "reject" },
 );
 
+/**
+ * A secret given inline and through a file at once: refused, since which one wins would be a guess.
+ * `inline` and `file` are the full paths of the two keys.
+ */
+export function refuseBoth(inline: string, file: string, values: { inline?: string; file?: string }): void {
+  if (values.inline !== undefined && values.file !== undefined) {
+    throw new ValidationError(inline, `must not be set together with ${file}: set one of ${inline} and ${file}`);
+  }
+}
+
 const challengeObject = object(
   {
     secret: optional(secretText),
+    /** A file holding the secret (mode 0600); the value is the file's content. */
+    "secret-file": optional(secretFile(secretText)),
     ttl: withDefault(duration(1_000), TEN_MINUTES),
     type: withDefault(oneOf(["math", "questions"] as const), "math"),
     questions: withDefault(array(question), []),
@@ -79,6 +92,10 @@ const challengeObject = object(
 /** `challenge`: `questions` must list at least one question when `type` is `questions`. */
 const challenge: Validator<Infer<typeof challengeObject>> = (value, path) => {
   const parsed = challengeObject(value, path);
+  refuseBoth(childPath(path, "secret"), childPath(path, "secret-file"), {
+    inline: parsed.secret,
+    file: parsed["secret-file"],
+  });
   if (parsed.type === "questions" && parsed.questions.length === 0) {
     throw new ValidationError(childPath(path, "questions"), "must list at least one question when type is questions");
   }
@@ -111,6 +128,8 @@ const websites: Validator<Array<Infer<typeof website>>> = (value, path) => {
 /** The keys of `comments:` besides `enabled`. Durations are parsed. */
 export const commentsConfigShape = {
   "admin-token": optional(secretText),
+  /** A file holding the admin token (mode 0600); the value is the file's content. */
+  "admin-token-file": optional(secretFile(secretText)),
   challenge,
   "rate-limit": object(
     {

@@ -7,7 +7,7 @@ import { defineModule } from "../platform/module.js";
 import { ADMIN_PAGE_PATH } from "./admin-page.js";
 import { listQuestion, mathQuestion, type Question } from "./challenge.js";
 import { CommentPublisher } from "./comment-events.js";
-import { COMMENTS_ENVIRONMENT, commentsConfigShape } from "./config.js";
+import { COMMENTS_ENVIRONMENT, commentsConfigShape, refuseBoth } from "./config.js";
 import { LIST_CACHE_SHARED_TTL_MS, ListCache } from "./list-cache.js";
 import { CommentMetrics } from "./metrics.js";
 import { registerAdminRoutes } from "./routes/admin.js";
@@ -27,6 +27,15 @@ export const commentsModule = defineModule({
   configShape: commentsConfigShape,
   environment: COMMENTS_ENVIRONMENT,
   migrations: commentsMigrations,
+  generatedSecrets: [
+    { key: "admin-token-file", file: "admin-token" },
+    { key: "challenge.secret-file", file: "challenge-secret" },
+  ],
+  check: (section) =>
+    refuseBoth("comments.admin-token", "comments.admin-token-file", {
+      inline: section["admin-token"],
+      file: section["admin-token-file"],
+    }),
   links: () => [
     { title: "comment widget (embed in your pages)", path: WIDGET_PATH },
     { title: "comment moderation page", path: ADMIN_PAGE_PATH },
@@ -34,7 +43,10 @@ export const commentsModule = defineModule({
   plugin: async (app, { context, section }) => {
     const { adminToken, challengeSecret } = await resolveSecrets(
       context.database,
-      { adminToken: section["admin-token"], challengeSecret: section.challenge.secret },
+      {
+        adminToken: section["admin-token"] ?? section["admin-token-file"],
+        challengeSecret: section.challenge.secret ?? section.challenge["secret-file"],
+      },
       context.logger,
     );
     const websites = new Websites(section.websites);

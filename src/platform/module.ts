@@ -96,6 +96,12 @@ export interface CliContext<S extends Shape = Shape> {
   readonly fail: (message: string, code: ExitCode) => never;
 }
 
+/** A secret `vigie init` generates: the `-file` key that names it, and the name of its file. */
+export interface GeneratedSecret {
+  readonly key: string;
+  readonly file: string;
+}
+
 /** A module of Vigie. */
 export interface VigieModule<S extends Shape = Shape> {
   /** The configuration section and metric prefix: `comments`, `streams`, ... */
@@ -110,6 +116,11 @@ export interface VigieModule<S extends Shape = Shape> {
    * @throws ValidationError naming the key of the section (`streams.riemann.tls-ca`)
    */
   readonly check?: (section: ModuleSection<S>, platform: PlatformConfig) => void;
+  /**
+   * The secrets `vigie init` generates for the module: each is written to `secrets/<file>` of the
+   * directory (mode 0600) and named by `key`, a `-file` key of the section (`challenge.secret-file`).
+   */
+  readonly generatedSecrets?: readonly GeneratedSecret[];
   /** Migrations by unique name `<module>-<4-digit number>-<what>`; run even when disabled. */
   readonly migrations: Readonly<Record<string, Migration>>;
   /**
