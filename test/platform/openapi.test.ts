@@ -12,6 +12,7 @@ import { createRegistryModule } from "../../src/registry/index.js";
 import { newUserBody } from "../../src/registry/users.js";
 import type { VigieServer } from "../../src/server.js";
 import { streamsModule } from "../../src/streams/index.js";
+import { describedPaths, expectDescribedAnswer } from "../support/openapi.js";
 import { startTestServer } from "../support/server.js";
 import { temporaryDirectory } from "../support/temporary.js";
 
@@ -74,6 +75,17 @@ describe("GET /openapi.json", () => {
     expect(newUserBody(content?.example, "")).toMatchObject({ name: "alice", role: "tech" });
     expect(create?.security).toEqual([{ registryToken: [] }]);
     expect(Object.keys(create?.responses ?? {})).toEqual(["201", "default"]);
+  });
+
+  it("a client reading the document creates a user with the operation's example", async () => {
+    const paths = await describedPaths(server.app);
+    const create = paths["/api/v1/registry/user"]?.post;
+    expect(create).toBeDefined();
+    if (create === undefined) return;
+    const example = create.requestBody?.content["application/json"]?.example;
+    const refused = await server.app.inject({ method: "POST", url: "/api/v1/registry/user", payload: example });
+    expect(refused.statusCode).toBe(401);
+    expectDescribedAnswer(create, 401, "application/json", refused.json());
   });
 
   it("answers every route's errors with the error shape, Cargo's on Cargo's routes", () => {

@@ -1,0 +1,59 @@
+/**
+ * Reading a server's `GET /openapi.json` in tests: its operations by method and path, and a check
+ * of an answer against the schema the document gives for it (JSON Schema 2020-12, with Ajv).
+ */
+import { Ajv2020 } from "ajv/dist/2020.js";
+import type { FastifyInstance } from "fastify";
+import { expect } from "vitest";
+
+/** An operation of the document, as tests read it. */
+export interface Operation {
+  readonly summary: string;
+  readonly parameters?: { name: string; in: string; required?: boolean; schema?: object }[];
+  readonly requestBody?: { content: Record<string, { schema: object; example?: unknown }> };
+  readonly responses: Record<string, { content?: Record<string, { schema: object }> }>;
+  readonly security?: Record<string, string[]>[];
+}
+
+/** The document's paths: path → method (lower case) → operation. */
+export type Paths = Record<string, Record<string, Operation>>;
+
+/** The paths of `app`'s API description. */
+export async function describedPaths(app: FastifyInstance): Promise<Paths> {
+  const response = await app.inject({ method: "GET", url: "/openapi.json" });
+  expect(response.statusCode).toBe(200);
+  return response.json().paths;
+}
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+
+/**
+ * Checks `body` against the JSON schema the operation describes for `status` (or `default`);
+ * fails naming the operation and Ajv's errors.
+ */
+export function expectDescribedAnswer(operation: Operation, status: number, mediaType: string, body: unknown): void {
+  const response = operation.responses[String(status)] ?? operation.responses.default;
+  expect(response, `${operation.summary}: status ${status} is described`).toBeDefined();
+  const schema = response?.content?.[mediaType]?.schema;
+  if (schema === undefined) return;
+  const validate = ajv.compile(resolveRefs(schema));
+  expect(validate(body), `${operation.summary}: ${JSON.stringify(validate.errors)}`).toBe(true);
+}
+
+/** The error schemas, inlined: the answers are checked one by one, without the whole document. */
+const ERROR_SCHEMAS: Record<string, object> = {
+  "#/components/schemas/Error": { type: "object", properties: { error: { type: "string" } }, required: ["error"] },
+  "#/components/schemas/CargoError": {
+    type: "object",
+    properties: { errors: { type: "array", items: { type: "object", required: ["detail"] } } },
+    required: ["errors"],
+  },
+};
+
+function resolveRefs(schema: object): object {
+  return JSON.parse(JSON.stringify(schema), (_key, value) =>
+    value !== null && typeof value === "object" && typeof value.$ref === "string" && value.$ref in ERROR_SCHEMAS
+      ? ERROR_SCHEMAS[value.$ref]
+      : value,
+  );
+}
