@@ -82,8 +82,13 @@ describe("GET /openapi.json", () => {
     const create = paths["/api/v1/registry/user"]?.post;
     expect(create).toBeDefined();
     if (create === undefined) return;
-    const example = create.requestBody?.content["application/json"]?.example;
-    const refused = await server.app.inject({ method: "POST", url: "/api/v1/registry/user", payload: example });
+    const example = JSON.stringify(create.requestBody?.content["application/json"]?.example);
+    const refused = await server.app.inject({
+      method: "POST",
+      url: "/api/v1/registry/user",
+      headers: { "content-type": "application/json" },
+      payload: example,
+    });
     expect(refused.statusCode).toBe(401);
     expectDescribedAnswer(create, 401, "application/json", refused.json());
   });
