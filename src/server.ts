@@ -234,8 +234,13 @@ async function setUp(
     return { message: "ok" };
   };
   homeRoute(app, VERSION, links, config.http["public-url"]);
-  app.get("/healthz", health);
-  app.get("/health", health);
+  const healthDescription = {
+    summary: "whether the server and its database answer",
+    success: { schema: { type: "object", properties: { message: { const: "ok" } }, required: ["message"] } },
+    security: "none",
+  } as const;
+  app.get("/healthz", { config: { openapi: healthDescription } }, health);
+  app.get("/health", { config: { openapi: healthDescription } }, health);
   // The cluster view is behind the guard of the healthcheck API (docs/cluster.md).
   cluster?.routes(app, context.apiGuard);
 

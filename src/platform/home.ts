@@ -83,7 +83,27 @@ export function homeRoute(app: FastifyInstance, version: string, links: readonly
       })),
   };
   const html = page(version, links, publicUrl);
-  app.get("/", async (request, reply) => {
+  const schema = {
+    type: "object",
+    properties: {
+      vigie: { type: "string" },
+      links: {
+        type: "array",
+        items: { type: "object", properties: { title: { type: "string" }, url: { type: "string" } } },
+      },
+      off: {
+        type: "array",
+        items: { type: "object", properties: { title: { type: "string" }, "enable-with": { type: "string" } } },
+      },
+    },
+    required: ["vigie", "links", "off"],
+  };
+  const openapi = {
+    summary: "what this server serves, and how to turn on the rest",
+    success: { schema },
+    security: "none",
+  } as const;
+  app.get("/", { config: { openapi } }, async (request, reply) => {
     const accept = request.headers.accept ?? "";
     if (accept.includes("text/html")) return reply.type("text/html; charset=utf-8").send(html);
     return json;

@@ -180,7 +180,12 @@ export function installHttpMetrics(app: FastifyInstance, registry: Registry, exp
     done();
   });
 
-  app.get("/metrics", async (_request, reply) => {
+  const openapi = {
+    summary: "Prometheus metrics (text exposition format 0.0.4)",
+    success: { mediaType: "text/plain", schema: { type: "string" } },
+    security: "none",
+  } as const;
+  app.get("/metrics", { config: { openapi } }, async (_request, reply) => {
     const head = await registry.metrics();
     async function* text(): AsyncGenerator<string> {
       yield head;

@@ -93,6 +93,25 @@ describe("GET /openapi.json", () => {
     expectDescribedAnswer(create, 401, "application/json", refused.json());
   });
 
+  it("describes the platform's routes, and their answers match", async () => {
+    const paths = await describedPaths(server.app);
+    for (const [url, mediaType] of [
+      ["/", "application/json"],
+      ["/healthz", "application/json"],
+      ["/health", "application/json"],
+      ["/metrics", "text/plain"],
+      ["/openapi.json", "application/json"],
+    ] as const) {
+      const operation = paths[url]?.get;
+      expect(operation?.summary, url).not.toBe(`GET ${url}`);
+      if (operation === undefined) continue;
+      const response = await server.app.inject({ method: "GET", url });
+      expect(response.statusCode, url).toBe(200);
+      const body = mediaType === "text/plain" ? response.body : response.json();
+      expectDescribedAnswer(operation, 200, mediaType, body);
+    }
+  });
+
   it("answers every route's errors with the error shape, Cargo's on Cargo's routes", () => {
     const ref = (path: string, method: string) =>
       JSON.stringify(document.paths[path]?.[method]?.responses.default).match(/#\/components\/schemas\/(\w+)/)?.[1];

@@ -218,7 +218,10 @@ export class Cluster {
 
   /** Registers `GET /cluster` behind `guard` (the healthcheck API's). */
   routes(app: FastifyInstance, guard: preHandlerHookHandler | undefined): void {
-    app.get("/cluster", guard === undefined ? {} : { preHandler: guard }, () => this.view());
+    const openapi = { summary: "the members of the cluster and the leases each holds (docs/cluster.md)" };
+    app.get("/cluster", { config: { openapi }, ...(guard === undefined ? {} : { preHandler: guard }) }, () =>
+      this.view(),
+    );
   }
 
   /**
