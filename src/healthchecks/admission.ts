@@ -14,8 +14,9 @@
  *
  * Plain TypeScript: no Fastify, no SQL.
  */
+import { described, type Validator } from "../platform/validation.js";
 import type { Definition, DefinitionRules, Kind } from "./definition.js";
-import { toJson, validateDefinition } from "./definition.js";
+import { definitionSchema, toJson, validateDefinition } from "./definition.js";
 import { containsRedacted, restoreRedacted } from "./redaction.js";
 import { checkTlsFiles, type TlsFileFields } from "./tls-files.js";
 
@@ -47,6 +48,18 @@ export function parseApiDefinition(
   const current = existing(posted.name);
   const restored = restoreRedacted(json, current === undefined ? undefined : toJson(current));
   return validateDefinition(kind, restored, rules, API);
+}
+
+/**
+ * Steps 1 and 2 as the validator of a body posted to `POST /healthcheck/<kind>`, described with
+ * the kind's schema (definition.ts) for the API description.
+ */
+export function apiDefinitionBody(
+  kind: Kind,
+  rules: DefinitionRules,
+  existing: ExistingDefinition,
+): Validator<Definition> {
+  return described((value) => parseApiDefinition(kind, value, rules, existing), definitionSchema(kind, rules));
 }
 
 /** The TLS file fields of a definition (http and tls checks have some). */

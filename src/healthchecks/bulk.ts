@@ -7,10 +7,10 @@
  * value.
  */
 import { InvalidError } from "../platform/errors.js";
-import { isPlainObject, ValidationError } from "../platform/validation.js";
+import { described, isPlainObject, type JsonSchema, ValidationError, type Validator } from "../platform/validation.js";
 import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } from "./admission.js";
 import { checksKey } from "./config.js";
-import { type Definition, type DefinitionRules, KINDS } from "./definition.js";
+import { type Definition, type DefinitionRules, definitionSchema, KINDS } from "./definition.js";
 
 /** The message for a one-off definition in a bulk payload (docs/healthchecks.md). */
 export const ONE_OFF_IN_BULK = "one-off healthchecks are not allowed in bulk";
@@ -20,6 +20,29 @@ export function hasCommandChecks(body: unknown): boolean {
   if (!isPlainObject(body)) return false;
   const list = body[checksKey("command")];
   return Array.isArray(list) && list.length > 0;
+}
+
+/**
+ * The JSON Schema of a bulk payload under `rules`: each list holds definitions of its kind
+ * (definition.ts), none of them one-off.
+ */
+function bulkSchema(rules: DefinitionRules): JsonSchema {
+  const notOneOff = { not: { properties: { "one-off": { const: true } }, required: ["one-off"] } };
+  const lists = KINDS.map((kind) => [
+    checksKey(kind),
+    { type: "array", items: { allOf: [definitionSchema(kind, rules), notOneOff] } },
+  ]);
+  return { type: "object", properties: Object.fromEntries(lists), additionalProperties: true };
+}
+
+/**
+ * The validator of a bulk payload: every definition against the synchronous rules, in order, as
+ * {@link parseBulk} does before the TLS files; described with the payload's schema.
+ *
+ * @throws InvalidError as {@link parseBulk} says
+ */
+export function bulkBody(rules: DefinitionRules, existing: ExistingDefinition): Validator<Definition[]> {
+  return described((body) => parseBulkDefinitions(body, rules, existing), bulkSchema(rules));
 }
 
 /**
@@ -39,6 +62,11 @@ export async function parseBulk(
   rules: DefinitionRules,
   existing: ExistingDefinition,
 ): Promise<Definition[]> {
+  return checkBulkFiles(parseBulkDefinitions(body, rules, existing), rules);
+}
+
+/** The synchronous part of {@link parseBulk}. */
+function parseBulkDefinitions(body: unknown, rules: DefinitionRules, existing: ExistingDefinition): Definition[] {
   if (!isPlainObject(body)) {
     throw new InvalidError(
       `invalid bulk payload: must be an object with optional arrays ${KINDS.map(checksKey).join(", ")}`,
@@ -69,6 +97,14 @@ export async function parseBulk(
       definitions.push(definition);
     });
   }
+  return definitions;
+}
+
+/**
+ * The asynchronous part of {@link parseBulk}: the TLS files of each definition.
+ * @returns `definitions`
+ */
+export async function checkBulkFiles(definitions: Definition[], rules: DefinitionRules): Promise<Definition[]> {
   for (const definition of definitions) {
     try {
       await checkApiDefinitionFiles(definition, rules);

@@ -7,21 +7,23 @@
  * redaction.ts).
  */
 import type { Duration } from "../platform/duration.js";
-import { linearRegexPattern } from "../platform/regex.js";
 import {
   array,
   boolean,
   childPath,
+  described,
   duration,
   type Infer,
   integer,
   isPlainObject,
+  type JsonSchema,
   object,
   oneOf,
   optional,
   record,
   required,
   type Shape,
+  schemaOf,
   secret,
   string,
   ValidationError,
@@ -29,11 +31,13 @@ import {
   withDefault,
 } from "../platform/validation.js";
 import {
+  bodyPattern,
   domain,
   fileName,
   filePath,
   headers,
   httpPath,
+  INTERVAL_SCHEMA,
   intervalValidator,
   ipAddress,
   labels,
@@ -115,12 +119,12 @@ function commonShape<K extends Kind>(kind: K, timeout: Validator<Duration>, cont
   const oneOff = withDefault(boolean(), false);
   // The interval depends on one-off (absent only for one-off checks) and on the timeout (it must
   // not be shorter), so it checks them first: errors come in the order one-off, timeout, interval.
-  const interval: Validator<Duration | undefined> = (value, path) => {
+  const interval: Validator<Duration | undefined> = described((value, path) => {
     const once = oneOff(context.input["one-off"], childPath(context.path, "one-off"));
     const bound = timeout(context.input.timeout, childPath(context.path, "timeout"));
     const validator = intervalValidator(context.minInterval, bound);
     return (once ? optional(validator) : required(validator))(value, path);
-  };
+  }, INTERVAL_SCHEMA);
   return {
     /** 1–255 characters, no `/`, no control characters; unique across kinds. */
     name: required(name),
@@ -144,14 +148,14 @@ const ENDPOINT_SHAPE = { target: required(target), port: required(port) };
 /** The TLS client fields of http and tls checks; `key` and `cert` go together. */
 function tlsClientShape({ input, path, tlsFile }: ShapeContext) {
   const file = optional(tlsFile);
-  const cert: Validator<string | undefined> = (value, at) => {
+  const cert: Validator<string | undefined> = described((value, at) => {
     const parsed = file(value, at);
     // `key` was checked before: it is absent exactly when its raw value is.
     const hasKey = input.key !== undefined && input.key !== null;
     if (hasKey && parsed === undefined) throw new ValidationError(at, "is required with key");
     if (parsed !== undefined && !hasKey) throw new ValidationError(childPath(path, "key"), "is required with cert");
     return parsed;
-  };
+  }, schemaOf(tlsFile));
   return {
     "server-name": optional(nonEmpty),
     insecure: withDefault(boolean(), false),
@@ -176,7 +180,7 @@ const HTTP_SHAPE = {
   query: optional(secret(record(string()))),
   body: optional(secret(string())),
   /** Regular expressions (RE2 syntax, linear time) that must all match somewhere in the response body. */
-  "body-regexp": optional(array(linearRegexPattern)),
+  "body-regexp": optional(array(bodyPattern)),
   /** Host header override. */
   host: optional(nonEmpty),
 };
@@ -261,6 +265,35 @@ const VALIDATORS: { readonly [K in Kind]: (context: ShapeContext) => Validator<D
   tls: (context) => object(SHAPES.tls(context), IGNORE_UNKNOWN),
   command: (context) => object(SHAPES.command(context), IGNORE_UNKNOWN),
 };
+
+/**
+ * The rules between fields that the validators check in code and a field's own schema cannot say:
+ * the interval is required unless the check is one-off; `key` and `cert` come together.
+ */
+const CROSS_FIELD_RULES: Readonly<Record<string, JsonSchema>> = {
+  interval: {
+    anyOf: [{ required: ["interval"] }, { properties: { "one-off": { const: true } }, required: ["one-off"] }],
+  },
+  cert: { dependentRequired: { key: ["cert"], cert: ["key"] } },
+};
+
+/**
+ * The JSON Schema of a definition of `kind` posted to the API under `rules` (docs/api.md), derived
+ * from the kind's shape: each field's validator gives its schema, `kind` (set by the route, never
+ * read) is left out, and the fields required only with another one are stated as such.
+ */
+export function definitionSchema(kind: Kind, rules: DefinitionRules): JsonSchema {
+  const context = { input: {}, path: "", minInterval: rules.minInterval, tlsFile: fileName(rules.tlsDirectory) };
+  const { kind: _kind, ...fields }: Shape = SHAPES[kind](context);
+  const { required: requiredKeys, ...schema } = schemaOf(object(fields, IGNORE_UNKNOWN));
+  const conditional = Object.keys(CROSS_FIELD_RULES).filter((key) => Object.hasOwn(fields, key));
+  const keys = Array.isArray(requiredKeys) ? requiredKeys : [];
+  return {
+    ...schema,
+    required: keys.filter((key) => !conditional.includes(key)),
+    ...(conditional.length === 0 ? {} : { allOf: conditional.map((key) => CROSS_FIELD_RULES[key]) }),
+  };
+}
 
 /** A context to read the keys of the shapes with. */
 const KEYS_CONTEXT: ShapeContext = { input: {}, path: "", minInterval: NO_EXPIRATION_CHECK, tlsFile: filePath };

@@ -18,33 +18,40 @@ import {
   queryTime,
   queryValues,
 } from "../platform/query.js";
-import { ValidationError } from "../platform/validation.js";
-import { checkApiDefinitionFiles, type ExistingDefinition, parseApiDefinition } from "./admission.js";
-import { hasCommandChecks, parseBulk } from "./bulk.js";
+import { ValidationError, type Validator } from "../platform/validation.js";
+import { apiDefinitionBody, checkApiDefinitionFiles, type ExistingDefinition } from "./admission.js";
+import { bulkBody, checkBulkFiles, hasCommandChecks } from "./bulk.js";
 import type { Catalog } from "./catalog.js";
-import { type Definition, type DefinitionRules, KINDS, type Kind } from "./definition.js";
+import { type Definition, type DefinitionRules, KINDS } from "./definition.js";
 import type { ResultHistory } from "./history.js";
 import { listLatest, uptimeOfLatest } from "./history-views.js";
 import type { ResultFilter, ResultStore } from "./results.js";
+import {
+  bulkDescription,
+  createDescription,
+  DELETE_CHECK,
+  GET_CHECK,
+  GET_RESULT,
+  GET_UPTIME,
+  historyDescription,
+  LIST_CHECKS,
+  LIST_RESULTS,
+} from "./routes-api.js";
 
 /** The 403 of a command check posted while `allow-api-commands` is off (docs/healthchecks.md). */
 export const COMMANDS_DISABLED = "command healthchecks are disabled for the API";
 
 /**
  * The definition posted to `POST /healthcheck/<kind>` (a one-off included), admitted as
- * admission.ts says: validated, `<redacted>` resolved from the existing check of its name, TLS file
- * names checked under `healthchecks.tls-directory`.
+ * admission.ts says: validated by `validate` (the kind's {@link apiDefinitionBody}), `<redacted>`
+ * resolved from the existing check of its name, TLS file names checked under
+ * `healthchecks.tls-directory`.
  *
  * @throws InvalidError `invalid healthcheck: <field>: <rule>`, naming the field, never its value
  */
-async function admit(
-  kind: Kind,
-  body: unknown,
-  rules: DefinitionRules,
-  existing: ExistingDefinition,
-): Promise<Definition> {
+async function admit(validate: Validator<Definition>, body: unknown, rules: DefinitionRules): Promise<Definition> {
   try {
-    const definition = parseApiDefinition(kind, body, rules, existing);
+    const definition = validate(body, "");
     await checkApiDefinitionFiles(definition, rules);
     return definition;
   } catch (error) {
@@ -138,9 +145,10 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
   const existing: ExistingDefinition = (name) => catalog.get(name)?.definition;
 
   for (const kind of KINDS) {
-    app.post(`/healthcheck/${kind}`, async (request, reply) => {
+    const body = apiDefinitionBody(kind, rules, existing);
+    app.post(`/healthcheck/${kind}`, { config: { openapi: createDescription(kind, body) } }, async (request, reply) => {
       if (kind === "command" && !allowCommands) throw new ForbiddenError(COMMANDS_DISABLED);
-      const definition = await admit(kind, request.body, rules, existing);
+      const definition = await admit(body, request.body, rules);
       if (definition["one-off"]) {
         // The message is redacted by the catalog, like the results'.
         const execution = await catalog.runOnce(definition);
@@ -156,35 +164,42 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     });
   }
 
-  app.post("/healthcheck/bulk", async (request, reply) => {
+  const bulk = bulkBody(rules, existing);
+  app.post("/healthcheck/bulk", { config: { openapi: bulkDescription(bulk) } }, async (request, reply) => {
     if (!allowCommands && hasCommandChecks(request.body)) throw new ForbiddenError(COMMANDS_DISABLED);
-    await catalog.replaceApiChecks(await parseBulk(request.body, rules, existing));
+    await catalog.replaceApiChecks(await checkBulkFiles(bulk(request.body, ""), rules));
     return reply.code(201).send({ message: "Healthchecks successfully added" });
   });
 
-  app.get("/healthcheck", async () => catalog.list().map((registration) => registration.view));
+  app.get("/healthcheck", { config: { openapi: LIST_CHECKS } }, async () =>
+    catalog.list().map((registration) => registration.view),
+  );
 
-  app.get<{ Params: { name: string } }>("/healthcheck/:name", async (request) => {
+  app.get<{ Params: { name: string } }>("/healthcheck/:name", { config: { openapi: GET_CHECK } }, async (request) => {
     const registration = catalog.get(request.params.name);
     if (registration === undefined) throw notFound(request.params.name);
     return registration.view;
   });
 
-  app.delete<{ Params: { name: string } }>("/healthcheck/:name", async (request) => {
-    const { name } = request.params;
-    if (!(await catalog.delete(name))) throw notFound(name);
-    return { message: `Successfully deleted healthcheck ${name}` };
-  });
+  app.delete<{ Params: { name: string } }>(
+    "/healthcheck/:name",
+    { config: { openapi: DELETE_CHECK } },
+    async (request) => {
+      const { name } = request.params;
+      if (!(await catalog.delete(name))) throw notFound(name);
+      return { message: `Successfully deleted healthcheck ${name}` };
+    },
+  );
 
   // `?name=` (repeatable) and `?success=true|false` narrow the listing, so that a dashboard of the
   // failing checks does not fetch every result.
-  app.get("/result", async (request, reply) => {
+  app.get("/result", { config: { openapi: LIST_RESULTS } }, async (request, reply) => {
     const filter = parseResultFilter(request.query);
     await freshen();
     return reply.type("application/json; charset=utf-8").send(results.listJson(filter));
   });
 
-  app.get<{ Params: { name: string } }>("/result/:name", async (request) => {
+  app.get<{ Params: { name: string } }>("/result/:name", { config: { openapi: GET_RESULT } }, async (request) => {
     await freshen();
     const result = results.get(request.params.name);
     if (result === undefined) throw new NotFoundError(`result not found for healthcheck ${request.params.name}`);
@@ -194,7 +209,8 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
   // History and uptime (docs/healthchecks.md): the query is checked first (400), then the check
   // (404). A deleted check has no history here, even while its rows wait for the prune. Without
   // history (retention 0) both answer from the latest result.
-  app.get<{ Params: { name: string } }>("/result/:name/history", async (request) => {
+  const historyRoute = { config: { openapi: historyDescription(HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT) } };
+  app.get<{ Params: { name: string } }>("/result/:name/history", historyRoute, async (request) => {
     const query = parseHistoryQuery(request.query);
     const { name } = request.params;
     if (catalog.get(name) === undefined) throw notFound(name);
@@ -203,11 +219,15 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     return { results: views };
   });
 
-  app.get<{ Params: { name: string } }>("/result/:name/uptime", async (request) => {
-    const { name } = request.params;
-    if (catalog.get(name) === undefined) throw notFound(name);
-    if (!history.enabled) await freshen();
-    const now = Date.now();
-    return history.enabled ? await history.uptime(name, now) : uptimeOfLatest(results.get(name), now);
-  });
+  app.get<{ Params: { name: string } }>(
+    "/result/:name/uptime",
+    { config: { openapi: GET_UPTIME } },
+    async (request) => {
+      const { name } = request.params;
+      if (catalog.get(name) === undefined) throw notFound(name);
+      if (!history.enabled) await freshen();
+      const now = Date.now();
+      return history.enabled ? await history.uptime(name, now) : uptimeOfLatest(results.get(name), now);
+    },
+  );
 }

@@ -18,6 +18,7 @@ import type { ResultHistory } from "../history.js";
 import type { ResultStore } from "../results.js";
 import { assembleStatus, type CheckHistory, readHistories, type StatusSources } from "./data.js";
 import { STATUS_CSP, STATUS_SCRIPT_PATH, statusPageRenderer } from "./html.js";
+import { pageDescription, STATUS_DATA_ROUTE, STATUS_SCRIPT_ROUTE } from "./routes-api.js";
 import { loadStatusScript } from "./script.js";
 import { parseSelector, selectChecks, unmatchedReason } from "./selectors.js";
 
@@ -168,18 +169,18 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
     });
   };
 
-  app.get("/status", async (request, reply) => {
+  app.get("/status", { config: { openapi: pageDescription(MIN_REFRESH_S, MAX_REFRESH_S) } }, async (request, reply) => {
     const refreshMs = refreshOf(request.query, defaultRefreshMs);
     const { page } = await snapshot();
     return publicHeaders(reply).type("text/html; charset=utf-8").send(page(refreshMs));
   });
 
-  app.get("/status/data", async (_request, reply) => {
+  app.get("/status/data", { config: { openapi: STATUS_DATA_ROUTE } }, async (_request, reply) => {
     const { json } = await snapshot();
     return publicHeaders(reply).type("application/json; charset=utf-8").send(json);
   });
 
-  app.get(STATUS_SCRIPT_PATH, async (request, reply) => {
+  app.get(STATUS_SCRIPT_PATH, { config: { openapi: STATUS_SCRIPT_ROUTE } }, async (request, reply) => {
     if (script === undefined) throw new NotFoundError("the status page script is not built");
     publicHeaders(reply).header("etag", script.etag);
     if (request.headers["if-none-match"] === script.etag) return reply.code(304).send();

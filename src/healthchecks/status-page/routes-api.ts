@@ -1,0 +1,97 @@
+/**
+ * What the status page's routes say of themselves in `GET /openapi.json` (docs/api.md): they are
+ * public, whatever `security.require-token` says.
+ */
+import type { RouteDescription } from "../../platform/openapi.js";
+import { UPTIME_PERIODS } from "./view.js";
+
+const RATIO = { type: ["number", "null"], minimum: 0, maximum: 1 };
+const TIME = { type: "string", format: "date-time" };
+
+/** A check as the page shows it: nothing but its name, description, state and uptime. */
+const STATUS_CHECK = {
+  type: "object",
+  properties: {
+    name: { type: "string" },
+    description: { type: "string" },
+    state: { type: "string", enum: ["up", "down", "unknown"] },
+    since: { anyOf: [TIME, { type: "null" }] },
+    checked: { anyOf: [TIME, { type: "null" }] },
+    uptime: {
+      type: "object",
+      properties: Object.fromEntries(UPTIME_PERIODS.map((period) => [period, RATIO])),
+      additionalProperties: false,
+    },
+    daily: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: { day: { type: "string", format: "date" }, ratio: RATIO },
+        required: ["day", "ratio"],
+        additionalProperties: false,
+      },
+    },
+    "response-times": {
+      type: "array",
+      items: {
+        type: "object",
+        properties: { time: TIME, duration: { type: "number", minimum: 0 } },
+        required: ["time", "duration"],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: ["name", "description", "state", "since", "checked", "uptime", "daily", "response-times"],
+  additionalProperties: false,
+};
+
+/** `GET /status/data`: what the page shows. */
+const STATUS_DATA = {
+  type: "object",
+  properties: {
+    title: { type: "string" },
+    generated: TIME,
+    periods: { type: "array", items: { type: "string", enum: [...UPTIME_PERIODS] } },
+    days: { type: "integer", minimum: 0 },
+    groups: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: { name: { type: ["string", "null"] }, checks: { type: "array", items: STATUS_CHECK } },
+        required: ["name", "checks"],
+        additionalProperties: false,
+      },
+    },
+  },
+  required: ["title", "generated", "periods", "days", "groups"],
+  additionalProperties: false,
+};
+
+/** `GET /status`, `?refresh` bounded by `minSeconds` and `maxSeconds`. */
+export function pageDescription(minSeconds: number, maxSeconds: number): RouteDescription {
+  return {
+    summary: "the public status page (HTML, complete without JavaScript)",
+    query: {
+      refresh: {
+        type: "integer",
+        minimum: minSeconds,
+        maximum: maxSeconds,
+        description: "seconds between the page's refreshes",
+      },
+    },
+    success: { mediaType: "text/html", schema: { type: "string" } },
+    security: "none",
+  };
+}
+
+export const STATUS_DATA_ROUTE: RouteDescription = {
+  summary: "the data of the status page, as JSON",
+  success: { schema: STATUS_DATA },
+  security: "none",
+};
+
+export const STATUS_SCRIPT_ROUTE: RouteDescription = {
+  summary: "the status page's script, which refreshes the page",
+  success: { mediaType: "text/javascript", schema: { type: "string" } },
+  security: "none",
+};
