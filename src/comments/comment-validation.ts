@@ -4,7 +4,16 @@
  * an emoji counts as one character as a visitor would expect.
  */
 import { isHostName } from "../platform/hosts.js";
-import { isPlainObject, object, required, ValidationError, type Validator } from "../platform/validation.js";
+import {
+  described,
+  isPlainObject,
+  object,
+  optional,
+  required,
+  schemaOf,
+  ValidationError,
+  type Validator,
+} from "../platform/validation.js";
 import type { ChallengeResponse } from "./challenge.js";
 
 /** The most characters of `author`, after trimming. */
@@ -39,16 +48,23 @@ function codePoints(text: string): number {
   return count;
 }
 
-/** A string of 1 to `max` characters after trimming; returns the trimmed string. */
+/**
+ * A string of 1 to `max` characters after trimming; returns the trimmed string. Its schema says
+ * "at most `max` characters with at least one that is not white space"; the validator counts after
+ * trimming, so it also takes a longer text padded with spaces.
+ */
 function trimmedText(max: number, rule: string): Validator<string> {
-  return (value, path) => {
-    if (typeof value !== "string") throw new ValidationError(path, rule, value);
-    const text = value.trim();
-    const length = codePoints(text);
-    if (length < 1 || length > max) throw new ValidationError(path, rule, value);
-    if (text.includes("\u0000")) throw new ValidationError(path, NUL_RULE);
-    return text;
-  };
+  return described(
+    (value, path) => {
+      if (typeof value !== "string") throw new ValidationError(path, rule, value);
+      const text = value.trim();
+      const length = codePoints(text);
+      if (length < 1 || length > max) throw new ValidationError(path, rule, value);
+      if (text.includes("\u0000")) throw new ValidationError(path, NUL_RULE);
+      return text;
+    },
+    { type: "string", minLength: 1, maxLength: max, pattern: "^[^\\u0000]*\\S[^\\u0000]*$" },
+  );
 }
 
 /**
@@ -63,7 +79,6 @@ const URI_CHARACTERS = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
  * empty form field would send it. Returned as given (trimmed), not normalised.
  */
 const authorWebsite: Validator<string | undefined> = (value, path) => {
-  if (value === undefined || value === null) return undefined;
   if (typeof value !== "string") throw new ValidationError(path, AUTHOR_WEBSITE_RULE, value);
   const text = value.trim();
   if (text === "") return undefined;
@@ -83,34 +98,57 @@ const authorWebsite: Validator<string | undefined> = (value, path) => {
   throw new ValidationError(path, AUTHOR_WEBSITE_RULE, value);
 };
 
-const answer: Validator<string> = (value, path) => {
-  if (typeof value !== "string" || codePoints(value) > ANSWER_MAX_LENGTH) {
-    throw new ValidationError(path, ANSWER_RULE, value);
-  }
-  return value;
+/** Absent, `null` or blank: no website; its schema, for the API description. */
+const AUTHOR_WEBSITE_SCHEMA = {
+  type: ["string", "null"],
+  maxLength: AUTHOR_WEBSITE_MAX_LENGTH,
+  description: "a bare domain (example.org) or an http:// or https:// URL; blank or null for none",
 };
+
+const answer: Validator<string> = described(
+  (value, path) => {
+    if (typeof value !== "string" || codePoints(value) > ANSWER_MAX_LENGTH) {
+      throw new ValidationError(path, ANSWER_RULE, value);
+    }
+    return value;
+  },
+  { type: "string", maxLength: ANSWER_MAX_LENGTH },
+);
 
 const SIGNATURE = /^[0-9a-fA-F]{64}$/;
 
 /** 64 hex digits, returned lower-cased so that one challenge has one spelling (single use). */
-const signature: Validator<string> = (value, path) => {
-  if (typeof value !== "string" || !SIGNATURE.test(value)) throw new ValidationError(path, SIGNATURE_RULE, value);
-  return value.toLowerCase();
-};
+const signature: Validator<string> = described(
+  (value, path) => {
+    if (typeof value !== "string" || !SIGNATURE.test(value)) throw new ValidationError(path, SIGNATURE_RULE, value);
+    return value.toLowerCase();
+  },
+  { type: "string", pattern: SIGNATURE.source },
+);
+
+const TIMESTAMP_DIGITS = /^\d{1,16}$/;
 
 /** Milliseconds as a non-negative safe integer, or a string of digits of one. */
-const timestamp: Validator<number> = (value, path) => {
-  const number = typeof value === "string" && /^\d{1,16}$/.test(value) ? Number(value) : value;
-  if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
-    throw new ValidationError(path, TIMESTAMP_RULE, value);
-  }
-  return number;
-};
+const timestamp: Validator<number> = described(
+  (value, path) => {
+    const number = typeof value === "string" && TIMESTAMP_DIGITS.test(value) ? Number(value) : value;
+    if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
+      throw new ValidationError(path, TIMESTAMP_RULE, value);
+    }
+    return number;
+  },
+  {
+    oneOf: [
+      { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+      { type: "string", pattern: TIMESTAMP_DIGITS.source },
+    ],
+  },
+);
 
-const commentBody = object(
+const commentObject = object(
   {
     author: required(trimmedText(AUTHOR_MAX_LENGTH, AUTHOR_RULE)),
-    "author-website": authorWebsite,
+    "author-website": optional(described(authorWebsite, AUTHOR_WEBSITE_SCHEMA)),
     content: required(trimmedText(CONTENT_MAX_LENGTH, CONTENT_RULE)),
     answer: required(answer),
     signature: required(signature),
@@ -120,15 +158,16 @@ const commentBody = object(
 );
 
 /**
- * Checks the body of `POST /api/v1/comment/<website>/<article>` field by field, in the order of
- * the fields documented in docs/api.md (author, author-website, content, answer, signature, timestamp).
+ * The body of `POST /api/v1/comment/<website>/<article>`, checked field by field in the order of
+ * the fields documented in docs/api.md (author, author-website, content, answer, signature,
+ * timestamp); the route checks with it and the API description shows its schema.
  *
- * @throws ValidationError with the field name as path (`author`), or an empty path when the body is
- *   not a JSON object; `fieldError()` turns it into the 400 answer
+ * @throws ValidationError with the field name as path (`author`), or the given path when the body
+ *   is not a JSON object; `fieldError()` turns it into the 400 answer
  */
-export function parseCommentFields(body: unknown): CommentFields {
-  if (!isPlainObject(body)) throw new ValidationError("", "must be a JSON object", body);
-  const fields = commentBody(body, "");
+export const commentBody: Validator<CommentFields> = described((body, path) => {
+  if (!isPlainObject(body)) throw new ValidationError(path, "must be a JSON object", body);
+  const fields = commentObject(body, path);
   return {
     author: fields.author,
     authorWebsite: fields["author-website"],
@@ -137,4 +176,9 @@ export function parseCommentFields(body: unknown): CommentFields {
     signature: fields.signature,
     timestamp: fields.timestamp,
   };
+}, schemaOf(commentObject));
+
+/** {@link commentBody} of a whole request body. @throws ValidationError */
+export function parseCommentFields(body: unknown): CommentFields {
+  return commentBody(body, "");
 }

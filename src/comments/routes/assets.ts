@@ -11,6 +11,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { NotFoundError } from "../../platform/errors.js";
+import type { RouteDescription } from "../../platform/openapi.js";
 import {
   ADMIN_PAGE_CSP,
   ADMIN_PAGE_PATH,
@@ -20,6 +21,7 @@ import {
 } from "../admin-page.js";
 import { acceptsGzip, type CommentAssets, loadCommentAssets, type StaticAsset, staticAsset } from "../assets.js";
 import { ifNoneMatchHolds } from "../list-cache.js";
+import { ADMIN_PAGE_API, ADMIN_SCRIPT_API, ADMIN_STYLE_API, WIDGET_API } from "./assets-api.js";
 
 /** Where the widget is served. */
 export const WIDGET_PATH = "/comments/widget.js";
@@ -62,14 +64,14 @@ export interface AssetRoutesOptions {
  */
 export async function registerAssetRoutes(app: FastifyInstance, options: AssetRoutesOptions = {}): Promise<void> {
   const assets = options.assets ?? (await loadCommentAssets());
-  const files: ReadonlyArray<readonly [string, StaticAsset | undefined, string]> = [
-    [WIDGET_PATH, assets.widget, WIDGET_CACHE_CONTROL],
-    [ADMIN_SCRIPT_PATH, assets.adminScript, ADMIN_CACHE_CONTROL],
-    [ADMIN_STYLE_PATH, assets.adminStyle, ADMIN_CACHE_CONTROL],
+  const files: ReadonlyArray<readonly [string, StaticAsset | undefined, string, RouteDescription]> = [
+    [WIDGET_PATH, assets.widget, WIDGET_CACHE_CONTROL, WIDGET_API],
+    [ADMIN_SCRIPT_PATH, assets.adminScript, ADMIN_CACHE_CONTROL, ADMIN_SCRIPT_API],
+    [ADMIN_STYLE_PATH, assets.adminStyle, ADMIN_CACHE_CONTROL, ADMIN_STYLE_API],
   ];
-  for (const [path, asset, cacheControl] of files) {
+  for (const [path, asset, cacheControl, openapi] of files) {
     if (asset === undefined) app.log.warn(`${path} is not built (npm run build): it answers 404`);
-    app.get(path, async (request, reply) => {
+    app.get(path, { config: { openapi } }, async (request, reply) => {
       if (asset === undefined) throw new NotFoundError(`${path} is not built`);
       return serve(request, reply, asset, cacheControl);
     });
@@ -79,7 +81,7 @@ export async function registerAssetRoutes(app: FastifyInstance, options: AssetRo
     renderAdminPage({ script: assets.adminScript !== undefined, style: assets.adminStyle !== undefined }),
     "text/html; charset=utf-8",
   );
-  app.get(ADMIN_PAGE_PATH, async (request, reply) => {
+  app.get(ADMIN_PAGE_PATH, { config: { openapi: ADMIN_PAGE_API } }, async (request, reply) => {
     reply.headers(PAGE_HEADERS);
     return serve(request, reply, page, ADMIN_CACHE_CONTROL);
   });

@@ -9,6 +9,7 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyRequest, onErrorHookHandler } from "fastify";
 import { fieldError, InvalidError, RateLimitedError } from "../../platform/errors.js";
 import { escapeHtml } from "../../platform/html.js";
+import type { RouteDescription } from "../../platform/openapi.js";
 import { ValidationError } from "../../platform/validation.js";
 import {
   ChallengeClock,
@@ -19,13 +20,14 @@ import {
   verifyChallenge,
 } from "../challenge.js";
 import type { CommentPublisher } from "../comment-events.js";
-import { type CommentFields, parseCommentFields } from "../comment-validation.js";
+import { type CommentFields, commentBody } from "../comment-validation.js";
 import { type CachedList, ifNoneMatchHolds, type ListCache, listEntityTag } from "../list-cache.js";
 import type { CommentMetrics } from "../metrics.js";
 import type { Comment } from "../resources.js";
 import type { CommentStore } from "../storage.js";
 import type { Website, Websites } from "../websites.js";
 import { type ArticleParams, corsHeaders, declaredOrigins, pathParam, preflight, type WebsiteParams } from "./cors.js";
+import { CHALLENGE_API, COUNT_API, LIST_API, POST_API, preflightApi } from "./public-api.js";
 import { articlesOf, pageOf } from "./query.js";
 
 /** Body limit of the add-comment route, in bytes. */
@@ -57,11 +59,20 @@ export interface PublicRoutesOptions {
   readonly publisher?: CommentPublisher;
 }
 
+const CHALLENGE_PATH = "/api/v1/challenge/:website/:article";
+const COMMENT_PATH = "/api/v1/comment/:website/:article";
+const COUNT_PATH = "/api/v1/count/:website";
+
 /** The route options every public route shares: its CORS headers and declared origins. */
 type CorsOptions = {
   readonly onRequest: ReturnType<typeof corsHeaders>;
   readonly config: { readonly allowOrigin: ReturnType<typeof declaredOrigins> };
 };
+
+/** The options of a public route: CORS, and its entry in the API description (public-api.ts). */
+function withApi(cors: CorsOptions, openapi: RouteDescription) {
+  return { ...cors, config: { ...cors.config, openapi } };
+}
 
 /**
  * Registers `GET /api/v1/challenge/…`, `GET|POST /api/v1/comment/…`, `GET /api/v1/count/…` and
@@ -71,12 +82,14 @@ export function registerPublicRoutes(app: FastifyInstance, options: PublicRoutes
   const { websites } = options;
   // CORS on every public route: the headers, and the origins declared to the platform's check.
   const cors: CorsOptions = { onRequest: corsHeaders(websites), config: { allowOrigin: declaredOrigins(websites) } };
+  const preflightRoute = (path: string, what: string, allow: string) =>
+    app.options(path, withApi(cors, preflightApi(what)), preflight(websites, allow));
   registerChallengeRoute(app, options, cors);
-  app.options("/api/v1/challenge/:website/:article", cors, preflight(websites, "GET, HEAD, OPTIONS"));
+  preflightRoute(CHALLENGE_PATH, "the challenges", "GET, HEAD, OPTIONS");
   registerListRoute(app, options, cors);
-  app.options("/api/v1/comment/:website/:article", cors, preflight(websites, "GET, HEAD, POST, OPTIONS"));
+  preflightRoute(COMMENT_PATH, "the comments", "GET, HEAD, POST, OPTIONS");
   registerCountRoute(app, options, cors);
-  app.options("/api/v1/count/:website", cors, preflight(websites, "GET, HEAD, OPTIONS"));
+  preflightRoute(COUNT_PATH, "the counts", "GET, HEAD, OPTIONS");
   registerPostRoute(app, options, cors);
 }
 
@@ -85,7 +98,8 @@ function registerChallengeRoute(app: FastifyInstance, options: PublicRoutesOptio
   const { websites, metrics, challenge, nextQuestion } = options;
   const now = options.now ?? Date.now;
   const clock = new ChallengeClock();
-  app.get<{ Params: ArticleParams }>("/api/v1/challenge/:website/:article", cors, async (request, reply) => {
+  const route = withApi(cors, CHALLENGE_API);
+  app.get<{ Params: ArticleParams }>(CHALLENGE_PATH, route, async (request, reply) => {
     const { website: name, article } = request.params;
     const website = websites.getWithArticle(name, article);
     const issued = issueChallenge(challenge, nextQuestion(), website.name, article, clock.next(now()));
@@ -107,7 +121,8 @@ function registerChallengeRoute(app: FastifyInstance, options: PublicRoutesOptio
  */
 function registerListRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
   const { websites, store, lists } = options;
-  app.get<{ Params: ArticleParams }>("/api/v1/comment/:website/:article", cors, async (request, reply) => {
+  const route = withApi(cors, LIST_API);
+  app.get<{ Params: ArticleParams }>(COMMENT_PATH, route, async (request, reply) => {
     const { website: name, article } = request.params;
     const page = pageOf(request.query, false);
     const website = websites.getWithArticle(name, article);
@@ -135,7 +150,7 @@ function registerListRoute(app: FastifyInstance, options: PublicRoutesOptions, c
  */
 function registerCountRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
   const { websites, store } = options;
-  app.get<{ Params: WebsiteParams }>("/api/v1/count/:website", cors, async (request, reply) => {
+  app.get<{ Params: WebsiteParams }>(COUNT_PATH, withApi(cors, COUNT_API), async (request, reply) => {
     const articles = articlesOf(request.query);
     const website = websites.get(request.params.website);
     for (const article of articles) websites.getWithArticle(website.name, article);
@@ -160,8 +175,8 @@ function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, c
     done();
   };
   app.post<{ Params: ArticleParams }>(
-    "/api/v1/comment/:website/:article",
-    { ...cors, onError: countRefusedBody, bodyLimit: COMMENT_BODY_LIMIT },
+    COMMENT_PATH,
+    { ...withApi(cors, POST_API), onError: countRefusedBody, bodyLimit: COMMENT_BODY_LIMIT },
     async (request, reply) => {
       const { website: name, article } = request.params;
       const time = now();
@@ -195,7 +210,7 @@ function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, c
  */
 function parseCounted(body: unknown, websiteName: string, options: PublicRoutesOptions): CommentFields {
   try {
-    return parseCommentFields(body);
+    return commentBody(body, "");
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     const known = options.websites.find(websiteName);

@@ -5,6 +5,7 @@
  * `query parameter limit: must be an integer between 1 and 100`. Unknown parameters are ignored.
  */
 import { queryBoolean, queryError, queryInteger, queryOf, queryString, queryValues } from "../../platform/query.js";
+import type { JsonSchema } from "../../platform/validation.js";
 import { PAGE_LIMIT_MAX, type PageRequest } from "../storage.js";
 import { ARTICLE_NAME, ARTICLE_NAME_RULE } from "../websites.js";
 
@@ -20,6 +21,28 @@ export const LIMIT_RULE = `must be an integer between 1 and ${PAGE_LIMIT_MAX}`;
 export const BEFORE_RULE = "must be an integer number of milliseconds";
 /** The rule of `approved`. */
 export const APPROVED_RULE = "must be true or false";
+
+/** The schemas of the paging parameters {@link pageOf} reads, for the API description. */
+export const PAGE_QUERY: Readonly<Record<string, JsonSchema>> = {
+  limit: { type: "integer", minimum: 1, maximum: PAGE_LIMIT_MAX, description: "comments per page" },
+  before: {
+    type: "integer",
+    minimum: 0,
+    maximum: Number.MAX_SAFE_INTEGER,
+    description: "only comments created before this time (milliseconds since the epoch)",
+  },
+};
+
+/** The schema of the `approved` parameter {@link approvedOf} reads. */
+export const APPROVED_QUERY: JsonSchema = { type: "boolean", description: "only approved (true) or pending (false)" };
+
+/** The schema of the `article` parameters {@link articlesOf} reads: given 1 to 100 times. */
+export const ARTICLES_QUERY: JsonSchema = {
+  type: "array",
+  items: { type: "string", pattern: ARTICLE_NAME.source },
+  minItems: 1,
+  maxItems: COUNT_ARTICLES_MAX,
+};
 
 /**
  * The paging parameters of a list, `limit` (1 to 100) and `before` (milliseconds since the epoch,
