@@ -20,11 +20,13 @@ import websocket, { type WebSocket } from "@fastify/websocket";
 import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler, preHandlerHookHandler } from "fastify";
 import { readToken } from "../../platform/auth.js";
 import { InvalidError, UnavailableError, VigieError } from "../../platform/errors.js";
+import type { RouteDescription } from "../../platform/openapi.js";
 import { queryOf, queryString } from "../../platform/query.js";
 import { isPlainObject } from "../../platform/validation.js";
 import type { ChannelHub, SubscriberClient, SubscriberSocket } from "../channels.js";
 import type { Predicate } from "../condition.js";
 import { isStreamName, STREAM_NAME_RULE } from "../names.js";
+import { WHERE_QUERY } from "./streams-api.js";
 import { compileWhereQuery, whereQueryParameter } from "./where-query.js";
 
 /** What the route needs. */
@@ -65,6 +67,19 @@ const DEFAULT_IDLE_UPGRADE_MS = 10_000;
 
 /** Servers whose upgrade connections are already bounded (one listener per server). */
 const boundedServers = new WeakSet<object>();
+
+/**
+ * The route's entry in `GET /openapi.json`: its success is the upgrade (101); a GET without one is
+ * answered 426, in the error format, as every refusal before the upgrade.
+ */
+const subscribe: RouteDescription = {
+  summary: "subscribe to a channel over a WebSocket (101 Switching Protocols; 426 without an upgrade)",
+  query: {
+    query: WHERE_QUERY,
+    token: { type: "string", description: "a registry token, for browsers (with security.require-token)" },
+  },
+  success: { status: 101 },
+};
 
 /** What the hooks decided for a subscription, handed to the WebSocket handler. */
 interface Subscription {
@@ -127,6 +142,7 @@ export async function channelRoutes(app: FastifyInstance, options: ChannelRoutes
     method: "GET",
     url: CHANNEL_ROUTE,
     preHandler: guard === undefined ? [prepare] : [guard, prepare],
+    config: { openapi: subscribe },
     handler: async () => {
       throw new VigieError(
         "VIGIE_ERR_UPGRADE_REQUIRED",

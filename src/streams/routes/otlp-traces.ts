@@ -22,6 +22,7 @@ import { decodeJsonTraces, EMPTY_PROTOBUF_RESPONSE, OtlpError } from "../otlp.js
 import { decodeLargeJsonTraces } from "../otlp-json.js";
 import { OtlpProtobufDecoder } from "../otlp-protobuf.js";
 import { deliverSliced } from "../slices.js";
+import { otlpTraces } from "./ingestion-api.js";
 import { INLINE_DECODED_BYTES } from "./remote-write.js";
 import { guardedOptions, type NamedRoute, streamTargets } from "./request.js";
 
@@ -110,7 +111,8 @@ export function otlpTracesRoute(app: FastifyInstance, options: OtlpTracesOptions
   };
 
   const path = "/api/v1/opentelemetry/v1/traces/:name";
-  app.post<NamedRoute>(path, guardedOptions(bodyLimit, options.guard), async (request, reply) => {
+  const routeOptions = { ...guardedOptions(bodyLimit, options.guard), config: { openapi: otlpTraces } };
+  app.post<NamedRoute>(path, routeOptions, async (request, reply) => {
     const { name } = request.params;
     const streams = streamTargets(engine, name);
     const body = await tracesBody(request, bodyLimit);

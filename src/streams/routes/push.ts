@@ -15,13 +15,15 @@
  */
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
 import { INVALID_JSON, InvalidError } from "../../platform/errors.js";
-import { isPlainObject } from "../../platform/validation.js";
+import type { RouteDescription } from "../../platform/openapi.js";
+import { described, isPlainObject } from "../../platform/validation.js";
 import type { StreamEngine } from "../engine.js";
 import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
 import { boundProblem, type EventBound, type EventBounds, EventMeter, exceededBound } from "../event-bounds.js";
 import { type JsonKind, type JsonPathItem, JsonScanner, type JsonVisitor, scanSliced } from "../json-scan.js";
 import { deliverSliced, TurnClock } from "../slices.js";
 import { bodyObject, guardedOptions, type NamedRoute, NOT_AN_OBJECT, streamTargets } from "./request.js";
+import { MESSAGE } from "./streams-api.js";
 
 /**
  * Bodies up to this many bytes are parsed at once: parsing 64 KiB of the worst JSON (tens of
@@ -49,6 +51,42 @@ interface Accepted {
 const BOTH = 'request body must have "event" or "events", not both';
 const NEITHER = 'request body must have "event" (an object) or "events" (an array of objects)';
 const NOT_AN_ARRAY = "field events: must be an array of objects";
+
+/** The JSON Schema of a pushed event. */
+const EVENT_SCHEMA = {
+  type: "object",
+  description: "an event: any fields (docs/streams.md, Events); time and ttl in seconds",
+  properties: {
+    time: { type: ["number", "null"], description: "seconds since the epoch; the time of receipt when absent" },
+    ttl: { type: ["number", "null"] },
+  },
+} as const;
+
+/**
+ * The shape of a push body (parsed): `{"event": {...}}` or `{"events": [...]}`, not both. Each
+ * event is then checked on its own ({@link checkEvent}) and held to the bounds.
+ * @throws InvalidError naming the rule the body breaks
+ */
+export const pushBody = described(
+  (value: unknown, _path: string): { readonly event: unknown } | { readonly events: readonly unknown[] } => {
+    const object = bodyObject(value);
+    if (object.events !== undefined) {
+      if (object.event !== undefined) throw new InvalidError(BOTH);
+      if (!Array.isArray(object.events)) throw new InvalidError(NOT_AN_ARRAY);
+      return { events: object.events };
+    }
+    if (object.event === undefined) throw new InvalidError(NEITHER);
+    return { event: object.event };
+  },
+  {
+    type: "object",
+    properties: { event: EVENT_SCHEMA, events: { type: "array", items: EVENT_SCHEMA } },
+    oneOf: [
+      { required: ["event"], not: { required: ["events"] } },
+      { required: ["events"], not: { required: ["event"] } },
+    ],
+  },
+);
 
 /**
  * Checks one pushed event (an object, not nested too deep, a numeric `time` and `ttl` when set)
@@ -97,13 +135,11 @@ function count(refused: Map<EventBound, number>, bound: EventBound): void {
  *   a bound (naming it)
  */
 export function acceptEvents(body: unknown, now: number, bounds: EventBounds): Accepted {
-  const object = bodyObject(body);
+  const push = pushBody(body, "");
   const refused = new Map<EventBound, number>();
-  if (object.events !== undefined) {
-    if (object.event !== undefined) throw new InvalidError(BOTH);
-    if (!Array.isArray(object.events)) throw new InvalidError(NOT_AN_ARRAY);
+  if ("events" in push) {
     const events: Event[] = [];
-    const items: unknown[] = object.events;
+    const items = push.events;
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
       if (!isPlainObject(item)) throw new InvalidError(`field events[${i}]: must be an object`);
@@ -113,8 +149,7 @@ export function acceptEvents(body: unknown, now: number, bounds: EventBounds): A
     }
     return { events, refused };
   }
-  if (object.event === undefined) throw new InvalidError(NEITHER);
-  const event = object.event;
+  const event = push.event;
   if (isPlainObject(event)) {
     const bound = exceededBound(event, bounds);
     if (bound !== undefined) throw overBound(bound, bounds);
@@ -234,6 +269,14 @@ function requestParser(fastifyParser: FastifyJsonParser, request: FastifyRequest
   };
 }
 
+/** The route's entry in `GET /openapi.json`. */
+const pushEvents: RouteDescription = {
+  summary: "push one event or a list of events to a stream (default: every default stream)",
+  body: pushBody,
+  example: { event: { host: "web1", service: "cpu", metric: 93.5 } },
+  success: { schema: MESSAGE },
+};
+
 /** Registers the push route in its own context, where JSON bodies arrive as raw bytes. */
 export async function pushRoute(app: FastifyInstance, options: PushRouteOptions): Promise<void> {
   const { engine, bodyLimit, guard } = options;
@@ -243,7 +286,8 @@ export async function pushRoute(app: FastifyInstance, options: PushRouteOptions)
     done(null, body),
   );
 
-  app.put<NamedRoute>("/api/v1/stream/:name", guardedOptions(bodyLimit, guard), async (request) => {
+  const routeOptions = { ...guardedOptions(bodyLimit, guard), config: { openapi: pushEvents } };
+  app.put<NamedRoute>("/api/v1/stream/:name", routeOptions, async (request) => {
     const { name } = request.params;
     const streams = streamTargets(engine, name); // an unknown stream is a 404 before the body is read
     const parse = requestParser(fastifyParser, request);

@@ -14,6 +14,7 @@ import type { Event } from "../event.js";
 import type { IngestionCounters } from "../metrics.js";
 import { type RefusedSamples, RemoteWriteDecoder, RemoteWriteError } from "../remote-write-decoder.js";
 import { deliverSliced } from "../slices.js";
+import * as api from "./ingestion-api.js";
 import { guardedOptions, type NamedRoute, streamTargets } from "./request.js";
 
 /**
@@ -145,7 +146,7 @@ export function remoteWriteRoutes(app: FastifyInstance, options: RemoteWriteOpti
     return afterDecoding(name, streams, events, decoder.refused, reply);
   };
   // The route's own limit too, so that a 413 names the limit that applied.
-  const routeOptions = guardedOptions(bodyLimit, options.guard);
+  const routeOptions = { ...guardedOptions(bodyLimit, options.guard), config: { openapi: api.remoteWrite } };
   app.post<NamedRoute>("/api/v1/tsdb/remote-write/:name", routeOptions, remoteWrite);
   app.post<NamedRoute>("/api/v1/prometheus/remote-write/:name", routeOptions, remoteWrite);
 }

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
 import { ConflictError, INVALID_JSON, InvalidError, TooLargeError } from "../../platform/errors.js";
+import type { RouteDescription } from "../../platform/openapi.js";
 import { queryOf } from "../../platform/query.js";
 import type { StreamLimits } from "../action.js";
 import { CompileError } from "../compile-error.js";
@@ -19,8 +20,9 @@ import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
 import { type AnswerBounds, jsonAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
 import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
 import { removeStreamFile, writeStreamFile } from "../storage.js";
-import { bodyObject, type NamedRoute, streamNotFound } from "./request.js";
-import { compileWhereQuery, decodeBase64Text, parseRequestEdn, whereQueryParameter } from "./where-query.js";
+import { type NamedRoute, streamNotFound } from "./request.js";
+import * as api from "./streams-api.js";
+import { compileWhereQuery, parseRequestEdn, searchBody, streamBody, whereQueryParameter } from "./where-query.js";
 
 /** What the routes need besides the engine. */
 export interface StreamRoutesOptions {
@@ -92,7 +94,7 @@ async function searchQueryValue(request: FastifyRequest, bodyLimit: number): Pro
         }
       }
     }
-    if (body !== undefined && body !== null) query = bodyObject(body).query;
+    query = searchBody(body, "").query;
   }
   if (query === undefined) throw new InvalidError("field query: is required (in the body or as ?query=)");
   return query;
@@ -161,7 +163,7 @@ function postedConfig(
   if (!isStreamName(name)) throw new InvalidError(`stream name ${STREAM_NAME_RULE}`);
   if (name === DEFAULT_STREAM)
     throw new InvalidError('stream name "default" is reserved for pushes to the default streams');
-  const config = parseRequestEdn(decodeBase64Text(bodyObject(body).config, "config"), "invalid stream config");
+  const config = parseRequestEdn(streamBody(body, "").config, "invalid stream config");
   if (!isMap(config)) throw new InvalidError("invalid stream config: the configuration must be an EDN map");
   refuseOperatorStream(engine.get(name), "replace");
   try {
@@ -222,15 +224,17 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     return stream;
   };
 
-  app.post<NamedRoute>("/api/v1/stream/:name", routeOptions, async (request, reply) => {
+  const described = (openapi: RouteDescription) => ({ ...routeOptions, config: { openapi } });
+
+  app.post<NamedRoute>("/api/v1/stream/:name", described(api.createStream), async (request, reply) => {
     await addStream(options, request.params.name, request.body);
     reply.code(201);
     return { message: "stream added" };
   });
 
-  app.get("/api/v1/stream", routeOptions, async () => ({ streams: engine.names() }));
+  app.get("/api/v1/stream", described(api.listStreams), async () => ({ streams: engine.names() }));
 
-  app.get<NamedRoute>("/api/v1/stream/:name", routeOptions, async (request) => {
+  app.get<NamedRoute>("/api/v1/stream/:name", described(api.readStream), async (request) => {
     const stream = streamOf(request.params.name);
     const config = isMap(stream.config) ? mapSet(stream.config, "default", stream.isDefault) : stream.config;
     return {
@@ -239,7 +243,7 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     };
   });
 
-  app.delete<NamedRoute>("/api/v1/stream/:name", routeOptions, async (request) => {
+  app.delete<NamedRoute>("/api/v1/stream/:name", described(api.deleteStream), async (request) => {
     await removeStream(options, streamOf(request.params.name));
     return { message: "stream removed" };
   });
@@ -261,10 +265,10 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     const body = await bounded(() => jsonAnswer(found, bounds));
     return reply.type("application/json; charset=utf-8").send(body);
   };
-  app.get<NamedRoute>("/api/v1/index/:name/search", routeOptions, search);
-  app.post<NamedRoute>("/api/v1/index/:name/search", routeOptions, search);
+  app.get<NamedRoute>("/api/v1/index/:name/search", described(api.searchIndexGet), search);
+  app.post<NamedRoute>("/api/v1/index/:name/search", described(api.searchIndexPost), search);
 
-  app.get<NamedRoute>("/api/v1/index/:name/current-time", routeOptions, async (request) => {
+  app.get<NamedRoute>("/api/v1/index/:name/current-time", described(api.indexCurrentTime), async (request) => {
     const stream = streamOf(request.params.name);
     if (cluster !== undefined && !cluster.owns(stream.name)) {
       return { "current-time": await cluster.ask(stream.name, { kind: "current-time" }) };

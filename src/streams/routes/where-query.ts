@@ -5,12 +5,19 @@
  */
 import { errorMessage, InvalidError } from "../../platform/errors.js";
 import { type Query, queryValues } from "../../platform/query.js";
+import { described, type JsonSchema } from "../../platform/validation.js";
 import { CompileError } from "../compile-error.js";
 import { compileCondition, type Predicate } from "../condition.js";
 import { type EdnValue, parseEdn } from "../edn.js";
+import { bodyObject } from "./request.js";
 
 /** Base64 (RFC 4648 §4) or base64url (RFC 4648 §5) alphabet, with optional padding. */
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+/** The JSON Schema of a base64 field holding EDN text (`what` says which). */
+export function base64EdnSchema(what: string): JsonSchema {
+  return { type: "string", minLength: 1, pattern: BASE64.source, contentEncoding: "base64", description: what };
+}
 
 /** The 400 of a field that is not base64 text. */
 function notBase64(field: string): InvalidError {
@@ -73,3 +80,34 @@ export function compileWhereQuery(value: unknown): Predicate {
     throw error;
   }
 }
+
+/**
+ * The body of `POST /api/v1/stream/<name>`: `{"config": "<base64 EDN>"}`, the EDN text decoded
+ * (parsed and compiled by the route); other keys are ignored.
+ * @throws InvalidError `request body must be a JSON object`, or as {@link decodeBase64Text}
+ */
+export const streamBody = described(
+  (value: unknown, _path: string): { config: string } => ({
+    config: decodeBase64Text(bodyObject(value).config, "config"),
+  }),
+  {
+    type: "object",
+    properties: { config: base64EdnSchema("the stream's configuration: base64 of an EDN map (docs/streams.md)") },
+    required: ["config"],
+  },
+);
+
+/**
+ * The body of an index search: `{"query": "<base64 where-condition>"}`, the query as sent (the
+ * route compiles it; a `query` URL parameter takes its place). An absent body gives `{}`.
+ * @throws InvalidError `request body must be a JSON object`
+ */
+export const searchBody = described(
+  (value: unknown, _path: string): { query?: unknown } =>
+    value === undefined || value === null ? {} : { query: bodyObject(value).query },
+  {
+    type: "object",
+    properties: { query: base64EdnSchema("a where-condition: base64 of EDN text (docs/streams.md)") },
+    required: ["query"],
+  },
+);

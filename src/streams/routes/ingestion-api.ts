@@ -1,0 +1,111 @@
+/**
+ * What the remote write and OTLP traces routes say of themselves in `GET /openapi.json`
+ * (docs/streams.md). Their bodies are read raw, by decoders rather than validators: the schemas
+ * here describe the wire formats. No `security`: a token is needed only with
+ * `security.require-token`.
+ */
+import type { RouteDescription } from "../../platform/openapi.js";
+import type { JsonSchema } from "../../platform/validation.js";
+
+export const remoteWrite: RouteDescription = {
+  summary: "Prometheus remote write 1.0: one event per sample (snappy-compressed protobuf WriteRequest)",
+  body: {
+    mediaType: "application/x-protobuf",
+    schema: {
+      type: "string",
+      contentMediaType: "application/x-protobuf",
+      description: "a snappy block (not the framed format) of a prometheus.WriteRequest (proto/remote-write.proto)",
+    },
+  },
+  success: { status: 204 },
+};
+
+/** An OTLP/JSON `AnyValue` (lowerCamelCase, 64-bit integers as strings or numbers). */
+const ANY_VALUE: JsonSchema = { type: "object", description: "an OTLP AnyValue: stringValue, intValue, …" };
+
+const KEY_VALUES: JsonSchema = {
+  type: "array",
+  items: { type: "object", properties: { key: { type: "string" }, value: ANY_VALUE }, required: ["key"] },
+};
+
+const NANOSECONDS: JsonSchema = { type: ["string", "integer"], description: "nanoseconds since the epoch" };
+
+const SPAN: JsonSchema = {
+  type: "object",
+  properties: {
+    traceId: { type: "string", pattern: "^([0-9a-fA-F]{32})?$" },
+    spanId: { type: "string", pattern: "^([0-9a-fA-F]{16})?$" },
+    parentSpanId: { type: "string", pattern: "^([0-9a-fA-F]{16})?$" },
+    name: { type: "string" },
+    kind: { type: ["integer", "string"], description: "SpanKind, as its number or its name" },
+    startTimeUnixNano: NANOSECONDS,
+    endTimeUnixNano: NANOSECONDS,
+    attributes: KEY_VALUES,
+    status: { type: "object", properties: { code: { type: ["integer", "string"] }, message: { type: "string" } } },
+    events: { type: "array", items: { type: "object" } },
+    links: { type: "array", items: { type: "object" } },
+  },
+};
+
+/** OTLP/JSON `ExportTraceServiceRequest` (OTLP/HTTP's JSON encoding). */
+const EXPORT_TRACE_REQUEST: JsonSchema = {
+  type: "object",
+  properties: {
+    resourceSpans: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          resource: { type: "object", properties: { attributes: KEY_VALUES } },
+          scopeSpans: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: {
+                scope: { type: "object", properties: { name: { type: "string" }, version: { type: "string" } } },
+                spans: { type: "array", items: SPAN },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
+export const otlpTraces: RouteDescription = {
+  summary:
+    "OTLP/HTTP traces: one event per span; JSON (described) or protobuf (application/x-protobuf), optionally gzipped",
+  body: { mediaType: "application/json", schema: EXPORT_TRACE_REQUEST },
+  example: {
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: "service.name", value: { stringValue: "shop" } }] },
+        scopeSpans: [
+          {
+            scope: { name: "shop-tracer", version: "1.0.0" },
+            spans: [
+              {
+                traceId: "5b8efff798038103d269b633813fc60c",
+                spanId: "eee19b7ec3c1b174",
+                name: "GET /users",
+                kind: 2,
+                startTimeUnixNano: "1700000000000000000",
+                endTimeUnixNano: "1700000000250000000",
+                attributes: [{ key: "http.method", value: { stringValue: "GET" } }],
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  },
+  // An empty ExportTraceServiceResponse, in the request's encoding.
+  success: {
+    schema: {
+      type: "object",
+      properties: { partialSuccess: { type: "object" } },
+      description: "an ExportTraceServiceResponse (empty: every span within the bounds was taken)",
+    },
+  },
+};
