@@ -8,6 +8,7 @@ import type { Role } from "../platform/auth.js";
 import { NotFoundError } from "../platform/errors.js";
 import { rfc3339 } from "../platform/time.js";
 import {
+  described,
   integer,
   object,
   optional,
@@ -24,7 +25,7 @@ import { userName } from "./users.js";
 export const TOKEN_PREFIX = "vigie_";
 
 /** `vigie_` and 32 random bytes in base64url without padding (43 characters). */
-const TOKEN_FORMAT = /^vigie_[A-Za-z0-9_-]{43}$/;
+export const TOKEN_FORMAT = /^vigie_[A-Za-z0-9_-]{43}$/;
 
 /** Milliseconds in a day (validity is counted in days of 24 hours). */
 export const DAY_MS = 86_400_000;
@@ -52,7 +53,8 @@ export const TOKEN_NAME_MAX = 100;
  * separators, lone surrogates (not text at all), and the bidirectional embeddings, overrides and
  * isolates (U+202A–U+202E, U+2066–U+2069), which make a name display as another one.
  */
-const NOT_PRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}\u202A-\u202E\u2066-\u2069]/u;
+const NOT_PRINTABLE_CLASS = String.raw`\p{Cc}\p{Zl}\p{Zp}\p{Cs}\u202A-\u202E\u2066-\u2069`;
+const NOT_PRINTABLE = new RegExp(`[${NOT_PRINTABLE_CLASS}]`, "u");
 
 /** The rule of token names, worded for errors. */
 export const TOKEN_NAME_RULE = `must be 1 to ${TOKEN_NAME_MAX} characters of printable text (spaces allowed, no control characters)`;
@@ -62,15 +64,19 @@ export const TOKEN_NAME_RULE = `must be 1 to ${TOKEN_NAME_MAX} characters of pri
  * counts) of printable Unicode, spaces included (`laptop ci`, `clé de déploiement`), no control
  * characters. Taken as given: not trimmed.
  */
-export const tokenName: Validator<string> = (value, path) => {
-  if (typeof value !== "string") throw new ValidationError(path, TOKEN_NAME_RULE, value);
-  let length = 0;
-  for (const _ of value) length += 1;
-  if (length === 0 || length > TOKEN_NAME_MAX || NOT_PRINTABLE.test(value)) {
-    throw new ValidationError(path, TOKEN_NAME_RULE, value);
-  }
-  return value;
-};
+export const tokenName: Validator<string> = described(
+  (value, path) => {
+    if (typeof value !== "string") throw new ValidationError(path, TOKEN_NAME_RULE, value);
+    let length = 0;
+    for (const _ of value) length += 1;
+    if (length === 0 || length > TOKEN_NAME_MAX || NOT_PRINTABLE.test(value)) {
+      throw new ValidationError(path, TOKEN_NAME_RULE, value);
+    }
+    return value;
+  },
+  // JSON Schema counts lengths in code points too.
+  { type: "string", minLength: 1, maxLength: TOKEN_NAME_MAX, pattern: `^[^${NOT_PRINTABLE_CLASS}]*$` },
+);
 
 /**
  * The body of POST /api/v1/registry/token. `password` is only checked for type and size here: a

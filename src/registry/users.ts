@@ -8,11 +8,13 @@ import type { Role } from "../platform/auth.js";
 import { ConflictError, NotFoundError } from "../platform/errors.js";
 import {
   boolean,
+  described,
   isPlainObject,
   object,
   oneOf,
   optional,
   required,
+  schemaOf,
   string,
   ValidationError,
   type Validator,
@@ -67,19 +69,25 @@ const updateFields = object(
 /** A valid body of POST /api/v1/registry/user/<name>: at least one field is set. */
 export type UserUpdateBody = ReturnType<typeof updateFields>;
 
+/** The fields of which a user update sets at least one. */
+const UPDATE_FIELDS = ["description", "password", "role", "active"] as const;
+
 /**
  * The body of POST /api/v1/registry/user/<name>: at least one of description, password, role and
  * active; `null` counts as absent.
  *
  * @throws ValidationError naming the field, or the body when no field is given
  */
-export function userUpdateBody(value: unknown, path: string): UserUpdateBody {
-  const changes = updateFields(value, path);
-  if (Object.keys(changes).length === 0) {
-    throw new ValidationError(path, "must contain at least one of description, password, role, active");
-  }
-  return changes;
-}
+export const userUpdateBody: Validator<UserUpdateBody> = described(
+  (value, path) => {
+    const changes = updateFields(value, path);
+    if (Object.keys(changes).length === 0) {
+      throw new ValidationError(path, `must contain at least one of ${UPDATE_FIELDS.join(", ")}`);
+    }
+    return changes;
+  },
+  { ...schemaOf(updateFields), anyOf: UPDATE_FIELDS.map((field) => ({ required: [field] })) },
+);
 
 /**
  * Whether a body names a field only an admin may change (`role`, `active`), whatever its value:

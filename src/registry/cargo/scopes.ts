@@ -5,7 +5,7 @@
  * call {@link missingScope} once they know the crate a request is about.
  */
 import type { Principal } from "../../platform/auth.js";
-import { array, oneOf, ValidationError, type Validator } from "../../platform/validation.js";
+import { array, described, oneOf, schemaOf, ValidationError, type Validator } from "../../platform/validation.js";
 
 /** The scopes a Cargo token may have, in the order error messages list them. */
 export const CARGO_SCOPES = ["publish-new", "publish-update", "yank", "change-owners"] as const;
@@ -34,7 +34,6 @@ export const CRATE_PATTERN_RULE =
 export const EMPTY_LIST_RULE = "must not be empty (leave the field out to allow all)";
 
 const scopeList = array(oneOf(CARGO_SCOPES));
-const patternList = array(cratePattern, { max: CRATE_PATTERNS_MAX });
 
 /**
  * The `scopes` of a token request: a non-empty array of {@link CARGO_SCOPES}, duplicates removed
@@ -43,21 +42,30 @@ const patternList = array(cratePattern, { max: CRATE_PATTERNS_MAX });
  * @throws ValidationError `scopes: must be an array`, `scopes: must not be empty (...)`,
  *   `scopes[1]: must be one of publish-new, publish-update, yank, change-owners`
  */
-export const tokenScopes: Validator<CargoScope[]> = (value, path) => {
-  if (Array.isArray(value) && value.length === 0) throw new ValidationError(path, EMPTY_LIST_RULE, value);
-  return [...new Set(scopeList(value, path))];
-};
+export const tokenScopes: Validator<CargoScope[]> = described(
+  (value, path) => {
+    if (Array.isArray(value) && value.length === 0) throw new ValidationError(path, EMPTY_LIST_RULE, value);
+    return [...new Set(scopeList(value, path))];
+  },
+  { ...schemaOf(scopeList), minItems: 1 },
+);
 
 /**
  * One crate pattern: a crate name, optionally followed by one `*` (`serde`, `my-company-*`).
  *
  * @throws ValidationError with {@link CRATE_PATTERN_RULE}
  */
-export function cratePattern(value: unknown, path: string): string {
-  if (typeof value !== "string" || !CRATE_PATTERN.test(value))
-    throw new ValidationError(path, CRATE_PATTERN_RULE, value);
-  return value;
-}
+export const cratePattern: Validator<string> = described(
+  (value, path) => {
+    if (typeof value !== "string" || !CRATE_PATTERN.test(value)) {
+      throw new ValidationError(path, CRATE_PATTERN_RULE, value);
+    }
+    return value;
+  },
+  { type: "string", pattern: CRATE_PATTERN.source },
+);
+
+const patternList = array(cratePattern, { max: CRATE_PATTERNS_MAX });
 
 /**
  * The `crates` of a token request: a non-empty array of at most {@link CRATE_PATTERNS_MAX}
@@ -67,16 +75,19 @@ export function cratePattern(value: unknown, path: string): string {
  * @throws ValidationError `crates: must be an array`, `crates: must not be empty (...)`,
  *   `crates: must have at most 100 items`, `crates[0]: must be a crate name (...)`
  */
-export const cratePatterns: Validator<string[]> = (value, path) => {
-  if (Array.isArray(value) && value.length === 0) throw new ValidationError(path, EMPTY_LIST_RULE, value);
-  const seen = new Set<string>();
-  return patternList(value, path).filter((pattern) => {
-    const key = pattern.toLowerCase().replaceAll("_", "-");
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-};
+export const cratePatterns: Validator<string[]> = described(
+  (value, path) => {
+    if (Array.isArray(value) && value.length === 0) throw new ValidationError(path, EMPTY_LIST_RULE, value);
+    const seen = new Set<string>();
+    return patternList(value, path).filter((pattern) => {
+      const key = pattern.toLowerCase().replaceAll("_", "-");
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+  },
+  { ...schemaOf(patternList), minItems: 1 },
+);
 
 /** A character code of a crate name in canonical form: ASCII lower case, `_` as `-`. */
 function canonical(code: number): number {

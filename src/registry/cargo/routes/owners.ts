@@ -1,14 +1,15 @@
 /** `cargo owner`: list, add and remove the owners of a crate. */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { InvalidError, NotFoundError } from "../../../platform/errors.js";
-import { isPlainObject } from "../../../platform/validation.js";
+import { ownersBody } from "../owners.js";
+import { ADD_OWNERS, LIST_OWNERS, REMOVE_OWNERS } from "./api.js";
 import { type CargoContext, SMALL_BODY } from "./context.js";
 
 /** Registers `GET`, `PUT` and `DELETE /:name/owners` on Cargo's web API. */
 export function registerOwners(cargo: FastifyInstance, context: CargoContext): void {
   const { authRequired, authenticate, requireUser, findCrate, requireOwner, store, users } = context;
 
-  cargo.get<{ Params: { name: string } }>("/:name/owners", async (request) => {
+  cargo.get<{ Params: { name: string } }>("/:name/owners", { config: { openapi: LIST_OWNERS } }, async (request) => {
     await authenticate(request, authRequired);
     const crate = await findCrate(request.params.name);
     return { users: await store.owners(crate.id) };
@@ -18,7 +19,7 @@ export function registerOwners(cargo: FastifyInstance, context: CargoContext): v
     const principal = await requireUser(request);
     const crate = await findCrate(request.params.name);
     await requireOwner(principal, crate, "change-owners");
-    const names = ownerNames(request.body);
+    const { users: names } = ownersBody(jsonOf(request.body), "");
     const ids: string[] = [];
     for (const name of names) {
       const user = await users.find(name);
@@ -31,29 +32,18 @@ export function registerOwners(cargo: FastifyInstance, context: CargoContext): v
     const what = add ? "been added as an owner" : "been removed from the owners";
     return { ok: true, msg: `${who} ${what}${add && names.length > 1 ? "s" : ""} of crate ${crate.name}` };
   };
-  cargo.put("/:name/owners", { bodyLimit: SMALL_BODY }, changeOwners(true));
-  cargo.delete("/:name/owners", { bodyLimit: SMALL_BODY }, changeOwners(false));
+  cargo.put("/:name/owners", { bodyLimit: SMALL_BODY, config: { openapi: ADD_OWNERS } }, changeOwners(true));
+  cargo.delete("/:name/owners", { bodyLimit: SMALL_BODY, config: { openapi: REMOVE_OWNERS } }, changeOwners(false));
 }
 
 /**
- * The user names of an owners request, `{"users": ["a", "b"]}` (1 to 100 names).
- * @throws InvalidError
+ * The JSON of a body taken as bytes (Cargo's web API parses no body itself).
+ * @throws InvalidError when it is not JSON
  */
-function ownerNames(body: unknown): string[] {
-  let value: unknown;
+function jsonOf(body: unknown): unknown {
   try {
-    value = Buffer.isBuffer(body) ? JSON.parse(body.toString("utf8")) : undefined;
+    return Buffer.isBuffer(body) ? JSON.parse(body.toString("utf8")) : undefined;
   } catch {
     throw new InvalidError('the body is not JSON: send {"users": ["name"]}');
   }
-  const users = isPlainObject(value) ? value.users : undefined;
-  if (
-    !Array.isArray(users) ||
-    users.length === 0 ||
-    users.length > 100 ||
-    !users.every((user): user is string => typeof user === "string" && user.length > 0 && user.length <= 64)
-  ) {
-    throw new InvalidError('field users: must be a list of 1 to 100 user names: {"users": ["name"]}');
-  }
-  return [...new Set(users)];
 }
