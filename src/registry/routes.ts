@@ -12,6 +12,15 @@ import { ForbiddenError, RateLimitedError, UnauthorizedError } from "../platform
 import { type Query, queryError, queryOf, queryString } from "../platform/query.js";
 import { ValidationError } from "../platform/validation.js";
 import { dummyPasswordHash, hashPassword, verifyPassword } from "./passwords.js";
+import {
+  CREATE_TOKEN,
+  CREATE_USER,
+  DELETE_TOKEN,
+  DELETE_USER,
+  LIST_TOKENS,
+  LIST_USERS,
+  UPDATE_USER,
+} from "./routes-api.js";
 import type { SignInLimiter } from "./sign-in-limit.js";
 import type { TokenStore, UserStore } from "./storage.js";
 import { newTokenBody, tokenView } from "./tokens.js";
@@ -79,14 +88,7 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
     return user;
   }
 
-  const createUser = {
-    summary: "create a user (admin)",
-    body: newUserBody,
-    example: { name: "alice", description: "on call", password: "correct horse battery", role: "tech", active: true },
-    success: { status: 201, schema: { type: "object", properties: { message: { type: "string" } } } },
-    security: "registry-token",
-  } as const;
-  app.post(USERS, { preHandler: requireAdmin, config: { openapi: createUser } }, async (request, reply) => {
+  app.post(USERS, { preHandler: requireAdmin, config: { openapi: CREATE_USER } }, async (request, reply) => {
     const body = newUserBody(request.body, "");
     const passwordHash = await hashPassword(body.password);
     await users.create(
@@ -96,9 +98,12 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
     return reply.code(201).send(OK);
   });
 
-  app.get(USERS, { preHandler: requireAdmin }, async () => ({ users: await users.list() }));
+  app.get(USERS, { preHandler: requireAdmin, config: { openapi: LIST_USERS } }, async () => ({
+    users: await users.list(),
+  }));
 
-  app.post<{ Params: { name: string } }>(`${USERS}/:name`, { preHandler: requireUser }, async (request) => {
+  const update = { preHandler: requireUser, config: { openapi: UPDATE_USER } };
+  app.post<{ Params: { name: string } }>(`${USERS}/:name`, update, async (request) => {
     const principal = principalOf(request);
     const { name } = request.params;
     const admin = principal.role === "admin";
@@ -120,13 +125,14 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
     return OK;
   });
 
-  app.delete<{ Params: { name: string } }>(`${USERS}/:name`, { preHandler: requireAdmin }, async (request) => {
+  const deleteUser = { preHandler: requireAdmin, config: { openapi: DELETE_USER } };
+  app.delete<{ Params: { name: string } }>(`${USERS}/:name`, deleteUser, async (request) => {
     const user = await users.delete(request.params.name);
     verifier.invalidateUser(user.id);
     return OK;
   });
 
-  app.post(TOKENS, async (request, reply) => {
+  app.post(TOKENS, { config: { openapi: CREATE_TOKEN } }, async (request, reply) => {
     const body = newTokenBody(request.body, "");
     // Checked before the password, so a limited attacker gets no answer about it.
     const wait = await limiter.refusal(body.user, request.ip, now());
@@ -146,12 +152,13 @@ export function registerRegistryRoutes(app: FastifyInstance, options: RegistryRo
     return reply.code(201).send({ token });
   });
 
-  app.get(TOKENS, { preHandler: requireUser }, async (request) => {
+  app.get(TOKENS, { preHandler: requireUser, config: { openapi: LIST_TOKENS } }, async (request) => {
     const owner = await tokenOwner(request);
     return { tokens: (await tokens.list(owner.id)).map(tokenView) };
   });
 
-  app.delete<{ Params: { name: string } }>(`${TOKENS}/:name`, { preHandler: requireUser }, async (request) => {
+  const deleteToken = { preHandler: requireUser, config: { openapi: DELETE_TOKEN } };
+  app.delete<{ Params: { name: string } }>(`${TOKENS}/:name`, deleteToken, async (request) => {
     const owner = await tokenOwner(request);
     const deleted = await tokens.delete(owner.id, request.params.name);
     verifier.invalidateToken(deleted.id);

@@ -1,0 +1,125 @@
+/**
+ * What the registry's routes (routes.ts) say of themselves in `GET /openapi.json` (docs/api.md):
+ * the bodies are the validators the routes check them with, the answers' schemas are written here
+ * and checked against real answers by test/registry/openapi.test.ts.
+ */
+import type { RouteDescription } from "../platform/openapi.js";
+import { type JsonSchema, schemaOf } from "../platform/validation.js";
+import { CARGO_SCOPES } from "./cargo/scopes.js";
+import { newTokenBody, TOKEN_FORMAT } from "./tokens.js";
+import { newUserBody, ROLES, userName, userUpdateBody } from "./users.js";
+
+/** `{"ok": true}`, the answer of a change. */
+export const OK_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: { ok: { const: true } },
+  required: ["ok"],
+  additionalProperties: false,
+};
+
+/** A user as the API shows it: never its password. */
+const USER_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    id: { type: "string", format: "uuid" },
+    name: { type: "string" },
+    description: { type: "string" },
+    active: { type: "boolean" },
+    role: { type: "string", enum: [...ROLES] },
+  },
+  required: ["id", "name", "description", "active", "role"],
+  additionalProperties: false,
+};
+
+const TIME: JsonSchema = { type: "string", format: "date-time" };
+
+/** A token as the API lists it (tokens.ts, `tokenView`): never the token itself. */
+const TOKEN_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    id: { type: "string" },
+    name: { type: "string" },
+    "created-at": TIME,
+    "expires-at": TIME,
+    "last-used-at": { oneOf: [TIME, { type: "null" }] },
+    scopes: { type: "array", items: { type: "string", enum: [...CARGO_SCOPES] } },
+    crates: { type: "array", items: { type: "string" } },
+  },
+  required: ["id", "name", "created-at", "expires-at", "last-used-at"],
+  additionalProperties: false,
+};
+
+/** `?user=<name>`: another user's tokens, for an admin (read with the validator of user names). */
+const USER_QUERY = { user: schemaOf(userName) };
+
+export const CREATE_USER: RouteDescription = {
+  summary: "create a user (admin)",
+  body: newUserBody,
+  example: { name: "alice", description: "on call", password: "correct horse battery", role: "tech", active: true },
+  success: { status: 201, schema: OK_SCHEMA },
+  security: "registry-token",
+};
+
+export const LIST_USERS: RouteDescription = {
+  summary: "list the users, sorted by name (admin)",
+  success: {
+    schema: {
+      type: "object",
+      properties: { users: { type: "array", items: USER_SCHEMA } },
+      required: ["users"],
+      additionalProperties: false,
+    },
+  },
+  security: "registry-token",
+};
+
+export const UPDATE_USER: RouteDescription = {
+  summary: "change a user's description, password, role or active flag (role and active: admin)",
+  body: userUpdateBody,
+  example: { description: "on call on weekends" },
+  success: { schema: OK_SCHEMA },
+  security: "registry-token",
+};
+
+export const DELETE_USER: RouteDescription = {
+  summary: "delete a user and its tokens (admin)",
+  success: { schema: OK_SCHEMA },
+  security: "registry-token",
+};
+
+export const CREATE_TOKEN: RouteDescription = {
+  summary: "create a token with a user's name and password (rate limited)",
+  body: newTokenBody,
+  example: { name: "laptop ci", user: "alice", password: "correct horse battery", validity: 90 },
+  success: {
+    status: 201,
+    schema: {
+      type: "object",
+      properties: { token: { type: "string", pattern: TOKEN_FORMAT.source } },
+      required: ["token"],
+      additionalProperties: false,
+    },
+  },
+  security: "none",
+};
+
+export const LIST_TOKENS: RouteDescription = {
+  summary: "list the caller's tokens, or another user's with ?user= (admin)",
+  query: USER_QUERY,
+  success: {
+    schema: {
+      type: "object",
+      properties: { tokens: { type: "array", items: TOKEN_SCHEMA } },
+      required: ["tokens"],
+      additionalProperties: false,
+    },
+  },
+  security: "registry-token",
+};
+
+export const DELETE_TOKEN: RouteDescription = {
+  summary: "delete one of the caller's tokens, or another user's with ?user= (admin)",
+  query: USER_QUERY,
+  success: { schema: OK_SCHEMA },
+  security: "registry-token",
+};
