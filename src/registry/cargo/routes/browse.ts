@@ -4,17 +4,18 @@
  */
 import type { FastifyInstance } from "fastify";
 import { queryInteger, queryOf } from "../../../platform/query.js";
+import { BROWSE_CRATE, BROWSE_LIST, BROWSE_PER_PAGE, PAGE, PER_PAGE } from "./api.js";
 import { type CargoContext, highest } from "./context.js";
 
 /** Registers `GET /api/v1/registry/crates` (`?page=`, `?per_page=`) and `GET /api/v1/registry/crates/:name`. */
 export function registerBrowsing(app: FastifyInstance, context: CargoContext): void {
   const { authRequired, authenticate, findCrate, store } = context;
 
-  app.get("/api/v1/registry/crates", async (request) => {
+  app.get("/api/v1/registry/crates", { config: { openapi: BROWSE_LIST } }, async (request) => {
     await authenticate(request, authRequired);
     const query = queryOf(request.query);
-    const page = queryInteger(query, "page", { min: 1, max: 1_000_000 }) ?? 1;
-    const perPage = queryInteger(query, "per_page", { min: 1, max: 100 }) ?? 50;
+    const page = queryInteger(query, "page", PAGE) ?? 1;
+    const perPage = queryInteger(query, "per_page", PER_PAGE) ?? BROWSE_PER_PAGE;
     const found = await store.search([], perPage, (page - 1) * perPage);
     const live = await store.liveVersions(found.crates.map((crate) => crate.id));
     return {
@@ -29,7 +30,8 @@ export function registerBrowsing(app: FastifyInstance, context: CargoContext): v
     };
   });
 
-  app.get<{ Params: { name: string } }>("/api/v1/registry/crates/:name", async (request) => {
+  const crateRoute = { config: { openapi: BROWSE_CRATE } };
+  app.get<{ Params: { name: string } }>("/api/v1/registry/crates/:name", crateRoute, async (request) => {
     await authenticate(request, authRequired);
     const crate = await findCrate(request.params.name);
     const [versions, owners] = await Promise.all([store.versions(crate.id), store.owners(crate.id)]);

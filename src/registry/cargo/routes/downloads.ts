@@ -3,6 +3,7 @@ import type { FastifyInstance } from "fastify";
 import { NotFoundError, VigieError } from "../../../platform/errors.js";
 import type { CrateFiles } from "../files.js";
 import { versionKey } from "../publish.js";
+import { DOWNLOAD } from "./api.js";
 import { type CargoContext, isVersion } from "./context.js";
 
 /** Versions remembered for downloads; the memory starts over when full (a bound). */
@@ -45,24 +46,29 @@ export function registerDownloads(cargo: FastifyInstance, context: CargoContext)
     return target;
   };
 
-  cargo.get<{ Params: { name: string; version: string } }>("/:name/:version/download", async (request, reply) => {
-    await authenticate(request, authRequired);
-    const version = await downloadable(request.params.name, request.params.version);
-    let stream: Awaited<ReturnType<CrateFiles["open"]>>;
-    try {
-      stream = await files.open(version.canonical, version.vers);
-    } catch (error) {
-      request.log.error({ err: error, crate: version.name, version: version.vers }, "a published .crate is missing");
-      throw new VigieError(
-        "VIGIE_ERR_INTERNAL",
-        `the file of ${version.name} ${version.vers} is missing: run vigie registry check`,
-      );
-    }
-    countDownload(version.id);
-    metrics.downloads.inc();
-    return reply
-      .type("application/gzip")
-      .headers({ "content-length": String(version.size), "cache-control": "public, max-age=31536000, immutable" })
-      .send(stream);
-  });
+  const route = { config: { openapi: DOWNLOAD } };
+  cargo.get<{ Params: { name: string; version: string } }>(
+    "/:name/:version/download",
+    route,
+    async (request, reply) => {
+      await authenticate(request, authRequired);
+      const version = await downloadable(request.params.name, request.params.version);
+      let stream: Awaited<ReturnType<CrateFiles["open"]>>;
+      try {
+        stream = await files.open(version.canonical, version.vers);
+      } catch (error) {
+        request.log.error({ err: error, crate: version.name, version: version.vers }, "a published .crate is missing");
+        throw new VigieError(
+          "VIGIE_ERR_INTERNAL",
+          `the file of ${version.name} ${version.vers} is missing: run vigie registry check`,
+        );
+      }
+      countDownload(version.id);
+      metrics.downloads.inc();
+      return reply
+        .type("application/gzip")
+        .headers({ "content-length": String(version.size), "cache-control": "public, max-age=31536000, immutable" })
+        .send(stream);
+    },
+  );
 }

@@ -1,10 +1,11 @@
 /** `GET /me`, Cargo's `login_url`: a page telling how to get a token for cargo. */
 import type { FastifyInstance } from "fastify";
 import { escapeHtml } from "../../../platform/html.js";
+import { LOGIN_PAGE } from "./api.js";
 
 /** Registers `GET /me`. @param publicUrl `http.public-url`, without a trailing slash */
 export function registerLoginPage(app: FastifyInstance, publicUrl: string): void {
-  app.get("/me", async (_request, reply) => {
+  app.get("/me", { config: { openapi: LOGIN_PAGE } }, async (_request, reply) => {
     const registry = escapeHtml(`sparse+${publicUrl}/api/v1/cargo/index/`);
     return reply
       .type("text/html; charset=utf-8")

@@ -16,6 +16,7 @@ import { publishOutcome } from "../metrics.js";
 import { canonicalCrateName } from "../names.js";
 import { indexLine, parsePublishFrame, publishMetadata, sha256Hex, versionKey } from "../publish.js";
 import { type CargoScope, missingScope } from "../scopes.js";
+import { PUBLISH } from "./api.js";
 import type { CargoContext } from "./context.js";
 
 /** The full URL of a publish, as Fastify names the route. */
@@ -27,7 +28,8 @@ const METADATA_ALLOWANCE = 1024 * 1024 + 8;
 /** Registers `PUT /new` on Cargo's web API. */
 export function registerPublish(cargo: FastifyInstance, context: CargoContext): void {
   const { settings, metrics } = context;
-  cargo.put("/new", { bodyLimit: settings["max-crate-size"] + METADATA_ALLOWANCE }, async (request) => {
+  const options = { bodyLimit: settings["max-crate-size"] + METADATA_ALLOWANCE, config: { openapi: PUBLISH } };
+  cargo.put("/new", options, async (request) => {
     try {
       const answer = await publish(request, context);
       metrics.publish("ok");

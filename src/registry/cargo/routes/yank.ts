@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { NotFoundError } from "../../../platform/errors.js";
 import { versionKey } from "../publish.js";
+import { UNYANK, YANK } from "./api.js";
 import { type CargoContext, isVersion, SMALL_BODY } from "./context.js";
 
 /** Registers `DELETE /:name/:version/yank` and `PUT /:name/:version/unyank` on Cargo's web API. */
@@ -16,6 +17,6 @@ export function registerYank(cargo: FastifyInstance, context: CargoContext): voi
     if (!found) throw new NotFoundError(`crate ${crate.name} has no version ${version}`);
     return { ok: true };
   };
-  cargo.delete("/:name/:version/yank", { bodyLimit: SMALL_BODY }, yank(true));
-  cargo.put("/:name/:version/unyank", { bodyLimit: SMALL_BODY }, yank(false));
+  cargo.delete("/:name/:version/yank", { bodyLimit: SMALL_BODY, config: { openapi: YANK } }, yank(true));
+  cargo.put("/:name/:version/unyank", { bodyLimit: SMALL_BODY, config: { openapi: UNYANK } }, yank(false));
 }
