@@ -17,11 +17,26 @@ export const OK_SCHEMA: JsonSchema = {
   additionalProperties: false,
 };
 
+// Patterns rather than `format`, which the checks of the answers do not read.
+
+/** An id: a UUID v4 (RFC 9562 §5.4), lower case. */
+const ID: JsonSchema = {
+  type: "string",
+  pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$",
+};
+
+/** A time as the APIs write it: RFC 3339 in UTC with milliseconds (src/platform/time.ts). */
+export const TIME_SCHEMA: JsonSchema = {
+  type: "string",
+  pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$",
+  description: "RFC 3339, UTC, with milliseconds: 2026-11-22T10:15:02.123Z",
+};
+
 /** A user as the API shows it: never its password. */
 const USER_SCHEMA: JsonSchema = {
   type: "object",
   properties: {
-    id: { type: "string", format: "uuid" },
+    id: ID,
     name: { type: "string" },
     description: { type: "string" },
     active: { type: "boolean" },
@@ -31,17 +46,15 @@ const USER_SCHEMA: JsonSchema = {
   additionalProperties: false,
 };
 
-const TIME: JsonSchema = { type: "string", format: "date-time" };
-
 /** A token as the API lists it (tokens.ts, `tokenView`): never the token itself. */
 const TOKEN_SCHEMA: JsonSchema = {
   type: "object",
   properties: {
-    id: { type: "string" },
+    id: ID,
     name: { type: "string" },
-    "created-at": TIME,
-    "expires-at": TIME,
-    "last-used-at": { oneOf: [TIME, { type: "null" }] },
+    "created-at": TIME_SCHEMA,
+    "expires-at": TIME_SCHEMA,
+    "last-used-at": { oneOf: [TIME_SCHEMA, { type: "null" }] },
     scopes: { type: "array", items: { type: "string", enum: [...CARGO_SCOPES] } },
     crates: { type: "array", items: { type: "string" } },
   },

@@ -9,7 +9,7 @@
 import type { RouteDescription } from "../../../platform/openapi.js";
 import type { IntegerOptions } from "../../../platform/query.js";
 import type { JsonSchema } from "../../../platform/validation.js";
-import { OK_SCHEMA } from "../../routes-api.js";
+import { OK_SCHEMA, TIME_SCHEMA } from "../../routes-api.js";
 import { ownersBody } from "../owners.js";
 
 /** `?page=` of the browsing list. */
@@ -27,7 +27,7 @@ function integerParameter(options: IntegerOptions, fallback: number): JsonSchema
   return { type: "integer", minimum: options.min, maximum: options.max, default: fallback };
 }
 
-const TIME: JsonSchema = { type: "string", format: "date-time" };
+const HTTP_URL: JsonSchema = { type: "string", pattern: "^https?://" };
 const TEXT_OR_NULL: JsonSchema = { type: ["string", "null"] };
 const STRINGS: JsonSchema = { type: "array", items: { type: "string" } };
 
@@ -53,7 +53,7 @@ const VERSION = closed(
   {
     version: { type: "string" },
     yanked: { type: "boolean" },
-    "published-at": TIME,
+    "published-at": TIME_SCHEMA,
     "published-by": TEXT_OR_NULL,
     downloads: { type: "integer", minimum: 0 },
     size: { type: "integer", minimum: 0 },
@@ -68,8 +68,8 @@ export const INDEX_CONFIG: RouteDescription = {
   success: {
     schema: closed(
       {
-        dl: { type: "string", format: "uri" },
-        api: { type: "string", format: "uri" },
+        dl: HTTP_URL,
+        api: HTTP_URL,
         "auth-required": { const: true },
       },
       ["auth-required"],
