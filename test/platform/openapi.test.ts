@@ -64,6 +64,18 @@ describe("GET /openapi.json", () => {
     expect(described.length).toBeGreaterThan(50);
   });
 
+  it("describes every route: a summary and a success answer of its own", () => {
+    const undescribed = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.entries(operations)
+        .filter(
+          ([method, operation]) =>
+            operation.summary === `${method.toUpperCase()} ${path}` || "2XX" in operation.responses,
+        )
+        .map(([method]) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(undescribed).toEqual([]);
+  });
+
   it("describes a body from the validator that checks it, with an example it accepts", async () => {
     const create = document.paths["/api/v1/registry/user"]?.post;
     const content = create?.requestBody?.content["application/json"];

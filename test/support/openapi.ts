@@ -3,6 +3,7 @@
  * of an answer against the schema the document gives for it (JSON Schema 2020-12, with Ajv).
  */
 import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import type { FastifyInstance } from "fastify";
 import { expect } from "vitest";
 
@@ -26,6 +27,10 @@ export async function describedPaths(app: FastifyInstance): Promise<Paths> {
 }
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
+// ajv-formats is CommonJS: its function is also its own `default`, the one the types know.
+addFormats.default(ajv);
+/** Compiled schemas by their JSON text: the fuzz checks thousands of answers against a few. */
+const compiled = new Map<string, ReturnType<typeof ajv.compile>>();
 
 /**
  * Checks `body` against the JSON schema the operation describes for `status` (or `default`);
@@ -37,7 +42,12 @@ export function expectDescribedAnswer(operation: Operation, status: number, medi
   expect(response, `${operation.summary}: status ${status} is described`).toBeDefined();
   const schema = response?.content?.[mediaType]?.schema;
   if (schema === undefined) return;
-  const validate = ajv.compile(resolveRefs(schema));
+  const key = JSON.stringify(schema);
+  let validate = compiled.get(key);
+  if (validate === undefined) {
+    validate = ajv.compile(resolveRefs(schema));
+    compiled.set(key, validate);
+  }
   expect(validate(body), `${operation.summary}: ${JSON.stringify(validate.errors)}`).toBe(true);
 }
 
