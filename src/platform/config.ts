@@ -113,10 +113,25 @@ export interface VigieConfig extends PlatformConfig {
 }
 
 /** Environment variables that override platform keys. Modules declare their own. */
-const PLATFORM_ENVIRONMENT: Readonly<Record<string, string>> = {
+export const PLATFORM_ENVIRONMENT: Readonly<Record<string, string>> = {
+  VIGIE_HTTP_HOST: "http.host",
+  VIGIE_HTTP_PORT: "http.port",
+  VIGIE_PUBLIC_URL: "http.public-url",
   VIGIE_DATABASE_URL: "database.url",
+  VIGIE_REQUIRE_TOKEN: "security.require-token",
   ...CLUSTER_ENVIRONMENT,
 };
+
+/**
+ * The value an environment variable gives its key: the keys that hold a number or a boolean read
+ * `8080` and `true`/`false` as the file would; anything else stays a string and fails validation
+ * with the key's rule. Every other variable is a string as it is (a token of digits stays a string).
+ */
+function environmentValue(variable: string, text: string): unknown {
+  if (variable !== "VIGIE_HTTP_PORT" && variable !== "VIGIE_REQUIRE_TOKEN") return text;
+  if (text === "true" || text === "false") return text === "true";
+  return /^[0-9]{1,5}$/.test(text) ? Number(text) : text;
+}
 
 /**
  * The validator of a module's section: `enabled` (default true) and the module's keys, unknown keys
@@ -134,7 +149,7 @@ function sectionValidator(module: AnyModule): Validator<ModuleSection> {
 }
 
 /** Sets `path` (dotted) in a raw YAML tree, creating objects on the way. */
-function setPath(tree: Record<string, unknown>, path: string, value: string): void {
+function setPath(tree: Record<string, unknown>, path: string, value: unknown): void {
   const keys = path.split(".");
   const last = keys.pop() ?? path;
   let node: Record<string, unknown> = tree;
@@ -183,7 +198,7 @@ export function parseConfig(
   const copy: Record<string, unknown> = structuredClone(tree);
   for (const [variable, path] of Object.entries(overrides)) {
     const value = environment[variable];
-    if (value !== undefined && value !== "") setPath(copy, path, value);
+    if (value !== undefined && value !== "") setPath(copy, path, environmentValue(variable, value));
   }
 
   // One validation of the whole tree (unknown keys and the order of errors as in the file); each

@@ -17,8 +17,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CORE_SCHEMA, load as loadYaml } from "js-yaml";
 import { describe, expect, it } from "vitest";
-import { CLUSTER_ENVIRONMENT } from "../../src/platform/cluster/config.js";
-import { ConfigError, parseConfig } from "../../src/platform/config.js";
+import { ConfigError, PLATFORM_ENVIRONMENT, parseConfig } from "../../src/platform/config.js";
 import { parseDuration } from "../../src/platform/duration.js";
 import { parseSize } from "../../src/platform/size.js";
 import { modules } from "../../src/server.js";
@@ -253,7 +252,7 @@ describe("docs/configuration.md", () => {
   });
 
   it("lists every environment variable next to the key it overrides", () => {
-    const overrides: Record<string, string> = { VIGIE_DATABASE_URL: "database.url", ...CLUSTER_ENVIRONMENT };
+    const overrides: Record<string, string> = { ...PLATFORM_ENVIRONMENT };
     for (const module of modules) {
       for (const [variable, key] of Object.entries(module.environment ?? {})) {
         overrides[variable] = `${module.name}.${key}`;

@@ -147,6 +147,32 @@ describe("parseConfig", () => {
     );
   });
 
+  it("lets the environment set the address, public URL and token requirement, typed as in the file", () => {
+    const config = parseConfig(
+      { http: { host: "127.0.0.1", port: 9000 }, security: { "require-token": false } },
+      {
+        VIGIE_HTTP_HOST: "0.0.0.0",
+        VIGIE_HTTP_PORT: "8081",
+        VIGIE_PUBLIC_URL: "https://vigie.example.org",
+        VIGIE_REQUIRE_TOKEN: "true",
+      },
+      [],
+    );
+    expect(config.http.host).toBe("0.0.0.0");
+    expect(config.http.port).toBe(8081);
+    expect(config.http["public-url"]).toBe("https://vigie.example.org");
+    expect(config.security["require-token"]).toBe(true);
+    expect(parseConfig({}, { VIGIE_REQUIRE_TOKEN: "false" }, []).security["require-token"]).toBe(false);
+    // Anything else is refused with the key's own rule.
+    expect(message(() => parseConfig({}, { VIGIE_REQUIRE_TOKEN: "yes" }, []))).toBe(
+      'invalid configuration: security.require-token: must be true or false (got "yes")',
+    );
+    expect(message(() => parseConfig({}, { VIGIE_HTTP_PORT: "80a" }, []))).toMatch(
+      /^invalid configuration: http\.port: must be an integer between 1 and 65535 \(got "80a"\)/,
+    );
+    expect(message(() => parseConfig({}, { VIGIE_HTTP_PORT: "0" }, []))).toMatch(/^invalid configuration: http\.port:/);
+  });
+
   it("does not modify the raw tree it is given", () => {
     const raw = { database: { url: "sqlite:./a.db" } };
     parseConfig(raw, { VIGIE_DATABASE_URL: "sqlite::memory:" }, []);
