@@ -19,7 +19,8 @@ RUN if ! command -v python3 >/dev/null || ! command -v make >/dev/null || ! comm
 ENV NPM_CONFIG_UPDATE_NOTIFIER=false
 WORKDIR /opt/vigie
 # The dependencies first, in a layer of their own that a change of the sources does not rebuild:
-# without the install scripts, since `prepare` would build sources not yet copied, then with them.
+# without the install scripts, since `prepare` would build sources not yet copied, then with them
+# (JOBS=max: node-gyp, when it compiles, uses every core).
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund && JOBS=max npm rebuild --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json tsconfig.browser.json ./
