@@ -57,6 +57,8 @@ COPY --from=build /opt/vigie/dist dist/
 COPY --from=build /opt/vigie/proto proto/
 COPY --from=build /opt/vigie/node_modules node_modules/
 COPY LICENSE ./
+# `vigie init` writes the meaning of every key from this page beside it.
+COPY docs/configuration.md docs/
 COPY deploy/image/healthcheck.mjs deploy/image/
 COPY deploy/image/vigie /usr/local/bin/vigie
 

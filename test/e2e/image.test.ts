@@ -414,7 +414,15 @@ describe.skipIf(SKIP !== undefined)("the container image (Dockerfile)", () => {
       const lines = look.output.trim().split("\n");
       console.info(`image test: /opt/vigie holds ${lines.find((line) => line.startsWith("size: "))?.slice(6)}`);
       const listing = lines.filter((line) => !line.startsWith("size: ")).sort();
-      expect(listing).toEqual(["LICENSE", "deploy", "dist", "node_modules", "package.json", "proto"]);
+      expect(listing).toEqual(["LICENSE", "deploy", "dist", "docs", "node_modules", "package.json", "proto"]);
+      // `vigie init` finds the page it takes the meaning of each key from.
+      const init = await inImage([
+        "sh",
+        "-c",
+        "vigie init --dir /tmp/init && cat /tmp/init/vigie.yaml && rm -r /tmp/init",
+      ]);
+      expect(init.code, init.output).toBe(0);
+      expect(init.output).toContain("bind address; loopback by default");
     },
     5 * MINUTE,
   );
