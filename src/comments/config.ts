@@ -6,24 +6,7 @@
 import type { Duration } from "../platform/duration.js";
 import { parseAllowedOrigin } from "../platform/host-origin.js";
 import { secretFile } from "../platform/secret-file.js";
-import {
-  array,
-  boolean,
-  childPath,
-  duration,
-  type Infer,
-  integer,
-  object,
-  oneOf,
-  optional,
-  required,
-  type Shape,
-  secret,
-  string,
-  ValidationError,
-  type Validator,
-  withDefault,
-} from "../platform/validation.js";
+import * as v from "../platform/validation.js";
 import { ANSWER_MAX_LENGTH } from "./comment-validation.js";
 import { ANY_ORIGIN, ARTICLE_NAME, ARTICLE_NAME_RULE, WEBSITE_NAME, WEBSITE_NAME_RULE } from "./websites.js";
 
@@ -43,10 +26,10 @@ const ORIGIN_RULE = "must be * or an origin such as https://blog.example.org (sc
  * send it in `Origin` (lower-case host, default port left out, no trailing slash), as the platform
  * reads `http.allowed-origins`; subdomain wildcards are not taken here.
  */
-const origin: Validator<string> = (value, path) => {
+const origin: v.Validator<string> = (value, path) => {
   if (value === ANY_ORIGIN) return value;
   const parsed = typeof value === "string" ? parseAllowedOrigin(value) : undefined;
-  if (parsed === undefined || parsed.includes("*")) throw new ValidationError(path, ORIGIN_RULE, value);
+  if (parsed === undefined || parsed.includes("*")) throw new v.ValidationError(path, ORIGIN_RULE, value);
   return parsed;
 };
 
@@ -54,15 +37,15 @@ const origin: Validator<string> = (value, path) => {
  * A secret given in the file or the environment: never echoed in errors. Leading or trailing white
  * space is refused because tokens are read trimmed from the `Authorization` header.
  */
-const secretText = secret(
-  string({ min: 1, pattern: /^\S(?:[\s\S]*\S)?$/, patternRule: "must not start or end with white space" }),
+const secretText = v.secret(
+  v.string({ min: 1, pattern: /^\S(?:[\s\S]*\S)?$/, patternRule: "must not start or end with white space" }),
 );
 
-const question = object(
+const question = v.object(
   {
-    question: required(string({ min: 1, trim: true })),
+    question: v.required(v.string({ min: 1, trim: true })),
     // A visitor's answer has at most 64 characters: a longer one could never match.
-    answer: required(string({ min: 1, max: ANSWER_MAX_LENGTH, trim: true })),
+    answer: v.required(v.string({ min: 1, max: ANSWER_MAX_LENGTH, trim: true })),
   },
   { unknownKeys: "reject" },
 );
@@ -73,52 +56,55 @@ const question = object(
  */
 export function refuseBoth(inline: string, file: string, values: { inline?: string; file?: string }): void {
   if (values.inline !== undefined && values.file !== undefined) {
-    throw new ValidationError(inline, `must not be set together with ${file}: set one of ${inline} and ${file}`);
+    throw new v.ValidationError(inline, `must not be set together with ${file}: set one of ${inline} and ${file}`);
   }
 }
 
-const challengeObject = object(
+const challengeObject = v.object(
   {
-    secret: optional(secretText),
+    secret: v.optional(secretText),
     /** A file holding the secret (mode 0600); the value is the file's content. */
-    "secret-file": optional(secretFile(secretText)),
-    ttl: withDefault(duration(1_000), TEN_MINUTES),
-    type: withDefault(oneOf(["math", "questions"] as const), "math"),
-    questions: withDefault(array(question), []),
+    "secret-file": v.optional(secretFile(secretText)),
+    ttl: v.withDefault(v.duration(1_000), TEN_MINUTES),
+    type: v.withDefault(v.oneOf(["math", "questions"] as const), "math"),
+    questions: v.withDefault(v.array(question), []),
   },
   { unknownKeys: "reject", optional: true },
 );
 
 /** `challenge`: `questions` must list at least one question when `type` is `questions`. */
-const challenge: Validator<Infer<typeof challengeObject>> = (value, path) => {
+const challenge: v.Validator<v.Infer<typeof challengeObject>> = (value, path) => {
   const parsed = challengeObject(value, path);
-  refuseBoth(childPath(path, "secret"), childPath(path, "secret-file"), {
+  refuseBoth(v.childPath(path, "secret"), v.childPath(path, "secret-file"), {
     inline: parsed.secret,
     file: parsed["secret-file"],
   });
   if (parsed.type === "questions" && parsed.questions.length === 0) {
-    throw new ValidationError(childPath(path, "questions"), "must list at least one question when type is questions");
+    throw new v.ValidationError(
+      v.childPath(path, "questions"),
+      "must list at least one question when type is questions",
+    );
   }
   return parsed;
 };
 
-const website = object(
+const website = v.object(
   {
-    name: required(string({ pattern: WEBSITE_NAME, rule: WEBSITE_NAME_RULE })),
-    "allowed-origins": withDefault(array(origin), []),
-    "auto-approve": withDefault(boolean(), false),
-    articles: withDefault(array(string({ pattern: ARTICLE_NAME, rule: ARTICLE_NAME_RULE })), []),
+    name: v.required(v.string({ pattern: WEBSITE_NAME, rule: WEBSITE_NAME_RULE })),
+    "allowed-origins": v.withDefault(v.array(origin), []),
+    "auto-approve": v.withDefault(v.boolean(), false),
+    articles: v.withDefault(v.array(v.string({ pattern: ARTICLE_NAME, rule: ARTICLE_NAME_RULE })), []),
   },
   { unknownKeys: "reject" },
 );
 
 /** `websites`: names unique, since a name identifies a website in every path. */
-const websites: Validator<Array<Infer<typeof website>>> = (value, path) => {
-  const list = array(website)(value, path);
+const websites: v.Validator<Array<v.Infer<typeof website>>> = (value, path) => {
+  const list = v.array(website)(value, path);
   const seen = new Set<string>();
   list.forEach((entry, index) => {
     if (seen.has(entry.name)) {
-      throw new ValidationError(`${path}[${index}].name`, "must not repeat the name of another website", entry.name);
+      throw new v.ValidationError(`${path}[${index}].name`, "must not repeat the name of another website", entry.name);
     }
     seen.add(entry.name);
   });
@@ -127,26 +113,26 @@ const websites: Validator<Array<Infer<typeof website>>> = (value, path) => {
 
 /** The keys of `comments:` besides `enabled`. Durations are parsed. */
 export const commentsConfigShape = {
-  "admin-token": optional(secretText),
+  "admin-token": v.optional(secretText),
   /** A file holding the admin token (mode 0600); the value is the file's content. */
-  "admin-token-file": optional(secretFile(secretText)),
+  "admin-token-file": v.optional(secretFile(secretText)),
   challenge,
-  "rate-limit": object(
+  "rate-limit": v.object(
     {
-      comments: withDefault(integer(1, 1_000_000), 5),
-      per: withDefault(duration(1_000), TEN_MINUTES),
+      comments: v.withDefault(v.integer(1, 1_000_000), 5),
+      per: v.withDefault(v.duration(1_000), TEN_MINUTES),
     },
     { unknownKeys: "reject", optional: true },
   ),
-  websites: withDefault(websites, []),
+  websites: v.withDefault(websites, []),
   /** Streams that receive every new comment as an event. */
-  streams: withDefault<string[]>(
-    array(
-      string({
+  streams: v.withDefault<string[]>(
+    v.array(
+      v.string({
         pattern: /^[A-Za-z0-9._-]{1,128}$/,
         patternRule: "must be a stream name: 1 to 128 characters of A-Z a-z 0-9 . _ -",
       }),
     ),
     [],
   ),
-} satisfies Shape;
+} satisfies v.Shape;

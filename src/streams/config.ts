@@ -7,26 +7,7 @@
 import { statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Duration } from "../platform/duration.js";
-import {
-  array,
-  boolean,
-  childPath,
-  duration,
-  type Infer,
-  integer,
-  isPlainObject,
-  object,
-  oneOf,
-  optional,
-  required,
-  type ShapeOf,
-  secret,
-  size,
-  string,
-  ValidationError,
-  type Validator,
-  withDefault,
-} from "../platform/validation.js";
+import * as v from "../platform/validation.js";
 import { DEFAULT_STREAM_LIMITS } from "./action.js";
 import { DEFAULT_EVENT_BOUNDS } from "./event-bounds.js";
 import { isStreamName, STREAM_NAME_RULE } from "./names.js";
@@ -52,7 +33,7 @@ export const DEFAULT_BATCH_SIZES: Readonly<Record<OutputType, number>> = {
 const URL_RULE = "must be an http or https URL";
 
 /** An http(s) URL; it may carry `user:password@`, so the value is never echoed. */
-const httpUrl: Validator<string> = secret((value, path) => {
+const httpUrl: v.Validator<string> = v.secret((value, path) => {
   if (typeof value === "string") {
     try {
       const url = new URL(value);
@@ -61,22 +42,22 @@ const httpUrl: Validator<string> = secret((value, path) => {
       // refused below
     }
   }
-  throw new ValidationError(path, URL_RULE, value);
+  throw new v.ValidationError(path, URL_RULE, value);
 });
 
 /** A header name (RFC 9110 §5.1 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** Request headers: names checked, values (often secrets) never echoed; no line breaks. */
-const headers: Validator<Record<string, string>> = (value, path) => {
+const headers: v.Validator<Record<string, string>> = (value, path) => {
   // The value is not echoed: a header line written as a string would carry its secret.
-  if (!isPlainObject(value)) throw new ValidationError(path, "must be a map of header names to string values");
+  if (!v.isPlainObject(value)) throw new v.ValidationError(path, "must be a map of header names to string values");
   const result: Record<string, string> = {};
   for (const [name, item] of Object.entries(value)) {
-    const where = childPath(path, name);
-    if (!HEADER_NAME.test(name)) throw new ValidationError(where, "is not a valid header name");
+    const where = v.childPath(path, name);
+    if (!HEADER_NAME.test(name)) throw new v.ValidationError(where, "is not a valid header name");
     if (typeof item !== "string" || /[\r\n\0]/.test(item)) {
-      throw new ValidationError(where, "must be a string without line breaks");
+      throw new v.ValidationError(where, "must be a string without line breaks");
     }
     result[name] = item;
   }
@@ -86,7 +67,7 @@ const headers: Validator<Record<string, string>> = (value, path) => {
 /**
  * Checks that the directory of every `file` output exists (the output creates none). Run at start-up, not when the configuration is parsed: `vigie stream test` and
  * `vigie config check` may run where the server's directories do not exist.
- * @throws ValidationError naming `streams.outputs.<name>.path`
+ * @throws v.ValidationError naming `streams.outputs.<name>.path`
  */
 export function checkOutputFiles(outputs: Readonly<Record<string, OutputDefinition>>): void {
   for (const [name, output] of Object.entries(outputs)) {
@@ -99,7 +80,7 @@ export function checkOutputFiles(outputs: Readonly<Record<string, OutputDefiniti
       // missing or unreadable: refused below
     }
     if (!isDirectory) {
-      throw new ValidationError(
+      throw new v.ValidationError(
         `streams.outputs.${name}.path`,
         `must be in an existing directory (${directory} is not one)`,
         output.path,
@@ -109,41 +90,41 @@ export function checkOutputFiles(outputs: Readonly<Record<string, OutputDefiniti
 }
 
 /** A field name of an event, as written in YAML (`host`, `service`). */
-const fieldName = string({ min: 1, max: 128 });
+const fieldName = v.string({ min: 1, max: 128 });
 
 /** Keys every output type takes (docs/streams.md). */
 const commonShape = {
   /** Events the output's queue holds before new ones are dropped. */
-  "queue-size": withDefault(integer(1, 100_000_000), 10_000),
+  "queue-size": v.withDefault(v.integer(1, 100_000_000), 10_000),
   /** Largest batch; the default depends on the type ({@link DEFAULT_BATCH_SIZES}). */
-  "batch-size": optional(integer(1, 100_000)),
+  "batch-size": v.optional(v.integer(1, 100_000)),
   /** How long a batch waits for more events after its first one. */
-  "flush-interval": withDefault(duration(1), seconds(1)),
+  "flush-interval": v.withDefault(v.duration(1), seconds(1)),
   /** Deadline of one request (or one file write). */
-  timeout: withDefault(duration(1), seconds(10)),
+  timeout: v.withDefault(v.duration(1), seconds(10)),
   /** How long a batch is retried after its first try before it is dropped. */
-  "max-retry-time": withDefault(duration(0), seconds(300)),
+  "max-retry-time": v.withDefault(v.duration(0), seconds(300)),
 };
 
 const typeShapes = {
   http: {
-    url: required(httpUrl),
-    headers: withDefault(headers, {}),
-    format: withDefault(oneOf(HTTP_FORMATS), "json"),
+    url: v.required(httpUrl),
+    headers: v.withDefault(headers, {}),
+    format: v.withDefault(v.oneOf(HTTP_FORMATS), "json"),
   },
   file: {
-    path: required(string({ min: 1 })),
-    "date-suffix": withDefault(boolean(), false),
+    path: v.required(v.string({ min: 1 })),
+    "date-suffix": v.withDefault(v.boolean(), false),
   },
   "prometheus-remote-write": {
-    url: required(httpUrl),
-    headers: withDefault(headers, {}),
+    url: v.required(httpUrl),
+    headers: v.withDefault(headers, {}),
   },
   alertmanager: {
-    url: required(httpUrl),
-    headers: withDefault(headers, {}),
-    labels: withDefault(array(fieldName, { max: 64 }), ["host"]),
-    "generator-url": optional(httpUrl),
+    url: v.required(httpUrl),
+    headers: v.withDefault(headers, {}),
+    labels: v.withDefault(v.array(fieldName, { max: 64 }), ["host"]),
+    "generator-url": v.optional(httpUrl),
   },
 } as const;
 
@@ -151,8 +132,8 @@ const REJECT_UNKNOWN = { unknownKeys: "reject" } as const;
 
 /** Fills in the `batch-size` default of the output's type. */
 function withBatchSize<D extends { readonly type: OutputType; readonly "batch-size"?: number | undefined }>(
-  validate: Validator<D>,
-): Validator<Omit<D, "batch-size"> & { readonly "batch-size": number }> {
+  validate: v.Validator<D>,
+): v.Validator<Omit<D, "batch-size"> & { readonly "batch-size": number }> {
   return (value, path) => {
     const parsed = validate(value, path);
     return { ...parsed, "batch-size": parsed["batch-size"] ?? DEFAULT_BATCH_SIZES[parsed.type] };
@@ -161,21 +142,32 @@ function withBatchSize<D extends { readonly type: OutputType; readonly "batch-si
 
 /** The validator of each output type: `type`, the common keys and the type's own. */
 const outputValidators = {
-  http: withBatchSize(object({ type: required(oneOf(["http"])), ...commonShape, ...typeShapes.http }, REJECT_UNKNOWN)),
-  file: withBatchSize(object({ type: required(oneOf(["file"])), ...commonShape, ...typeShapes.file }, REJECT_UNKNOWN)),
+  http: withBatchSize(
+    v.object({ type: v.required(v.oneOf(["http"])), ...commonShape, ...typeShapes.http }, REJECT_UNKNOWN),
+  ),
+  file: withBatchSize(
+    v.object({ type: v.required(v.oneOf(["file"])), ...commonShape, ...typeShapes.file }, REJECT_UNKNOWN),
+  ),
   "prometheus-remote-write": withBatchSize(
-    object(
-      { type: required(oneOf(["prometheus-remote-write"])), ...commonShape, ...typeShapes["prometheus-remote-write"] },
+    v.object(
+      {
+        type: v.required(v.oneOf(["prometheus-remote-write"])),
+        ...commonShape,
+        ...typeShapes["prometheus-remote-write"],
+      },
       REJECT_UNKNOWN,
     ),
   ),
   alertmanager: withBatchSize(
-    object({ type: required(oneOf(["alertmanager"])), ...commonShape, ...typeShapes.alertmanager }, REJECT_UNKNOWN),
+    v.object(
+      { type: v.required(v.oneOf(["alertmanager"])), ...commonShape, ...typeShapes.alertmanager },
+      REJECT_UNKNOWN,
+    ),
   ),
-} satisfies Record<OutputType, Validator<unknown>>;
+} satisfies Record<OutputType, v.Validator<unknown>>;
 
 /** A declared output, defaults filled in (durations as {@link Duration}, in milliseconds). */
-export type OutputDefinition = Infer<(typeof outputValidators)[OutputType]>;
+export type OutputDefinition = v.Infer<(typeof outputValidators)[OutputType]>;
 
 const typeRule = `must be one of ${OUTPUT_TYPES.join(", ")}`;
 
@@ -184,48 +176,48 @@ function isOutputType(value: unknown): value is OutputType {
 }
 
 /** One entry of `streams.outputs`: `type` first, then the keys of that type. */
-const outputDefinition: Validator<OutputDefinition> = (value, path) => {
+const outputDefinition: v.Validator<OutputDefinition> = (value, path) => {
   // The value is not echoed: an output written as a string may be a URL with a password.
-  if (!isPlainObject(value)) throw new ValidationError(path, "must be a map with a type");
-  if (!isOutputType(value.type)) throw new ValidationError(childPath(path, "type"), typeRule, value.type);
+  if (!v.isPlainObject(value)) throw new v.ValidationError(path, "must be a map with a type");
+  if (!isOutputType(value.type)) throw new v.ValidationError(v.childPath(path, "type"), typeRule, value.type);
   return outputValidators[value.type](value, path);
 };
 
 /** A map from names following the stream-name rule to values checked by `entry`. */
-function named<T>(entry: Validator<T>): Validator<Readonly<Record<string, T>>> {
+function named<T>(entry: v.Validator<T>): v.Validator<Readonly<Record<string, T>>> {
   return (value, path) => {
     // The value is not echoed: it may hold URLs or headers with secrets.
-    if (!isPlainObject(value)) throw new ValidationError(path, "must be a map from name to definition");
+    if (!v.isPlainObject(value)) throw new v.ValidationError(path, "must be a map from name to definition");
     const result: Record<string, T> = {};
     for (const [name, item] of Object.entries(value)) {
-      if (!isStreamName(name)) throw new ValidationError(childPath(path, name), `the name ${STREAM_NAME_RULE}`);
-      result[name] = entry(item, childPath(path, name));
+      if (!isStreamName(name)) throw new v.ValidationError(v.childPath(path, name), `the name ${STREAM_NAME_RULE}`);
+      result[name] = entry(item, v.childPath(path, name));
     }
     return result;
   };
 }
 
-const asyncQueue = object({ size: withDefault(integer(1, 100_000_000), 10_000) }, { unknownKeys: "reject" });
+const asyncQueue = v.object({ size: v.withDefault(v.integer(1, 100_000_000), 10_000) }, { unknownKeys: "reject" });
 
 /** A declared async queue (docs/streams.md). */
-export type AsyncQueueDefinition = ShapeOf<{ size: Validator<number> }>;
+export type AsyncQueueDefinition = v.ShapeOf<{ size: v.Validator<number> }>;
 
 /** A duration between 1 ms and 1 h: the delay of a timer that guards a connection. */
-const timerDuration: Validator<Duration> = (value, path) => {
-  const parsed = duration(1)(value, path);
-  if (parsed.milliseconds > 3_600_000) throw new ValidationError(path, "must be at most 1h", value);
+const timerDuration: v.Validator<Duration> = (value, path) => {
+  const parsed = v.duration(1)(value, path);
+  if (parsed.milliseconds > 3_600_000) throw new v.ValidationError(path, "must be at most 1h", value);
   return parsed;
 };
 
-const riemannObject = object(
+const riemannObject = v.object(
   {
-    enabled: withDefault(boolean(), false),
-    host: withDefault(string({ min: 1 }), "127.0.0.1"),
-    port: withDefault(integer(0, 65535), 5555),
+    enabled: v.withDefault(v.boolean(), false),
+    host: v.withDefault(v.string({ min: 1 }), "127.0.0.1"),
+    port: v.withDefault(v.integer(0, 65535), 5555),
     /** PEM files: the server certificate and key (TLS), and the CA that client certificates need. */
-    "tls-cert": optional(string({ min: 1 })),
-    "tls-key": optional(string({ min: 1 })),
-    "tls-ca": optional(string({ min: 1 })),
+    "tls-cert": v.optional(v.string({ min: 1 })),
+    "tls-key": v.optional(v.string({ min: 1 })),
+    "tls-ca": v.optional(v.string({ min: 1 })),
     /**
      * Open connections at most, TLS handshakes in progress included; more are closed as they
      * arrive. The input's worst case by default: `max-buffered-bytes` (256 MiB) plus, per
@@ -235,16 +227,16 @@ const riemannObject = object(
      * ≈ 156 MiB, about 412 MiB in all, under 512 MiB. Measured: 1 000 TLS clients each sending
      * 1 MiB of a 16 MiB frame took the process from 73 MB to a peak of 474 MB.
      */
-    "max-connections": withDefault(integer(1, 100_000), 1_000),
+    "max-connections": v.withDefault(v.integer(1, 100_000), 1_000),
     /**
      * Open connections from one client address at most (TLS handshakes in progress included); more
      * from that address are closed as they arrive, so that one client cannot take every one of
      * `max-connections`. Idle connections have no deadline (collectd stays connected between its
      * intervals): this is what bounds them.
      */
-    "max-connections-per-address": withDefault(integer(1, 100_000), 50),
+    "max-connections-per-address": v.withDefault(v.integer(1, 100_000), 50),
     /** Largest frame (4-byte length prefix excluded); a larger one closes the connection. */
-    "max-frame-size": withDefault(size(), 16 * 1024 * 1024),
+    "max-frame-size": v.withDefault(v.size(), 16 * 1024 * 1024),
     /**
      * Bytes that all connections together may hold for their clients: frames partly received,
      * frames received and not handled yet or being handled, replies the client has not read yet.
@@ -253,12 +245,12 @@ const riemannObject = object(
      * total is back under the limit; frames being handled are never cut. Without it, 1 000
      * connections each sending most of a 16 MiB frame would hold 16 GiB.
      */
-    "max-buffered-bytes": withDefault(size(), 256 * 1024 * 1024),
+    "max-buffered-bytes": v.withDefault(v.size(), 256 * 1024 * 1024),
     /**
      * How long a TLS client may take to complete its handshake once connected; past it (or when
      * the handshake fails) the socket is destroyed and its slot freed.
      */
-    "handshake-timeout": withDefault(timerDuration, seconds(10)),
+    "handshake-timeout": v.withDefault(timerDuration, seconds(10)),
     /**
      * How long a frame may take to arrive once its first bytes did: past it the client gets an
      * error reply naming this key, what it sent of the frame is dropped, and the socket is closed
@@ -266,14 +258,14 @@ const riemannObject = object(
      * needs about 4.5 Mbit/s; collectd and riemann-client send a message in one write. A
      * connection with nothing buffered has no deadline.
      */
-    "frame-timeout": withDefault(timerDuration, seconds(30)),
+    "frame-timeout": v.withDefault(timerDuration, seconds(30)),
     /**
      * Events a query may answer; a query matching more is answered with an error. Default: the
      * section's `streams.max-query-results` (this key predates it and stays accepted).
      */
-    "max-query-results": optional(integer(1, 10_000_000)),
+    "max-query-results": v.optional(v.integer(1, 10_000_000)),
     /** The stream whose index queries search; default: the merged indexes of the default streams. */
-    "query-stream": optional(string({ pattern: /^[A-Za-z0-9._-]{1,128}$/, patternRule: STREAM_NAME_RULE })),
+    "query-stream": v.optional(v.string({ pattern: /^[A-Za-z0-9._-]{1,128}$/, patternRule: STREAM_NAME_RULE })),
   },
   { unknownKeys: "reject", optional: true },
 );
@@ -282,14 +274,17 @@ const riemannObject = object(
 export type RiemannSettings = ReturnType<typeof riemannObject>;
 
 /** `streams.riemann`: `tls-cert` and `tls-key` go together; `tls-ca` needs them. */
-const riemann: Validator<RiemannSettings> = (value, path) => {
+const riemann: v.Validator<RiemannSettings> = (value, path) => {
   const section = riemannObject(value, path);
   if ((section["tls-cert"] === undefined) !== (section["tls-key"] === undefined)) {
     const [missing, given] = section["tls-cert"] === undefined ? ["tls-cert", "tls-key"] : ["tls-key", "tls-cert"];
-    throw new ValidationError(childPath(path, missing), `is required when ${given} is set (TLS needs both)`);
+    throw new v.ValidationError(v.childPath(path, missing), `is required when ${given} is set (TLS needs both)`);
   }
   if (section["tls-ca"] !== undefined && section["tls-cert"] === undefined) {
-    throw new ValidationError(childPath(path, "tls-cert"), "is required with tls-ca (client certificates need TLS)");
+    throw new v.ValidationError(
+      v.childPath(path, "tls-cert"),
+      "is required with tls-ca (client certificates need TLS)",
+    );
   }
   return section;
 };
@@ -301,52 +296,52 @@ export const streamsShape = {
    * them. Streams created through the API with `:persist true` go to the `.vigie-api`
    * subdirectory of the first one, which only Vigie writes.
    */
-  directories: withDefault<string[]>(array(string({ min: 1 })), []),
+  directories: v.withDefault<string[]>(v.array(v.string({ min: 1 })), []),
   /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (docs/configuration.md). */
-  "ingestion-body-limit": withDefault(size(), 32 * 1024 * 1024),
+  "ingestion-body-limit": v.withDefault(v.size(), 32 * 1024 * 1024),
   /** The bounds of a stream's state (docs/configuration.md); see StreamLimits. */
-  "max-index-size": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.indexSize),
-  "max-forks": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.forks),
-  "max-window-events": withDefault(integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.windowEvents),
+  "max-index-size": v.withDefault(v.integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.indexSize),
+  "max-forks": v.withDefault(v.integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.forks),
+  "max-window-events": v.withDefault(v.integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.windowEvents),
   /**
    * Fields of one event at most, counted at every depth (a key of `attributes` is a field; a
    * Riemann attribute is one). On every way in: a single-event push beyond is a 400, an event of a
    * batch (a push of `events`, OTLP, remote write, a Riemann message) is dropped and counted in
    * `stream_dropped_events_total{reason="max-event-fields"}`. So are the three bounds below.
    */
-  "max-event-fields": withDefault(integer(1, 1_000_000), DEFAULT_EVENT_BOUNDS.fields),
+  "max-event-fields": v.withDefault(v.integer(1, 1_000_000), DEFAULT_EVENT_BOUNDS.fields),
   /** Items of an event's `tags` at most. */
-  "max-event-tags": withDefault(integer(1, 1_000_000), DEFAULT_EVENT_BOUNDS.tags),
+  "max-event-tags": v.withDefault(v.integer(1, 1_000_000), DEFAULT_EVENT_BOUNDS.tags),
   /** UTF-8 bytes of one string of an event at most: a value, a tag or a field name. */
-  "max-event-string": withDefault(size(), DEFAULT_EVENT_BOUNDS.string),
+  "max-event-string": v.withDefault(v.size(), DEFAULT_EVENT_BOUNDS.string),
   /**
    * Bytes of one event at most: its field names and strings in UTF-8, and 8 bytes for every other
    * value (number, boolean, null, object, array), about the size of its JSON text.
    */
-  "max-event-size": withDefault(size(), DEFAULT_EVENT_BOUNDS.size),
+  "max-event-size": v.withDefault(v.size(), DEFAULT_EVENT_BOUNDS.size),
   /**
    * Events one index search (HTTP) or query (Riemann) answers at most; one matching more is
    * answered with an error naming this setting (`streams.riemann.max-query-results`, when set,
    * applies to Riemann queries instead).
    */
-  "max-query-results": withDefault(integer(1, 10_000_000), DEFAULT_STREAM_LIMITS.queryResults),
+  "max-query-results": v.withDefault(v.integer(1, 10_000_000), DEFAULT_STREAM_LIMITS.queryResults),
   /** Bytes of one search's or query's answer at most (its JSON, or its protobuf reply); beyond, an error. */
-  "max-query-bytes": withDefault(size(), DEFAULT_STREAM_LIMITS.queryBytes),
+  "max-query-bytes": v.withDefault(v.size(), DEFAULT_STREAM_LIMITS.queryBytes),
   /** Outputs by name (docs/streams.md). */
-  outputs: withDefault(named(outputDefinition), {}),
+  outputs: v.withDefault(named(outputDefinition), {}),
   /** Async queues by name (docs/streams.md). */
-  "async-queues": withDefault(named(asyncQueue), {}),
+  "async-queues": v.withDefault(named(asyncQueue), {}),
   /** The Riemann protocol input (docs/streams.md). */
   riemann,
   /** WebSocket subscribers an instance accepts at once, all channels together (docs/streams.md). */
-  "max-subscribers": withDefault(integer(1, 1_000_000), 10_000),
+  "max-subscribers": v.withDefault(v.integer(1, 1_000_000), 10_000),
   /**
    * WebSocket subscriptions one client holds at once, all channels together: per token with
    * `security.require-token`, per client address otherwise (the address `http.trust-proxy` gives).
    * One more is accepted, then closed with code 1008 and a reason naming this key. Each connection
    * carries one subscription. Default: a quarter of `max-subscribers`, at most 100 and at least 1.
    */
-  "max-subscriptions-per-client": optional(integer(1, 1_000_000)),
+  "max-subscriptions-per-client": v.optional(v.integer(1, 1_000_000)),
   /**
    * Time spent matching published events against subscribers' queries (`?query=`) per turn of the
    * event loop at most: beyond, subscribers with a query miss the events published until the next
@@ -354,7 +349,7 @@ export const streamsShape = {
    * expressions over long strings) cannot hold the server. Subscribers without a query are not
    * affected.
    */
-  "publish-match-budget": withDefault(duration(1), { text: "20ms", milliseconds: 20 }),
+  "publish-match-budget": v.withDefault(v.duration(1), { text: "20ms", milliseconds: 20 }),
   /** How long a graceful stop waits for the outputs' queues to empty. */
-  "drain-timeout": withDefault(duration(0), seconds(5)),
+  "drain-timeout": v.withDefault(v.duration(0), seconds(5)),
 };

@@ -4,61 +4,49 @@
  */
 import { hostname } from "node:os";
 import type { Duration } from "../duration.js";
-import {
-  array,
-  boolean,
-  duration,
-  object,
-  optional,
-  secret,
-  size,
-  string,
-  ValidationError,
-  type Validator,
-  withDefault,
-} from "../validation.js";
+import * as v from "../validation.js";
 
 const NATS_URL_RULE = "must be a NATS server URL such as nats://127.0.0.1:4222 (nats, tls, ws or wss scheme)";
 
 /** A NATS server URL (the scheme the official client accepts), as given. */
-const natsUrl: Validator<string> = (value, path) => {
+const natsUrl: v.Validator<string> = (value, path) => {
   if (typeof value === "string" && /^(nats|tls|wss?):\/\/[^\s/]+\/?$/.test(value)) return value;
-  throw new ValidationError(path, NATS_URL_RULE, value);
+  throw new v.ValidationError(path, NATS_URL_RULE, value);
 };
 
 const INSTANCE_ID_RULE = "must be 1 to 100 characters among letters, digits, '.', '_' and '-'";
 
-const instanceId: Validator<string> = (value, path) => {
+const instanceId: v.Validator<string> = (value, path) => {
   if (typeof value === "string" && (value === "" || /^[A-Za-z0-9._-]{1,100}$/.test(value))) return value;
-  throw new ValidationError(path, INSTANCE_ID_RULE, value);
+  throw new v.ValidationError(path, INSTANCE_ID_RULE, value);
 };
 
 const sec = (milliseconds: number): Duration => ({ text: `${milliseconds / 1000}s`, milliseconds });
 
 /** Validator of the `cluster` section, defaults filled in. */
-export const clusterSection = object(
+export const clusterSection = v.object(
   {
-    enabled: withDefault(boolean(), false),
-    "instance-id": withDefault(instanceId, ""),
-    "advertise-url": withDefault(string(), ""),
-    heartbeat: withDefault(duration(100), sec(2_000)),
-    lease: withDefault(duration(500), sec(10_000)),
-    nats: object(
+    enabled: v.withDefault(v.boolean(), false),
+    "instance-id": v.withDefault(instanceId, ""),
+    "advertise-url": v.withDefault(v.string(), ""),
+    heartbeat: v.withDefault(v.duration(100), sec(2_000)),
+    lease: v.withDefault(v.duration(500), sec(10_000)),
+    nats: v.object(
       {
-        servers: withDefault(array(natsUrl, { min: 1, max: 32 }), ["nats://127.0.0.1:4222"]),
+        servers: v.withDefault(v.array(natsUrl, { min: 1, max: 32 }), ["nats://127.0.0.1:4222"]),
         /** The NATS server's token (its `authorization { token }`), also VIGIE_NATS_TOKEN; "" for none. */
-        token: withDefault(secret(string()), ""),
+        token: v.withDefault(v.secret(v.string()), ""),
         /** A NATS credentials file (`.creds`: user JWT and NKey seed), read at start-up. */
-        "credentials-file": optional(string({ min: 1 })),
+        "credentials-file": v.optional(v.string({ min: 1 })),
         /**
          * Default false. With `security.require-token: true`, cluster mode needs `token` or
          * `credentials-file`: an event published straight to NATS reaches the streams without any
          * Vigie token, so a NATS that accepts anyone would bypass the API's. True accepts that
          * (a NATS reachable by Vigie alone, on a private network).
          */
-        "allow-anonymous": withDefault(boolean(), false),
-        "stream-max-age": withDefault(duration(1_000), sec(3_600_000)),
-        "stream-max-bytes": withDefault(size(), 1024 ** 3),
+        "allow-anonymous": v.withDefault(v.boolean(), false),
+        "stream-max-age": v.withDefault(v.duration(1_000), sec(3_600_000)),
+        "stream-max-bytes": v.withDefault(v.size(), 1024 ** 3),
       },
       { unknownKeys: "reject", optional: true },
     ),
@@ -92,18 +80,18 @@ export const NATS_CREDENTIALS_RULE =
 export function checkCluster(cluster: ClusterConfig, databaseUrl: string, requireToken: boolean): void {
   if (!cluster.enabled) return;
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ValidationError(
+    throw new v.ValidationError(
       "cluster.enabled",
       "needs database.url to be a PostgreSQL URL (postgres://...): instances share their state through PostgreSQL, which SQLite cannot do",
     );
   }
   if (cluster.lease.milliseconds < 2 * cluster.heartbeat.milliseconds) {
-    throw new ValidationError("cluster.lease", "must be at least twice cluster.heartbeat", cluster.lease.text);
+    throw new v.ValidationError("cluster.lease", "must be at least twice cluster.heartbeat", cluster.lease.text);
   }
   const { nats } = cluster;
   const anonymous = nats.token === "" && nats["credentials-file"] === undefined;
   if (requireToken && anonymous && !nats["allow-anonymous"]) {
-    throw new ValidationError("cluster.nats.token", NATS_CREDENTIALS_RULE);
+    throw new v.ValidationError("cluster.nats.token", NATS_CREDENTIALS_RULE);
   }
 }
 
