@@ -18,6 +18,7 @@ import type { ModuleSection, PlatformConfig, VigieConfig } from "./config.js";
 import type { Database } from "./database.js";
 import type { EventRouter } from "./events.js";
 import type { Exposition } from "./metrics.js";
+import type { Notifier } from "./notifications.js";
 import type { Shape } from "./validation.js";
 
 /** What the platform hands every module. */
@@ -41,6 +42,8 @@ export interface ModuleContext {
    * Events between modules: producers push into it; the streams module connects its engine to it.
    */
   readonly events: EventRouter;
+  /** Notifications to the declared outputs (docs/notifications.md), whatever module runs them. */
+  readonly notifier: Notifier;
   /**
    * This instance's place among several (docs/cluster.md), with `cluster.enabled`; `undefined` for a
    * single instance. Modules take their leases and change topics from it.
