@@ -9,11 +9,27 @@ import { dirname, resolve } from "node:path";
 import type { Duration } from "../duration.js";
 import { secretFile } from "../secret-file.js";
 import * as v from "../validation.js";
+import { headers, httpUrl } from "./fields.js";
+import { DISCORD_SECRETS, discordShape } from "./notifiers/discord.js";
+import { NTFY_SECRETS, ntfyShape } from "./notifiers/ntfy.js";
+import { SLACK_SECRETS, slackShape } from "./notifiers/slack.js";
+import { TELEGRAM_SECRETS, telegramShape } from "./notifiers/telegram.js";
+import { WEBHOOK_SECRETS, webhookShape } from "./notifiers/webhook.js";
 
 const seconds = (count: number): Duration => ({ text: `${count}s`, milliseconds: count * 1000 });
 
 /** The output types (docs/outputs.md). */
-export const OUTPUT_TYPES = ["http", "file", "prometheus-remote-write", "alertmanager"] as const;
+export const OUTPUT_TYPES = [
+  "http",
+  "file",
+  "prometheus-remote-write",
+  "alertmanager",
+  "slack",
+  "discord",
+  "telegram",
+  "ntfy",
+  "webhook",
+] as const;
 /** One of {@link OUTPUT_TYPES}. */
 export type OutputType = (typeof OUTPUT_TYPES)[number];
 
@@ -26,40 +42,12 @@ export const DEFAULT_BATCH_SIZES: Readonly<Record<OutputType, number>> = {
   file: 1000,
   "prometheus-remote-write": 1000,
   alertmanager: 64,
-};
-
-const URL_RULE = "must be an http or https URL";
-
-/** An http(s) URL; it may carry `user:password@`, so the value is never echoed. */
-const httpUrl: v.Validator<string> = v.secret((value, path) => {
-  if (typeof value === "string") {
-    try {
-      const url = new URL(value);
-      if ((url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "") return value;
-    } catch {
-      // refused below
-    }
-  }
-  throw new v.ValidationError(path, URL_RULE, value);
-});
-
-/** A header name (RFC 9110 §5.1 token). */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-/** Request headers: names checked, values (often secrets) never echoed; no line breaks. */
-const headers: v.Validator<Record<string, string>> = (value, path) => {
-  // The value is not echoed: a header line written as a string would carry its secret.
-  if (!v.isPlainObject(value)) throw new v.ValidationError(path, "must be a map of header names to string values");
-  const result: Record<string, string> = {};
-  for (const [name, item] of Object.entries(value)) {
-    const where = v.childPath(path, name);
-    if (!HEADER_NAME.test(name)) throw new v.ValidationError(where, "is not a valid header name");
-    if (typeof item !== "string" || /[\r\n\0]/.test(item)) {
-      throw new v.ValidationError(where, "must be a string without line breaks");
-    }
-    result[name] = item;
-  }
-  return result;
+  // Notifier types send one message per event.
+  slack: 1,
+  discord: 1,
+  telegram: 1,
+  ntfy: 1,
+  webhook: 1,
 };
 
 /**
@@ -124,6 +112,11 @@ const typeShapes = {
     labels: v.withDefault(v.array(fieldName, { max: 64 }), ["host"]),
     "generator-url": v.optional(httpUrl),
   },
+  slack: slackShape,
+  discord: discordShape,
+  telegram: telegramShape,
+  ntfy: ntfyShape,
+  webhook: webhookShape,
 } as const;
 
 const REJECT_UNKNOWN = { unknownKeys: "reject" } as const;
@@ -160,6 +153,36 @@ const outputValidators = {
     v.object(
       { type: v.required(v.oneOf(["alertmanager"])), ...commonShape, ...typeShapes.alertmanager },
       REJECT_UNKNOWN,
+    ),
+  ),
+  slack: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["slack"])), ...commonShape, ...typeShapes.slack }, REJECT_UNKNOWN),
+      SLACK_SECRETS,
+    ),
+  ),
+  discord: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["discord"])), ...commonShape, ...typeShapes.discord }, REJECT_UNKNOWN),
+      DISCORD_SECRETS,
+    ),
+  ),
+  telegram: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["telegram"])), ...commonShape, ...typeShapes.telegram }, REJECT_UNKNOWN),
+      TELEGRAM_SECRETS,
+    ),
+  ),
+  ntfy: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["ntfy"])), ...commonShape, ...typeShapes.ntfy }, REJECT_UNKNOWN),
+      NTFY_SECRETS,
+    ),
+  ),
+  webhook: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["webhook"])), ...commonShape, ...typeShapes.webhook }, REJECT_UNKNOWN),
+      WEBHOOK_SECRETS,
     ),
   ),
 } satisfies Record<OutputType, v.Validator<unknown>>;

@@ -5,6 +5,9 @@
  *
  * A URL's `user:password@` becomes an `Authorization: Basic` header (RFC 7617) and is removed from
  * the URL handed to undici, so that no error or log line built from it can carry the password.
+ *
+ * Notifier types (notifiers/) also choose the method, add headers per request and read the answer
+ * the way their service words it ({@link AnswerReader}): Telegram's `description`, Slack's text.
  */
 import { Agent } from "undici";
 import { ANSWER_SNIPPET_BYTES, type AttemptResult, SENT } from "./delivery.js";
@@ -25,6 +28,52 @@ export interface HttpTargetOptions {
   readonly protocolHeaders: Readonly<Record<string, string>>;
   /** Connect, headers and body deadline of undici, in milliseconds (the delivery model bounds the whole attempt too). */
   readonly timeoutMs: number;
+  /** The request method; `POST` by default. */
+  readonly method?: "POST" | "PUT";
+  /** How the service's answers are read; without one, only the status counts ({@link statusOutcome}). */
+  readonly readAnswer?: AnswerReader;
+}
+
+/** An answer as an {@link AnswerReader} sees it. */
+export interface Answer {
+  readonly status: number;
+  /** The first {@link ANSWER_READ_BYTES} bytes of the body, as UTF-8 text. */
+  readonly text: string;
+  /** What `Retry-After` asks for, in milliseconds (RFC 9110 §10.2.3), when the answer has one. */
+  readonly retryAfterMs: number | undefined;
+}
+
+/** Bytes of an answer's body an {@link AnswerReader} is given (the rest is read and discarded). */
+export const ANSWER_READ_BYTES = 4096;
+
+/** A service's reading of its answer: sent, retried or refused, with the service's own reason. */
+export type AnswerReader = (answer: Answer) => AttemptResult;
+
+/**
+ * The outcome the status alone gives: 2xx sent; 429 and 5xx retried (honouring `Retry-After`);
+ * anything else refused for good. `detail`, the service's own words, follows `HTTP <status>` in
+ * the reason.
+ */
+export function statusOutcome(answer: Answer, detail?: string): AttemptResult {
+  const { status } = answer;
+  if (status >= 200 && status < 300) return SENT;
+  const reason = detail === undefined || detail === "" ? `HTTP ${status}` : `HTTP ${status}: ${oneLine(detail)}`;
+  if (status === 429 || status >= 500) {
+    return answer.retryAfterMs === undefined
+      ? { kind: "retry", reason }
+      : { kind: "retry", reason, retryAfterMs: answer.retryAfterMs };
+  }
+  return { kind: "rejected", reason, answer: answer.text.slice(0, ANSWER_SNIPPET_BYTES) };
+}
+
+/** Longest service reason kept in a log line, in characters. */
+const REASON_MAX_CHARACTERS = 200;
+
+/** A service's reason on one line of at most {@link REASON_MAX_CHARACTERS} characters. */
+function oneLine(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+  const flat = text.replace(/[\u0000-\u001f\u007f]+/g, " ").trim();
+  return flat.length > REASON_MAX_CHARACTERS ? `${flat.slice(0, REASON_MAX_CHARACTERS)}…` : flat;
 }
 
 /** A URL without its user info, and the `Authorization: Basic` value the user info stood for. */
@@ -70,12 +119,16 @@ export class HttpTarget {
   readonly #origin: string;
   readonly #path: string;
   readonly #headers: Record<string, string>;
+  readonly #method: "POST" | "PUT";
+  readonly #readAnswer: AnswerReader | undefined;
 
   constructor(options: HttpTargetOptions) {
     const { url, authorization } = splitCredentials(options.url);
     this.#origin = url.origin;
     this.#path = `${options.path === undefined ? url.pathname : options.path(url.pathname)}${url.search}`;
     this.#headers = requestHeaders(options.headers, options.protocolHeaders, authorization);
+    this.#method = options.method ?? "POST";
+    this.#readAnswer = options.readAnswer;
     this.#agent = new Agent({
       // One batch is in flight at a time: one connection, kept alive. Without this limit undici
       // opens a second one when the next batch leaves in the same turn as the previous answer.
@@ -91,16 +144,36 @@ export class HttpTarget {
    * POSTs `body` and reads the answer.
    * @throws whatever undici throws on a network error or an abort (the delivery model retries it)
    */
-  async post(body: string | Uint8Array, signal: AbortSignal): Promise<AttemptResult> {
+  post(body: string | Uint8Array, signal: AbortSignal): Promise<AttemptResult> {
+    return this.send(body, signal);
+  }
+
+  /**
+   * Sends `body` with the target's method and headers, plus `extraHeaders` (names in lower case,
+   * they replace the others), and reads the answer (through the target's {@link AnswerReader} when
+   * it has one).
+   * @throws whatever undici throws on a network error, an abort or an invalid header value (the
+   *   delivery model retries it)
+   */
+  async send(
+    body: string | Uint8Array,
+    signal: AbortSignal,
+    extraHeaders?: Readonly<Record<string, string>>,
+  ): Promise<AttemptResult> {
     const answer = await this.#agent.request({
       origin: this.#origin,
       path: this.#path,
-      method: "POST",
-      headers: this.#headers,
+      method: this.#method,
+      headers: extraHeaders === undefined ? this.#headers : { ...this.#headers, ...extraHeaders },
       body,
       signal,
     });
     const status = answer.statusCode;
+    if (this.#readAnswer !== undefined) {
+      const text = await readStart(answer.body, ANSWER_READ_BYTES, true);
+      const retryAfterMs = parseRetryAfter(answer.headers["retry-after"], Date.now());
+      return this.#readAnswer({ status, text, retryAfterMs });
+    }
     if (status >= 200 && status < 300) {
       // Reading the answer to its end lets the connection serve the next batch; a failure now
       // changes nothing: the receiver has taken the batch.
@@ -123,16 +196,23 @@ export class HttpTarget {
   }
 }
 
-/** The first `limit` bytes of a body as text (a cut character becomes U+FFFD); the rest is not read. */
-async function readStart(body: AsyncIterable<Uint8Array>, limit: number): Promise<string> {
+/** Bytes of an answer read to its end so that its connection serves the next request; past it, the connection closes. */
+const DRAIN_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * The first `limit` bytes of a body as text (a cut character becomes U+FFFD). The rest is not
+ * read, unless `drain`: then up to {@link DRAIN_LIMIT_BYTES} are read and discarded, keeping the
+ * connection alive.
+ */
+async function readStart(body: AsyncIterable<Uint8Array>, limit: number, drain = false): Promise<string> {
   const chunks: Uint8Array[] = [];
   let length = 0;
   try {
     // Leaving the loop early destroys the body: a long answer is never read in full.
     for await (const chunk of body) {
-      chunks.push(chunk);
+      if (length < limit) chunks.push(chunk);
       length += chunk.length;
-      if (length >= limit) break;
+      if (length >= (drain ? DRAIN_LIMIT_BYTES : limit)) break;
     }
   } catch {
     // What arrived before the error is enough for the log.

@@ -12,6 +12,11 @@ import type { Event, Flow } from "./event.js";
 import { fileTransport } from "./file-output.js";
 import { httpTransport } from "./http-output.js";
 import type { OutputMetrics } from "./metrics.js";
+import { discordTransport } from "./notifiers/discord.js";
+import { ntfyTransport } from "./notifiers/ntfy.js";
+import { slackTransport } from "./notifiers/slack.js";
+import { telegramTransport } from "./notifiers/telegram.js";
+import { webhookTransport } from "./notifiers/webhook.js";
 import { remoteWriteTransport } from "./remote-write-output.js";
 
 /** What the outputs report to. */
@@ -22,6 +27,8 @@ export interface OutputsOptions {
   readonly settled?: DeliveryOptions["settled"];
   /** Called when the drain begins, before the queues stop taking events (the notifier sends its groups). */
   readonly beforeDrain?: () => void;
+  /** `http.public-url`: the `url` of notifier templates when an event has none; "" by default. */
+  readonly publicUrl?: string;
 }
 
 /** What {@link Outputs} needs of a queue, whatever its payload type. */
@@ -44,8 +51,9 @@ function settingsOf(definition: OutputDefinition): DeliverySettings {
   };
 }
 
-function queueOf(name: string, definition: OutputDefinition, options: DeliveryOptions): Queue {
+function queueOf(name: string, definition: OutputDefinition, options: OutputsOptions): Queue {
   const settings = settingsOf(definition);
+  const notifier = { publicUrl: options.publicUrl ?? "" };
   switch (definition.type) {
     case "http":
       return new OutputQueue(name, httpTransport(definition), settings, options);
@@ -55,6 +63,16 @@ function queueOf(name: string, definition: OutputDefinition, options: DeliveryOp
       return new OutputQueue(name, remoteWriteTransport(definition), settings, options);
     case "alertmanager":
       return new OutputQueue(name, alertmanagerTransport(definition), settings, options);
+    case "slack":
+      return new OutputQueue(name, slackTransport(definition, notifier), settings, options);
+    case "discord":
+      return new OutputQueue(name, discordTransport(definition, notifier), settings, options);
+    case "telegram":
+      return new OutputQueue(name, telegramTransport(definition, notifier), settings, options);
+    case "ntfy":
+      return new OutputQueue(name, ntfyTransport(definition, notifier), settings, options);
+    case "webhook":
+      return new OutputQueue(name, webhookTransport(definition, notifier), settings, options);
   }
 }
 
