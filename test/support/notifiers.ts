@@ -11,6 +11,9 @@ import type { Event } from "../../src/platform/outputs/event.js";
 import { outputMetrics } from "../../src/platform/outputs/metrics.js";
 import { groupEvent, notificationEvent } from "../../src/platform/outputs/notifier.js";
 import { Outputs } from "../../src/platform/outputs/outputs.js";
+import type { VigieServer } from "../../src/server.js";
+import { streamsModule } from "../../src/streams/index.js";
+import { startTestServer } from "./server.js";
 import { until } from "./until.js";
 
 /** Common keys with short timings, so that retries and flushes stay fast. */
@@ -102,4 +105,37 @@ export function groupOf(notifications: readonly Partial<Notification>[]): Event 
     notifications.map((overrides) => notificationEvent(notification(overrides), now)),
     now,
   );
+}
+
+/** A real server with top-level `outputs:` and a stream `alerts` whose only action is `output!` to `output`. */
+export interface StreamingServer {
+  readonly server: VigieServer;
+  /** Pushes events to the stream `alerts` through the API; the answer's status. */
+  push(events: readonly Event[]): Promise<number>;
+}
+
+/**
+ * Starts a server (streams module, in-memory SQLite) with `outputs` under the top-level `outputs:`
+ * and a stream `alerts` that sends every event to the output `output`. Close it with `server.close()`.
+ */
+export async function streamingServer(
+  outputs: Record<string, Record<string, unknown>>,
+  output: string,
+): Promise<StreamingServer> {
+  const withTimings = Object.fromEntries(Object.entries(outputs).map(([name, item]) => [name, { ...FAST, ...item }]));
+  const server = await startTestServer({ modules: [streamsModule], config: { outputs: withTimings } });
+  const edn = `{:actions {:action :output :params [:${output}]}}`;
+  const added = await server.app.inject({
+    method: "POST",
+    url: "/api/v1/stream/alerts",
+    payload: { config: Buffer.from(edn, "utf8").toString("base64") },
+  });
+  if (added.statusCode !== 201) throw new Error(`the stream was not added: ${added.body}`);
+  return {
+    server,
+    async push(events) {
+      const pushed = await server.app.inject({ method: "PUT", url: "/api/v1/stream/alerts", payload: { events } });
+      return pushed.statusCode;
+    },
+  };
 }
