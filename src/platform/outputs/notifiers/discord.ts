@@ -6,20 +6,20 @@
  * refusal with JSON whose `message` is the reason logged; a 429 carries `retry_after` (seconds).
  */
 import * as v from "../../validation.js";
+import type { OutputDefinition } from "../config.js";
 import type { AttemptResult, Transport } from "../delivery.js";
 import type { Event } from "../event.js";
 import { httpUrl } from "../fields.js";
 import { type Answer, HttpTarget, statusOutcome } from "../http-target.js";
-import type { OutputDefinition } from "../config.js";
 import {
   isHttpUrl,
   jsonObject,
   type NotifierOptions,
   secondsField,
   stringField,
+  type Templates,
   templateKeys,
   templatesOf,
-  type Templates,
   truncate,
 } from "./service.js";
 import { render, type TemplateView, templateView } from "./template.js";

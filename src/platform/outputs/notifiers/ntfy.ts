@@ -17,9 +17,9 @@ import {
   jsonObject,
   type NotifierOptions,
   stringField,
+  type Templates,
   templateKeys,
   templatesOf,
-  type Templates,
   truncate,
   truncateBytes,
 } from "./service.js";
@@ -49,6 +49,10 @@ const TITLE_MAX = 250;
 const CRITICAL_TAG = "rotating_light";
 const OK_TAG = "white_check_mark";
 
+/** White space and control characters, which a header value cannot hold. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is replaced
+const CONTROL_OR_SPACE = /[\s\x00-\x1f\x7f]+/g;
+
 /** One publish: the body and the headers that vary per message. */
 export interface NtfyMessage {
   readonly body: string;
@@ -60,8 +64,7 @@ export interface NtfyMessage {
  * which ntfy decodes; line breaks are already gone.
  */
 export function headerText(text: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-  if (/^[\x20-\x7e]*$/.test(text)) return text;
+  if (/^[ -~]*$/.test(text)) return text;
   return `=?UTF-8?B?${Buffer.from(text, "utf8").toString("base64")}?=`;
 }
 
@@ -72,8 +75,7 @@ export function headerText(text: string): string {
  */
 export function ntfyMessage(event: Event, templates: Templates, url: string): NtfyMessage {
   const view = templateView(event, url);
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: a header holds no control character
-  const title = render(templates.title, view, NO_ESCAPE).replace(/[\s\x00-\x1f\x7f]+/g, " ").trim();
+  const title = render(templates.title, view, NO_ESCAPE).replace(CONTROL_OR_SPACE, " ").trim();
   const body = render(templates.text, view, NO_ESCAPE).trim();
   const headers: Record<string, string> = {
     priority: view.critical ? "urgent" : "default",

@@ -11,7 +11,7 @@ import type { Transport } from "../delivery.js";
 import type { Event } from "../event.js";
 import { httpUrl } from "../fields.js";
 import { HttpTarget, statusOutcome } from "../http-target.js";
-import { type NotifierOptions, templateKeys, templatesOf, type Templates, truncate } from "./service.js";
+import { type NotifierOptions, type Templates, templateKeys, templatesOf, truncate } from "./service.js";
 import { NO_ESCAPE, render, SLACK_ESCAPE, type TemplateView, templateView } from "./template.js";
 
 /** The keys of a `slack` output, besides the common ones. */

@@ -18,9 +18,9 @@ import {
   type NotifierOptions,
   secondsField,
   stringField,
+  type Templates,
   templateKeys,
   templatesOf,
-  type Templates,
 } from "./service.js";
 import { HTML_ESCAPE, render, templateView } from "./template.js";
 

@@ -48,19 +48,19 @@ export function isJsonContentType(contentType: string): boolean {
 }
 
 /**
- * The body of one event: `template` rendered with its variables escaped by `escape`, or the event
+ * The body of one event: `template` rendered with its variables escaped by `escapeText`, or the event
  * as JSON when there is no template.
  * @param url the `url` of events that have none (`http.public-url`)
  */
-export function webhookBody(event: Event, bodyTemplate: string | undefined, escape: Escape, url: string): string {
+export function webhookBody(event: Event, bodyTemplate: string | undefined, escapeText: Escape, url: string): string {
   if (bodyTemplate === undefined) return JSON.stringify(event);
-  return render(bodyTemplate, templateView(event, url), escape);
+  return render(bodyTemplate, templateView(event, url), escapeText);
 }
 
 /** The transport of a `webhook` output: one request per event. */
 export function webhookTransport(definition: WebhookOutputDefinition, options: NotifierOptions): Transport<string> {
   const contentType = definition["content-type"];
-  const escape = isJsonContentType(contentType) ? JSON_ESCAPE : NO_ESCAPE;
+  const escapeText = isJsonContentType(contentType) ? JSON_ESCAPE : NO_ESCAPE;
   const target = new HttpTarget({
     url: definition.url,
     method: definition.method,
@@ -71,7 +71,7 @@ export function webhookTransport(definition: WebhookOutputDefinition, options: N
   return {
     encode: (batch) => ({
       units: batch.map((event) => ({
-        payload: webhookBody(event, definition.template, escape, options.publicUrl),
+        payload: webhookBody(event, definition.template, escapeText, options.publicUrl),
         events: 1,
       })),
       rejected: 0,

@@ -1,9 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { outputsSection } from "../../../../src/platform/outputs/config.js";
 import { slackMessage } from "../../../../src/platform/outputs/notifiers/slack.js";
 import { DEFAULT_TEXT, DEFAULT_TITLE } from "../../../../src/platform/outputs/notifiers/template.js";
-import { outputsSection } from "../../../../src/platform/outputs/config.js";
 import {
   groupOf,
   type NotifierHarness,
@@ -102,7 +102,7 @@ describe("slack output", () => {
       "",
     );
     expect(message.text).toBe(
-      "2 alerts:\n- db is critical (triggered): HTTP 503 &amp; \"slow\"\n- web is ok (resolved): HTTP 503 &amp; \"slow\"\n\nhttps://status.example.org/status",
+      '2 alerts:\n- db is critical (triggered): HTTP 503 &amp; "slow"\n- web is ok (resolved): HTTP 503 &amp; "slow"\n\nhttps://status.example.org/status',
     );
     expect(message.blocks[0]).toEqual({
       type: "header",
@@ -177,9 +177,9 @@ describe("slack output", () => {
     expect(parse({ "webhook-url": "https://a.example", "webhook-url-env": "X" })).toThrow(
       "outputs.chat.webhook-url: takes one of webhook-url, webhook-url-env and webhook-url-file",
     );
-    expect(outputsSection({ chat: { type: "slack", "webhook-url": "https://a.example" } }, "outputs").chat).toMatchObject(
-      { type: "slack", "batch-size": 1 },
-    );
+    expect(
+      outputsSection({ chat: { type: "slack", "webhook-url": "https://a.example" } }, "outputs").chat,
+    ).toMatchObject({ type: "slack", "batch-size": 1 });
   });
 
   it("delivers what a stream sends to it through output!, on a real server", async () => {
@@ -194,6 +194,9 @@ describe("slack output", () => {
     const body = json(hook.requests[0]);
     expect(hook.requests[0]?.url).toBe(SECRET_PATH);
     expect(body.text).toMatch(/^cpu is critical \(triggered\): load 9/);
-    expect(body.blocks[0]).toEqual({ type: "header", text: { type: "plain_text", text: "cpu is critical (triggered)" } });
+    expect(body.blocks[0]).toEqual({
+      type: "header",
+      text: { type: "plain_text", text: "cpu is critical (triggered)" },
+    });
   });
 });
