@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { requestHeaders, splitCredentials, USER_AGENT } from "../../../src/platform/outputs/http-target.js";
+import {
+  HttpTarget,
+  requestHeaders,
+  splitCredentials,
+  statusOutcome,
+  USER_AGENT,
+} from "../../../src/platform/outputs/http-target.js";
+import { startReceiver } from "../../support/receiver.js";
 
 describe("splitCredentials", () => {
   it("turns user:password@ into a Basic authorization (RFC 7617) and removes it from the URL", () => {
@@ -46,5 +53,56 @@ describe("requestHeaders", () => {
       authorization: "Bearer t",
       "user-agent": "me",
     });
+  });
+});
+
+describe("statusOutcome", () => {
+  const answer = (status: number, text = "", retryAfterMs?: number) => ({ status, text, retryAfterMs });
+
+  it("sends on 2xx, retries 429 and 5xx with Retry-After, refuses other statuses with the answer's start", () => {
+    expect(statusOutcome(answer(204))).toEqual({ kind: "sent" });
+    expect(statusOutcome(answer(429, "", 3000), "slow down")).toEqual({
+      kind: "retry",
+      reason: "HTTP 429: slow down",
+      retryAfterMs: 3000,
+    });
+    expect(statusOutcome(answer(502))).toEqual({ kind: "retry", reason: "HTTP 502" });
+    expect(statusOutcome(answer(400, "x".repeat(300)), "")).toEqual({
+      kind: "rejected",
+      reason: "HTTP 400",
+      answer: "x".repeat(200),
+    });
+  });
+
+  it("keeps the service's reason on one line of at most 200 characters", () => {
+    const outcome = statusOutcome(answer(403), `denied\r\n\tnow ${"y".repeat(300)}`);
+    expect(outcome.kind === "rejected" && outcome.reason).toBe(`HTTP 403: denied now ${"y".repeat(189)}…`);
+  });
+});
+
+describe("HttpTarget.send", () => {
+  it("uses the configured method, adds per-request headers, and hands the answer to the reader", async () => {
+    const receiver = await startReceiver(() => ({ status: 409, headers: { "retry-after": "7" }, body: "taken" }));
+    const seen: unknown[] = [];
+    const target = new HttpTarget({
+      url: `${receiver.url}/x`,
+      headers: { "X-One": "1" },
+      protocolHeaders: {},
+      timeoutMs: 2000,
+      method: "PUT",
+      readAnswer: (read) => {
+        seen.push(read);
+        return statusOutcome(read, read.text);
+      },
+    });
+    try {
+      const outcome = await target.send("body", new AbortController().signal, { "x-two": "2" });
+      expect(outcome).toEqual({ kind: "rejected", reason: "HTTP 409: taken", answer: "taken" });
+      expect(seen).toEqual([{ status: 409, text: "taken", retryAfterMs: 7000 }]);
+      expect(receiver.requests[0]).toMatchObject({ method: "PUT", url: "/x", headers: { "x-one": "1", "x-two": "2" } });
+    } finally {
+      await target.close(true);
+      await receiver.close();
+    }
   });
 });
