@@ -197,7 +197,10 @@ async function setUp(
     logger: app.log,
     cluster,
     // Replaced by the platform's outputs once they move out of the streams module.
-    notifier: { has: () => false, notify: (_output, _notification, onOutcome) => onOutcome?.("dropped", "no such output") },
+    notifier: {
+      has: () => false,
+      notify: (_output, _notification, onOutcome) => onOutcome?.("dropped", "no such output"),
+    },
     events: new EventRouter(
       counter(
         metrics,
@@ -239,6 +242,7 @@ async function setUp(
   const healthDescription = {
     summary: "whether the server and its database answer",
     success: { schema: { type: "object", properties: { message: { const: "ok" } }, required: ["message"] } },
+    errors: [503],
     security: "none",
   } as const;
   app.get("/healthz", { config: { openapi: healthDescription } }, health);

@@ -86,7 +86,19 @@ describe("GET /openapi.json", () => {
     });
     expect(newUserBody(content?.example, "")).toMatchObject({ name: "alice", role: "tech" });
     expect(create?.security).toEqual([{ registryToken: [] }]);
-    expect(Object.keys(create?.responses ?? {})).toEqual(["201", "default"]);
+    // The success, then every error status it may answer (409: the name is taken), then `default`.
+    expect(Object.keys(create?.responses ?? {})).toEqual([
+      "201",
+      "400",
+      "401",
+      "403",
+      "409",
+      "413",
+      "415",
+      "421",
+      "431",
+      "default",
+    ]);
   });
 
   it("a client reading the document creates a user with the operation's example", async () => {
