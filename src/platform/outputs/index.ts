@@ -66,6 +66,7 @@ export function createOutputs(
   const outputs: Outputs = new Outputs(definitions, {
     metrics: outputMetrics(metrics, () => outputs.queued()),
     logger,
+    publicUrl: config.http["public-url"],
     settled: (batch, start, end, outcome, reason) => notifier?.settled(batch, start, end, outcome, reason),
     beforeDrain: () => notifier?.flush(),
   });
