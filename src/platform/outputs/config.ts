@@ -9,11 +9,23 @@ import { dirname, resolve } from "node:path";
 import type { Duration } from "../duration.js";
 import { secretFile } from "../secret-file.js";
 import * as v from "../validation.js";
+import { httpUrl } from "./http-url.js";
+import { EMAIL_SECRETS, emailShape } from "./notifiers/email.js";
+import { MATRIX_SECRETS, matrixShape } from "./notifiers/matrix.js";
+import { PAGERDUTY_SECRETS, pagerdutyShape } from "./notifiers/pagerduty.js";
 
 const seconds = (count: number): Duration => ({ text: `${count}s`, milliseconds: count * 1000 });
 
 /** The output types (docs/outputs.md). */
-export const OUTPUT_TYPES = ["http", "file", "prometheus-remote-write", "alertmanager"] as const;
+export const OUTPUT_TYPES = [
+  "http",
+  "file",
+  "prometheus-remote-write",
+  "alertmanager",
+  "email",
+  "matrix",
+  "pagerduty",
+] as const;
 /** One of {@link OUTPUT_TYPES}. */
 export type OutputType = (typeof OUTPUT_TYPES)[number];
 
@@ -26,22 +38,10 @@ export const DEFAULT_BATCH_SIZES: Readonly<Record<OutputType, number>> = {
   file: 1000,
   "prometheus-remote-write": 1000,
   alertmanager: 64,
+  email: 1,
+  matrix: 1,
+  pagerduty: 1,
 };
-
-const URL_RULE = "must be an http or https URL";
-
-/** An http(s) URL; it may carry `user:password@`, so the value is never echoed. */
-const httpUrl: v.Validator<string> = v.secret((value, path) => {
-  if (typeof value === "string") {
-    try {
-      const url = new URL(value);
-      if ((url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "") return value;
-    } catch {
-      // refused below
-    }
-  }
-  throw new v.ValidationError(path, URL_RULE, value);
-});
 
 /** A header name (RFC 9110 §5.1 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -124,6 +124,9 @@ const typeShapes = {
     labels: v.withDefault(v.array(fieldName, { max: 64 }), ["host"]),
     "generator-url": v.optional(httpUrl),
   },
+  email: emailShape,
+  matrix: matrixShape,
+  pagerduty: pagerdutyShape,
 } as const;
 
 const REJECT_UNKNOWN = { unknownKeys: "reject" } as const;
@@ -160,6 +163,24 @@ const outputValidators = {
     v.object(
       { type: v.required(v.oneOf(["alertmanager"])), ...commonShape, ...typeShapes.alertmanager },
       REJECT_UNKNOWN,
+    ),
+  ),
+  email: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["email"])), ...commonShape, ...typeShapes.email }, REJECT_UNKNOWN),
+      EMAIL_SECRETS,
+    ),
+  ),
+  matrix: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["matrix"])), ...commonShape, ...typeShapes.matrix }, REJECT_UNKNOWN),
+      MATRIX_SECRETS,
+    ),
+  ),
+  pagerduty: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["pagerduty"])), ...commonShape, ...typeShapes.pagerduty }, REJECT_UNKNOWN),
+      PAGERDUTY_SECRETS,
     ),
   ),
 } satisfies Record<OutputType, v.Validator<unknown>>;

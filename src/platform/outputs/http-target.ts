@@ -27,6 +27,13 @@ export interface HttpTargetOptions {
   readonly timeoutMs: number;
 }
 
+/** What one request of an {@link HttpTarget} may change: the method, the path (and query). */
+export interface RequestOverrides {
+  readonly method?: "POST" | "PUT";
+  /** The whole request path, starting with `/`; the target's own by default. */
+  readonly path?: string;
+}
+
 /** A URL without its user info, and the `Authorization: Basic` value the user info stood for. */
 export function splitCredentials(url: string): { readonly url: URL; readonly authorization: string | undefined } {
   const parsed = new URL(url);
@@ -69,6 +76,7 @@ export class HttpTarget {
   readonly #agent: Agent;
   readonly #origin: string;
   readonly #path: string;
+  readonly #basePath: string;
   readonly #headers: Record<string, string>;
 
   constructor(options: HttpTargetOptions) {
@@ -76,6 +84,7 @@ export class HttpTarget {
     this.#origin = url.origin;
     this.#path = `${options.path === undefined ? url.pathname : options.path(url.pathname)}${url.search}`;
     this.#headers = requestHeaders(options.headers, options.protocolHeaders, authorization);
+    this.#basePath = url.pathname;
     this.#agent = new Agent({
       // One batch is in flight at a time: one connection, kept alive. Without this limit undici
       // opens a second one when the next batch leaves in the same turn as the previous answer.
@@ -88,14 +97,16 @@ export class HttpTarget {
   }
 
   /**
-   * POSTs `body` and reads the answer.
+   * POSTs `body` (or sends it as `request` says) and reads the answer.
+   * @param request another method, or a path of this request's own under the target's path
+   *   (Matrix puts each message at `…/send/m.room.message/<transaction>`)
    * @throws whatever undici throws on a network error or an abort (the delivery model retries it)
    */
-  async post(body: string | Uint8Array, signal: AbortSignal): Promise<AttemptResult> {
+  async post(body: string | Uint8Array, signal: AbortSignal, request: RequestOverrides = {}): Promise<AttemptResult> {
     const answer = await this.#agent.request({
       origin: this.#origin,
-      path: this.#path,
-      method: "POST",
+      path: request.path ?? this.#path,
+      method: request.method ?? "POST",
       headers: this.#headers,
       body,
       signal,
@@ -115,6 +126,11 @@ export class HttpTarget {
         : { kind: "retry", reason: `HTTP ${status}`, retryAfterMs };
     }
     return { kind: "rejected", reason: `HTTP ${status}`, answer: await readStart(answer.body, ANSWER_SNIPPET_BYTES) };
+  }
+
+  /** The path of the configured URL (`/` at least), for targets that build each request's path under it. */
+  get basePath(): string {
+    return this.#basePath;
   }
 
   /** Closes the connections: at once with `force`, else once the request in flight (if any) ended. */

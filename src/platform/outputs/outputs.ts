@@ -12,6 +12,9 @@ import type { Event, Flow } from "./event.js";
 import { fileTransport } from "./file-output.js";
 import { httpTransport } from "./http-output.js";
 import type { OutputMetrics } from "./metrics.js";
+import { emailTransport } from "./notifiers/email.js";
+import { matrixTransport } from "./notifiers/matrix.js";
+import { pagerdutyTransport } from "./notifiers/pagerduty.js";
 import { remoteWriteTransport } from "./remote-write-output.js";
 
 /** What the outputs report to. */
@@ -22,6 +25,8 @@ export interface OutputsOptions {
   readonly settled?: DeliveryOptions["settled"];
   /** Called when the drain begins, before the queues stop taking events (the notifier sends its groups). */
   readonly beforeDrain?: () => void;
+  /** `http.public-url`: the `{{url}}` of notifier types' messages when the event carries none ("" by default). */
+  readonly publicUrl?: string;
 }
 
 /** What {@link Outputs} needs of a queue, whatever its payload type. */
@@ -44,8 +49,9 @@ function settingsOf(definition: OutputDefinition): DeliverySettings {
   };
 }
 
-function queueOf(name: string, definition: OutputDefinition, options: DeliveryOptions): Queue {
+function queueOf(name: string, definition: OutputDefinition, options: OutputsOptions): Queue {
   const settings = settingsOf(definition);
+  const publicUrl = options.publicUrl ?? "";
   switch (definition.type) {
     case "http":
       return new OutputQueue(name, httpTransport(definition), settings, options);
@@ -55,6 +61,12 @@ function queueOf(name: string, definition: OutputDefinition, options: DeliveryOp
       return new OutputQueue(name, remoteWriteTransport(definition), settings, options);
     case "alertmanager":
       return new OutputQueue(name, alertmanagerTransport(definition), settings, options);
+    case "email":
+      return new OutputQueue(name, emailTransport(definition, publicUrl), settings, options);
+    case "matrix":
+      return new OutputQueue(name, matrixTransport(definition, publicUrl), settings, options);
+    case "pagerduty":
+      return new OutputQueue(name, pagerdutyTransport(definition, publicUrl), settings, options);
   }
 }
 
