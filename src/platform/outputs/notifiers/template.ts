@@ -39,7 +39,8 @@ export const JSON_ESCAPE: Escape = (text) => JSON.stringify(text).slice(1, -1);
 
 /** Renders `text` with `view`, escaping variables with `escape`. */
 export function render(text: string, view: TemplateView, escapeText: Escape): string {
-  return Mustache.render(text, view, undefined, { escape: escapeText });
+  // Mustache hands numbers (`{{count}}`) to the escape function as they are.
+  return Mustache.render(text, view, undefined, { escape: (value: unknown) => escapeText(String(value)) });
 }
 
 /** One alert as templates see it (docs/notifications.md lists the variables). */
