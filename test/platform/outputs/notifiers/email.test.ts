@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { emailMessage, smtpOutcome, threadId } from "../../../../src/platform/outputs/notifiers/email.js";
 import { type SmtpServer, smtpUnavailable, startSmtpServer } from "../../../support/smtp.js";
 import { temporaryDirectory } from "../../../support/temporary.js";
-import { definitionOf, FAST, grouped, notification, notifierOutputs } from "./outputs-harness.js";
+import { definitionOf, FAST, grouped, notification, notifierOutputs, serverWithOutput } from "./outputs-harness.js";
 
 const PASSWORD = "s3cret-SMTP-pa55";
 
@@ -188,6 +188,18 @@ describe.skipIf(unavailable !== undefined)("email delivery to a real SMTP server
     await reaches("mail", "sent", 1);
     expect(await registry.metrics()).toContain('stream_output_retries_total{output="mail"} 1');
     expect((await server.received(before + 1)).slice(before)).toHaveLength(1);
+  });
+
+  it("delivers what a stream's output! sends through a server, smtp-url from smtp-url-env", async () => {
+    vi.stubEnv("VIGIE_TEST_SMTP_URL", server.url.replace("smtp://", `smtp://vigie:${PASSWORD}@`));
+    const before = server.messages().length;
+    const { "smtp-url": _, ...rest } = email(server.url);
+    const { push } = await serverWithOutput("mail", { mail: { ...rest, "smtp-url-env": "VIGIE_TEST_SMTP_URL" } });
+    await push({ host: "web-1", service: "cpu", state: "critical", description: "load 9", time: 1_700_000_000 });
+    const [message] = (await server.received(before + 1)).slice(before);
+    expect(message?.headers.subject).toBe("cpu is critical (triggered)");
+    expect(lines(message?.text)).toBe("cpu is critical (triggered): load 9\n");
+    expect(message?.headers["in-reply-to"]).toBeUndefined();
   });
 
   it("retries while the server is unreachable, logging no password", async () => {

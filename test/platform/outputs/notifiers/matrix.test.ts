@@ -4,7 +4,15 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { matrixMessage, transactionId } from "../../../../src/platform/outputs/notifiers/matrix.js";
 import { type Receiver, type Responder, startReceiver } from "../../../support/receiver.js";
 import { temporaryDirectory } from "../../../support/temporary.js";
-import { afterTest, definitionOf, FAST, grouped, notification, notifierOutputs } from "./outputs-harness.js";
+import {
+  afterTest,
+  definitionOf,
+  FAST,
+  grouped,
+  notification,
+  notifierOutputs,
+  serverWithOutput,
+} from "./outputs-harness.js";
 
 const TOKEN = "syt_dmlnaWU_SecretAccessToken_0a1b2c";
 const ROOM = "!ops:example.org";
@@ -155,5 +163,22 @@ describe("matrix delivery", () => {
       "HTTP 403: M_FORBIDDEN: User @vigie:example.org not in room",
     );
     expect(rawLogs.join("")).not.toContain(TOKEN);
+  });
+});
+
+describe("matrix through a server", () => {
+  it("a stream's output! reaches the room", async () => {
+    const target = await receiver(() => ({ status: 200, body: '{"event_id":"$1"}' }));
+    const { push } = await serverWithOutput("room", { room: matrix(target.url) });
+    await push({ host: "web-1", service: "cpu", state: "critical", description: "load <9>", time: 1_700_000_000 });
+    await target.acceptedAtLeast(1);
+    const [request] = target.requests;
+    expect(request?.method).toBe("PUT");
+    expect(request?.url).toMatch(SEND_PATH);
+    expect(request?.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    expect(bodyOf(request ?? { body: Buffer.from("{}") })).toMatchObject({
+      body: "cpu is critical (triggered): load <9>\n",
+      formatted_body: "<p><strong>cpu</strong> is critical (triggered): load &lt;9&gt;</p>",
+    });
   });
 });

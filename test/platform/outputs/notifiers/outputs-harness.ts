@@ -9,6 +9,7 @@ import { afterEach, expect } from "vitest";
 import { type OutputDefinition, outputsSection } from "../../../../src/platform/outputs/config.js";
 import { outputMetrics } from "../../../../src/platform/outputs/metrics.js";
 import { Outputs } from "../../../../src/platform/outputs/outputs.js";
+import { startTestServer } from "../../../support/server.js";
 import { until } from "../../../support/until.js";
 
 /** Short timings, so that retries happen within a test. */
@@ -103,4 +104,25 @@ export function grouped() {
     count: 2,
     alerts,
   };
+}
+
+/**
+ * A real server (buildServer) declaring `outputs` at the top level, with a stream `alerts` that
+ * sends every event to the output `name` (`output!`); `push` sends it one event through the API.
+ */
+export async function serverWithOutput(name: string, outputs: Record<string, Record<string, unknown>>) {
+  const server = await startTestServer({ config: { outputs } });
+  afterTest(() => server.close());
+  const edn = `{:actions {:action :output! :params [:${name}]}}`;
+  const added = await server.app.inject({
+    method: "POST",
+    url: "/api/v1/stream/alerts",
+    payload: { config: Buffer.from(edn, "utf8").toString("base64") },
+  });
+  expect(added.statusCode, added.body).toBe(201);
+  const push = async (event: Record<string, unknown>): Promise<void> => {
+    const pushed = await server.app.inject({ method: "PUT", url: "/api/v1/stream/alerts", payload: { event } });
+    expect(pushed.statusCode, pushed.body).toBeLessThan(300);
+  };
+  return { server, push };
 }

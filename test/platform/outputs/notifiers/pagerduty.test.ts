@@ -9,7 +9,7 @@ import {
 } from "../../../../src/platform/outputs/notifiers/pagerduty.js";
 import { type Receiver, type Responder, startReceiver } from "../../../support/receiver.js";
 import { temporaryDirectory } from "../../../support/temporary.js";
-import { afterTest, definitionOf, FAST, notification, notifierOutputs } from "./outputs-harness.js";
+import { afterTest, definitionOf, FAST, notification, notifierOutputs, serverWithOutput } from "./outputs-harness.js";
 
 const KEY = "R0UT1NGKEY0123456789abcdefABCDEF";
 
@@ -186,5 +186,26 @@ describe("pagerduty delivery", () => {
     expect(target.accepted).toHaveLength(1);
     expect(target.requests[0]?.body.equals(target.requests[1]?.body ?? Buffer.alloc(0))).toBe(true);
     expect(rawLogs.join("")).not.toContain(KEY);
+  });
+});
+
+describe("pagerduty through a server", () => {
+  it("a stream's output! reaches PagerDuty: trigger, then resolve with the same dedup_key", async () => {
+    const target = await receiver(() => ({ status: 202 }));
+    const { push } = await serverWithOutput("pd", { pd: pagerduty(target.url) });
+    await push({ host: "web-1", service: "cpu", state: "critical", description: "load 9", time: 1_700_000_000 });
+    await target.acceptedAtLeast(1);
+    await push({ host: "web-1", service: "cpu", state: "ok", time: 1_700_000_060 });
+    await target.acceptedAtLeast(2);
+    expect(target.requests.map((request) => request.url)).toEqual(["/v2/enqueue", "/v2/enqueue"]);
+    expect(target.requests.map((request) => bodyOf(request))).toEqual([
+      expect.objectContaining({
+        routing_key: KEY,
+        event_action: "trigger",
+        dedup_key: "web-1/cpu",
+        payload: expect.objectContaining({ summary: "cpu is critical (triggered)", source: "web-1" }),
+      }),
+      { routing_key: KEY, event_action: "resolve", dedup_key: "web-1/cpu" },
+    ]);
   });
 });
