@@ -47,7 +47,10 @@ describe("vigie config check with notifier outputs", () => {
     for (const [outputs, key] of [
       [`${EMAIL}    template: "{{#alerts}}{{name}}"\n`, "outputs.mail.template"],
       [`${MATRIX}    html-template: "{{/alerts}}"\n`, "outputs.room.html-template"],
-      [`  pager:\n    type: pagerduty\n    routing-key: K\n    title-template: "{{name"\n`, "outputs.pager.title-template"],
+      [
+        `  pager:\n    type: pagerduty\n    routing-key: K\n    title-template: "{{name"\n`,
+        "outputs.pager.title-template",
+      ],
     ] as const) {
       const refused = await runCli(["config", "check", "--config", configFile(outputs)], {
         env: { VIGIE_TEST_MATRIX_TOKEN: TOKEN },

@@ -121,7 +121,8 @@ export function emailMessage(event: Event, definition: EmailOutputDefinition, pu
     text: render(definition.template, view, NO_ESCAPE),
     html: render(definition["html-template"], view, HTML_ESCAPE),
   };
-  if (typeof event.key !== "string" || view.grouped) return { ...message, messageId: `<vigie.${randomUUID()}@${domain}>` };
+  if (typeof event.key !== "string" || view.grouped)
+    return { ...message, messageId: `<vigie.${randomUUID()}@${domain}>` };
   const thread = threadId(event.key, view.since, domain);
   if (view.status === "triggered") return { ...message, messageId: thread };
   const own = `<vigie.${thread.slice(7, 23)}.${view.status}.${randomUUID()}@${domain}>`;

@@ -15,7 +15,7 @@ import type { Event } from "../event.js";
 import { HttpTarget } from "../http-target.js";
 import { httpUrl } from "../http-url.js";
 import { DEFAULT_HTML } from "./html-template.js";
-import { withServiceReason, textField } from "./service-reason.js";
+import { textField, withServiceReason } from "./service-reason.js";
 import { DEFAULT_TEXT, HTML_ESCAPE, NO_ESCAPE, render, template, templateView } from "./template.js";
 
 /** A room ID (`!opaque:server`, or `!opaque` in recent room versions); aliases (`#room:server`) cannot be sent to. */

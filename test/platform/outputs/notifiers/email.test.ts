@@ -99,7 +99,11 @@ describe("email messages", () => {
     const group = emailMessage(grouped(), definition(), "");
     expect(group.inReplyTo).toBeUndefined();
     expect(group.subject).toBe("2 alerts: api <prod> triggered; db triggered;");
-    const event = emailMessage({ host: "web-1", service: "cpu", state: "critical", time: 1 }, definition(), "https://v/");
+    const event = emailMessage(
+      { host: "web-1", service: "cpu", state: "critical", time: 1 },
+      definition(),
+      "https://v/",
+    );
     expect(event.inReplyTo).toBeUndefined();
     expect(event.text).toBe("cpu is critical (triggered)\nhttps://v/");
   });
@@ -141,7 +145,9 @@ describe.skipIf(unavailable !== undefined)("email delivery to a real SMTP server
     expect(trigger?.headers.to).toBe("ops@example.org, oncall@example.org");
     expect(trigger?.headers.subject).toBe("api <prod> is critical (triggered)");
     expect(trigger?.content_type).toBe("multipart/alternative");
-    expect(lines(trigger?.text).trimEnd()).toBe('api <prod> is critical (triggered): HTTP 503 & "slow"\nhttps://vigie.example.org/status');
+    expect(lines(trigger?.text).trimEnd()).toBe(
+      'api <prod> is critical (triggered): HTTP 503 & "slow"\nhttps://vigie.example.org/status',
+    );
     expect(trigger?.html).toContain(
       "<p><strong>api &lt;prod&gt;</strong> is critical (triggered): HTTP 503 &amp; &quot;slow&quot;</p>",
     );
@@ -162,7 +168,9 @@ describe.skipIf(unavailable !== undefined)("email delivery to a real SMTP server
     outputs.offer("mail", grouped());
     await reaches("mail", "sent", 1);
     const [message] = (await server.received(before + 1)).slice(before);
-    expect(lines(message?.text)).toContain('2 alerts:\n- api <prod> is critical (triggered): HTTP 503 & "slow"\n- db is critical');
+    expect(lines(message?.text)).toContain(
+      '2 alerts:\n- api <prod> is critical (triggered): HTTP 503 & "slow"\n- db is critical',
+    );
     expect(message?.html).toContain("<li><strong>db</strong> is critical (triggered)");
   });
 
