@@ -254,6 +254,7 @@ async function setUp(
   const healthDescription = {
     summary: "whether the server and its database answer",
     success: { schema: { type: "object", properties: { message: { const: "ok" } }, required: ["message"] } },
+    errors: [503],
     security: "none",
   } as const;
   app.get("/healthz", { config: { openapi: healthDescription } }, health);

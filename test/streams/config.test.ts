@@ -187,7 +187,7 @@ describe("top-level outputs", () => {
       const created = await server.app.inject({
         method: "POST",
         url: "/api/v1/stream/both",
-        payload: { config: stream },
+        payload: { config: Buffer.from(stream).toString("base64") },
       });
       expect(created.json()).toEqual({ message: "stream added" });
       const missing = await server.app.inject({
@@ -195,7 +195,9 @@ describe("top-level outputs", () => {
         url: "/api/v1/stream/other",
         payload: { config: Buffer.from("{:actions {:action :output :params [:nope]}}").toString("base64") },
       });
-      expect(missing.statusCode).toBe(400);
+      expect(missing.json()).toEqual({
+        error: "invalid stream config: actions: output nope is not declared (outputs or streams.outputs)",
+      });
     } finally {
       await server.close();
     }
