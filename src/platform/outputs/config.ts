@@ -11,7 +11,10 @@ import { secretFile } from "../secret-file.js";
 import * as v from "../validation.js";
 import { headers, httpUrl } from "./fields.js";
 import { DISCORD_SECRETS, discordShape } from "./notifiers/discord.js";
+import { EMAIL_SECRETS, emailShape } from "./notifiers/email.js";
+import { MATRIX_SECRETS, matrixShape } from "./notifiers/matrix.js";
 import { NTFY_SECRETS, ntfyShape } from "./notifiers/ntfy.js";
+import { PAGERDUTY_SECRETS, pagerdutyShape } from "./notifiers/pagerduty.js";
 import { SLACK_SECRETS, slackShape } from "./notifiers/slack.js";
 import { TELEGRAM_SECRETS, telegramShape } from "./notifiers/telegram.js";
 import { WEBHOOK_SECRETS, webhookShape } from "./notifiers/webhook.js";
@@ -24,10 +27,13 @@ export const OUTPUT_TYPES = [
   "file",
   "prometheus-remote-write",
   "alertmanager",
+  "email",
   "slack",
   "discord",
   "telegram",
   "ntfy",
+  "matrix",
+  "pagerduty",
   "webhook",
 ] as const;
 /** One of {@link OUTPUT_TYPES}. */
@@ -48,6 +54,9 @@ export const DEFAULT_BATCH_SIZES: Readonly<Record<OutputType, number>> = {
   telegram: 1,
   ntfy: 1,
   webhook: 1,
+  email: 1,
+  matrix: 1,
+  pagerduty: 1,
 };
 
 /**
@@ -117,6 +126,9 @@ const typeShapes = {
   telegram: telegramShape,
   ntfy: ntfyShape,
   webhook: webhookShape,
+  email: emailShape,
+  matrix: matrixShape,
+  pagerduty: pagerdutyShape,
 } as const;
 
 const REJECT_UNKNOWN = { unknownKeys: "reject" } as const;
@@ -155,6 +167,12 @@ const outputValidators = {
       REJECT_UNKNOWN,
     ),
   ),
+  email: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["email"])), ...commonShape, ...typeShapes.email }, REJECT_UNKNOWN),
+      EMAIL_SECRETS,
+    ),
+  ),
   slack: withBatchSize(
     withSecretSources(
       v.object({ type: v.required(v.oneOf(["slack"])), ...commonShape, ...typeShapes.slack }, REJECT_UNKNOWN),
@@ -177,6 +195,18 @@ const outputValidators = {
     withSecretSources(
       v.object({ type: v.required(v.oneOf(["ntfy"])), ...commonShape, ...typeShapes.ntfy }, REJECT_UNKNOWN),
       NTFY_SECRETS,
+    ),
+  ),
+  matrix: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["matrix"])), ...commonShape, ...typeShapes.matrix }, REJECT_UNKNOWN),
+      MATRIX_SECRETS,
+    ),
+  ),
+  pagerduty: withBatchSize(
+    withSecretSources(
+      v.object({ type: v.required(v.oneOf(["pagerduty"])), ...commonShape, ...typeShapes.pagerduty }, REJECT_UNKNOWN),
+      PAGERDUTY_SECRETS,
     ),
   ),
   webhook: withBatchSize(

@@ -76,6 +76,13 @@ function oneLine(text: string): string {
   return flat.length > REASON_MAX_CHARACTERS ? `${flat.slice(0, REASON_MAX_CHARACTERS)}…` : flat;
 }
 
+/** What one request of an {@link HttpTarget} may change: the method, the path (and query). */
+export interface RequestOverrides {
+  readonly method?: "POST" | "PUT";
+  /** The whole request path, starting with `/`; the target's own by default. */
+  readonly path?: string;
+}
+
 /** A URL without its user info, and the `Authorization: Basic` value the user info stood for. */
 export function splitCredentials(url: string): { readonly url: URL; readonly authorization: string | undefined } {
   const parsed = new URL(url);
@@ -118,6 +125,7 @@ export class HttpTarget {
   readonly #agent: Agent;
   readonly #origin: string;
   readonly #path: string;
+  readonly #basePath: string;
   readonly #headers: Record<string, string>;
   readonly #method: "POST" | "PUT";
   readonly #readAnswer: AnswerReader | undefined;
@@ -129,6 +137,7 @@ export class HttpTarget {
     this.#headers = requestHeaders(options.headers, options.protocolHeaders, authorization);
     this.#method = options.method ?? "POST";
     this.#readAnswer = options.readAnswer;
+    this.#basePath = url.pathname;
     this.#agent = new Agent({
       // One batch is in flight at a time: one connection, kept alive. Without this limit undici
       // opens a second one when the next batch leaves in the same turn as the previous answer.
@@ -141,17 +150,20 @@ export class HttpTarget {
   }
 
   /**
-   * POSTs `body` and reads the answer.
+   * POSTs `body` (or sends it as `request` says) and reads the answer.
+   * @param request another method, or a path of this request's own under the target's path
+   *   (Matrix puts each message at `…/send/m.room.message/<transaction>`)
    * @throws whatever undici throws on a network error or an abort (the delivery model retries it)
    */
-  post(body: string | Uint8Array, signal: AbortSignal): Promise<AttemptResult> {
-    return this.send(body, signal);
+  post(body: string | Uint8Array, signal: AbortSignal, request?: RequestOverrides): Promise<AttemptResult> {
+    return this.send(body, signal, undefined, request);
   }
 
   /**
    * Sends `body` with the target's method and headers, plus `extraHeaders` (names in lower case,
    * they replace the others), and reads the answer (through the target's {@link AnswerReader} when
    * it has one).
+   * @param request another method, or a path of this request's own
    * @throws whatever undici throws on a network error, an abort or an invalid header value (the
    *   delivery model retries it)
    */
@@ -159,11 +171,12 @@ export class HttpTarget {
     body: string | Uint8Array,
     signal: AbortSignal,
     extraHeaders?: Readonly<Record<string, string>>,
+    request: RequestOverrides = {},
   ): Promise<AttemptResult> {
     const answer = await this.#agent.request({
       origin: this.#origin,
-      path: this.#path,
-      method: this.#method,
+      path: request.path ?? this.#path,
+      method: request.method ?? this.#method,
       headers: extraHeaders === undefined ? this.#headers : { ...this.#headers, ...extraHeaders },
       body,
       signal,
@@ -188,6 +201,11 @@ export class HttpTarget {
         : { kind: "retry", reason: `HTTP ${status}`, retryAfterMs };
     }
     return { kind: "rejected", reason: `HTTP ${status}`, answer: await readStart(answer.body, ANSWER_SNIPPET_BYTES) };
+  }
+
+  /** The path of the configured URL (`/` at least), for targets that build each request's path under it. */
+  get basePath(): string {
+    return this.#basePath;
   }
 
   /** Closes the connections: at once with `force`, else once the request in flight (if any) ended. */

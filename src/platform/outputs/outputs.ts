@@ -13,7 +13,10 @@ import { fileTransport } from "./file-output.js";
 import { httpTransport } from "./http-output.js";
 import type { OutputMetrics } from "./metrics.js";
 import { discordTransport } from "./notifiers/discord.js";
+import { emailTransport } from "./notifiers/email.js";
+import { matrixTransport } from "./notifiers/matrix.js";
 import { ntfyTransport } from "./notifiers/ntfy.js";
+import { pagerdutyTransport } from "./notifiers/pagerduty.js";
 import { slackTransport } from "./notifiers/slack.js";
 import { telegramTransport } from "./notifiers/telegram.js";
 import { webhookTransport } from "./notifiers/webhook.js";
@@ -54,6 +57,7 @@ function settingsOf(definition: OutputDefinition): DeliverySettings {
 function queueOf(name: string, definition: OutputDefinition, options: OutputsOptions): Queue {
   const settings = settingsOf(definition);
   const notifier = { publicUrl: options.publicUrl ?? "" };
+  const publicUrl = options.publicUrl ?? "";
   switch (definition.type) {
     case "http":
       return new OutputQueue(name, httpTransport(definition), settings, options);
@@ -73,6 +77,12 @@ function queueOf(name: string, definition: OutputDefinition, options: OutputsOpt
       return new OutputQueue(name, ntfyTransport(definition, notifier), settings, options);
     case "webhook":
       return new OutputQueue(name, webhookTransport(definition, notifier), settings, options);
+    case "email":
+      return new OutputQueue(name, emailTransport(definition, publicUrl), settings, options);
+    case "matrix":
+      return new OutputQueue(name, matrixTransport(definition, publicUrl), settings, options);
+    case "pagerduty":
+      return new OutputQueue(name, pagerdutyTransport(definition, publicUrl), settings, options);
   }
 }
 
