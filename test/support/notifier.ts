@@ -2,13 +2,9 @@
  * A fake of the platform's Notifier for alert tests: declared outputs by name, every notification
  * recorded, the outcome of each delivery chosen by the test (delivered at once by default).
  */
-import type {
-  DeliveryOutcome,
-  Notification,
-  Notifier,
-  OutcomeListener,
-} from "../../src/platform/notifications.js";
+
 import type { AnyModule } from "../../src/platform/module.js";
+import type { DeliveryOutcome, Notification, Notifier, OutcomeListener } from "../../src/platform/notifications.js";
 
 /** One notification handed to the fake. */
 export interface SentNotification {
@@ -65,6 +61,7 @@ export class FakeNotifier implements Notifier {
 export function withNotifier(modules: readonly AnyModule[], notifier: Notifier): AnyModule[] {
   return modules.map((module) => ({
     ...module,
-    plugin: async (app, options) => module.plugin.call(app, app, { ...options, context: { ...options.context, notifier } }),
+    plugin: async (app, options) =>
+      module.plugin.call(app, app, { ...options, context: { ...options.context, notifier } }),
   }));
 }

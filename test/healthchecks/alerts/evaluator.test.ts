@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import {
-  type AlertHistoryEntry,
   AlertEvaluator,
+  type AlertHistoryEntry,
   type AlertStateStore,
   type StoredAlert,
 } from "../../../src/healthchecks/alerts/evaluator.js";
@@ -138,7 +138,11 @@ describe("the alert evaluator", () => {
   it("sends reminders at repeat, by the results' clock", async () => {
     const web = check("web", { alerts: [{ output: "team-chat", repeat: "1m" }] });
     const { alerts, notifier } = await evaluator({ checks: [web] });
-    feed(alerts, web, Array.from({ length: 20 }, () => false));
+    feed(
+      alerts,
+      web,
+      Array.from({ length: 20 }, () => false),
+    );
     await alerts.settled();
     expect(notifier.statuses("web")).toEqual(["triggered", "reminder", "reminder"]);
     expect(notifier.sent.map((sent) => sent.notification.duration)).toEqual([0, 60, 120]);
@@ -151,7 +155,11 @@ describe("the alert evaluator", () => {
       checks: [web],
       inMaintenance: (name, atMs) => name === "web" && atMs < windowEnd,
     });
-    const next = feed(alerts, web, Array.from({ length: 6 }, () => false));
+    const next = feed(
+      alerts,
+      web,
+      Array.from({ length: 6 }, () => false),
+    );
     await alerts.settled();
     expect(notifier.sent).toEqual([]);
     expect(store.states.size).toBe(0);
@@ -187,7 +195,11 @@ describe("the alert evaluator", () => {
     expect(notifier.sent.map((sent) => sent.notification.name)).toEqual(["router"]);
     const suppressed = store.history.filter((entry) => entry.outcome === "suppressed");
     expect(suppressed).toHaveLength(20);
-    expect(suppressed[0]).toMatchObject({ check: "site-0", status: "triggered", reason: "router is down (depends-on)" });
+    expect(suppressed[0]).toMatchObject({
+      check: "site-0",
+      status: "triggered",
+      reason: "router is down (depends-on)",
+    });
 
     // The router comes back; the children still failing send their held trigger, once.
     next = feed(alerts, router, [true, true], next + 30_000);
@@ -223,10 +235,16 @@ describe("the alert evaluator", () => {
     const { alerts, store } = await evaluator({ checks: [web], notifier });
     feed(alerts, web, FAIL3);
     await alerts.settled();
-    expect(store.history).toEqual([expect.objectContaining({ output: "gone", outcome: "dropped", reason: "no such output" })]);
+    expect(store.history).toEqual([
+      expect.objectContaining({ output: "gone", outcome: "dropped", reason: "no such output" }),
+    ]);
     notifier.settle("failed", "HTTP 403 from the webhook");
     await alerts.settled();
-    expect(store.history[1]).toMatchObject({ output: "team-chat", outcome: "failed", reason: "HTTP 403 from the webhook" });
+    expect(store.history[1]).toMatchObject({
+      output: "team-chat",
+      outcome: "failed",
+      reason: "HTTP 403 from the webhook",
+    });
   });
 
   it("after a restart on the same states, neither sends a trigger again nor forgets one", async () => {

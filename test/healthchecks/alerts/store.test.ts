@@ -34,23 +34,50 @@ describe.each(DATABASE_KINDS)("alert storage on $kind", ({ kind, skip }) => {
     const store = new AlertStore(database);
     const since = Date.parse("2026-11-22T10:00:00Z");
     await store.saveState(
-      { check: "web", output: "chat", triggered: true, sinceMs: since, lastDueMs: since, lastSentMs: since, notified: true },
+      {
+        check: "web",
+        output: "chat",
+        triggered: true,
+        sinceMs: since,
+        lastDueMs: since,
+        lastSentMs: since,
+        notified: true,
+      },
       since,
     );
     await store.saveState(
       { check: "web", output: "pager", triggered: false, sinceMs: 0, lastDueMs: 0, notified: false },
       since,
     );
-    await store.saveState({ check: "router", output: "", triggered: true, sinceMs: 5, lastDueMs: 5, notified: false }, 5);
+    await store.saveState(
+      { check: "router", output: "", triggered: true, sinceMs: 5, lastDueMs: 5, notified: false },
+      5,
+    );
     expect(await store.loadStates(["web"])).toEqual(
       expect.arrayContaining([
-        { check: "web", output: "chat", triggered: true, sinceMs: since, lastDueMs: since, lastSentMs: since, notified: true },
+        {
+          check: "web",
+          output: "chat",
+          triggered: true,
+          sinceMs: since,
+          lastDueMs: since,
+          lastSentMs: since,
+          notified: true,
+        },
         { check: "web", output: "pager", triggered: false, sinceMs: 0, lastDueMs: 0, notified: false },
       ]),
     );
     expect((await store.downChecks()).sort()).toEqual(["router", "web"]);
     await store.saveState(
-      { check: "web", output: "chat", triggered: false, sinceMs: since, lastDueMs: since, lastSentMs: since + 1, notified: false },
+      {
+        check: "web",
+        output: "chat",
+        triggered: false,
+        sinceMs: since,
+        lastDueMs: since,
+        lastSentMs: since + 1,
+        notified: false,
+      },
       since + 1,
     );
     await store.deleteState("router", "");
