@@ -78,9 +78,9 @@ const T0 = Date.parse("2026-11-22T10:00:00Z");
 
 /** Feeds results of `definition`, one every 10 s from `fromMs`. */
 function feed(alerts: AlertEvaluator, definition: Definition, results: readonly boolean[], fromMs = T0): number {
-  results.forEach((success, index) =>
-    alerts.observe(definition, { team: "web" }, success, success ? "success" : "refused", fromMs + index * 10_000),
-  );
+  for (const [index, success] of results.entries()) {
+    alerts.observe(definition, { team: "web" }, success, success ? "success" : "refused", fromMs + index * 10_000);
+  }
   return fromMs + results.length * 10_000;
 }
 
