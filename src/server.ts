@@ -197,10 +197,7 @@ async function setUp(
     logger: app.log,
     cluster,
     // Replaced by the platform's outputs once they move out of the streams module.
-    notifier: {
-      has: () => false,
-      notify: (_output, _notification, onOutcome) => onOutcome?.("dropped", "no such output"),
-    },
+    notifier: { has: () => false, notify: (_output, _notification, onOutcome) => onOutcome?.("dropped", "no such output") },
     events: new EventRouter(
       counter(
         metrics,
