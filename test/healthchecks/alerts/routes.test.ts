@@ -9,6 +9,7 @@ import { defineModule } from "../../../src/platform/module.js";
 import type { VigieServer } from "../../../src/server.js";
 import { FakeNotifier, withNotifier } from "../../support/notifier.js";
 import { freePort } from "../../support/process.js";
+import { startReceiver } from "../../support/receiver.js";
 import { startTestServer } from "../../support/server.js";
 import { until } from "../../support/until.js";
 
@@ -273,6 +274,46 @@ describe("the alert routes with security.require-token", () => {
       expect(await call(server, "GET", "/alerts/history")).toEqual({ status: 401, body: { error: "missing token" } });
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe("alerts through the platform's outputs", () => {
+  it("reach a declared http output once, and are recorded as delivered", async () => {
+    const receiver = await startReceiver();
+    const port = await freePort();
+    const server = await startTestServer({
+      modules: [healthchecksModule],
+      config: {
+        outputs: { chat: { type: "http", url: receiver.url } },
+        healthchecks: {
+          "min-interval": "100ms",
+          "tcp-checks": [
+            quiet("db", {
+              port,
+              interval: "100ms",
+              timeout: "100ms",
+              alerts: [{ output: "chat", "failure-threshold": 2 }],
+            }),
+          ],
+        },
+      },
+    });
+    try {
+      await receiver.acceptedAtLeast(1);
+      const history = await until(async () => {
+        const { body } = await call(server, "GET", "/alerts/history");
+        return body.notifications.length > 0 ? body.notifications : undefined;
+      }, "the delivered notification");
+      expect(history).toEqual([expect.objectContaining({ check: "db", output: "chat", outcome: "delivered" })]);
+      // The http output posts a batch of events: the notification as one event.
+      expect(JSON.parse(receiver.accepted[0]?.body.toString() ?? "[]")).toEqual([
+        expect.objectContaining({ service: "db", state: "critical", status: "triggered", key: "db/chat" }),
+      ]);
+      expect(receiver.accepted).toHaveLength(1);
+    } finally {
+      await server.close();
+      await receiver.close();
     }
   });
 });
