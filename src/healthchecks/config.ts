@@ -6,17 +6,21 @@ import type { Duration } from "../platform/duration.js";
 import {
   array,
   boolean,
+  described,
   duration,
   integer,
   object,
   optional,
   type Shape,
   type ShapeOf,
+  schemaOf,
   string,
   ValidationError,
   type Validator,
   withDefault,
 } from "../platform/validation.js";
+import { alertsValidator } from "./alerts/fields.js";
+import type { AlertPolicy } from "./alerts/policy.js";
 import type { AllowApiCommands } from "./api-commands.js";
 import {
   type Definition,
@@ -95,6 +99,15 @@ function buildShape() {
     return parsed;
   };
 
+  // A repeat is at least the min-interval of this parse.
+  const defaultAlerts = withDefault<AlertPolicy[]>(
+    described(
+      (value, path) => alertsValidator(rules.minInterval)(value, path),
+      schemaOf(alertsValidator(DEFAULT_MIN_INTERVAL)),
+    ),
+    [],
+  );
+
   const checks = <K extends Kind>(kind: K): Validator<DefinitionOf<K>[]> => {
     return (value, path) => {
       if (value === undefined || value === null) return [];
@@ -142,6 +155,8 @@ function buildShape() {
     "max-concurrency": withDefault(integer(1, 1_000_000), DEFAULT_MAX_CONCURRENCY),
     "allow-api-commands": withDefault<AllowApiCommands>(allowApiCommands, "auto"),
     "tls-directory": tlsDirectory,
+    // The alerts of every check without `alerts` (docs/alerts.md); after min-interval (their repeat).
+    "default-alerts": defaultAlerts,
     "http-checks": checks("http"),
     "tcp-checks": checks("tcp"),
     "dns-checks": checks("dns"),

@@ -30,6 +30,7 @@ import {
   type Validator,
   withDefault,
 } from "../platform/validation.js";
+import { alertsValidator, dependsOnValidator } from "./alerts/fields.js";
 import {
   bodyPattern,
   domain,
@@ -137,6 +138,10 @@ function commonShape<K extends Kind>(kind: K, timeout: Validator<Duration>, cont
     "one-off": oneOff,
     /** Copied into results and metrics. Keys are Prometheus label names. */
     labels: optional(labels),
+    /** Who is told when the check fails (docs/alerts.md); absent: `healthchecks.default-alerts`. */
+    alerts: optional(alertsValidator(context.minInterval)),
+    /** Checks whose outage holds this one's notifications back (docs/alerts.md). */
+    "depends-on": optional(dependsOnValidator),
   };
 }
 
@@ -386,13 +391,26 @@ function isDuration(value: unknown): value is Duration {
   return isPlainObject(value) && typeof value.text === "string" && typeof value.milliseconds === "number";
 }
 
+/** A field's JSON form: durations as their text, also in the objects of a list (an alert's `repeat`). */
+function jsonValue(value: unknown): unknown {
+  if (isDuration(value)) return value.text;
+  if (Array.isArray(value) && value.some(isPlainObject)) {
+    return value.map((item) =>
+      isPlainObject(item)
+        ? Object.fromEntries(Object.entries(item).map(([key, field]) => [key, jsonValue(field)]))
+        : item,
+    );
+  }
+  return value;
+}
+
 /**
  * The JSON form of a definition: every field as accepted, durations as their original text. This is
  * what the database stores for API checks.
  */
 export function toJson(definition: Definition): Record<string, unknown> {
   const json: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(definition)) json[key] = isDuration(value) ? value.text : value;
+  for (const [key, value] of Object.entries(definition)) json[key] = jsonValue(value);
   return json;
 }
 

@@ -4,8 +4,9 @@
  */
 import { type Cluster, changedNames, shardOf } from "../platform/cluster/index.js";
 import { ConfigError, configErrorMessage } from "../platform/config.js";
-import { defineModule } from "../platform/module.js";
+import { defineModule, type ModuleContext } from "../platform/module.js";
 import { ValidationError } from "../platform/validation.js";
+import { ModuleAlerts } from "./alerts/wiring.js";
 import { apiCommandsAllowed } from "./api-commands.js";
 import { Catalog } from "./catalog.js";
 import { differingChecks, fingerprintOf, SharedResults } from "./cluster.js";
@@ -78,6 +79,23 @@ async function compareFileChecks(
   }
 }
 
+/** The scheduler of the module's checks; `onLateness` receives how late each run started, in milliseconds. */
+function newScheduler(
+  section: HealthchecksSection,
+  context: ModuleContext,
+  onLateness: (milliseconds: number) => void,
+): Scheduler {
+  return new Scheduler({
+    maxConcurrency: section["max-concurrency"],
+    // Cluster mode: a check keeps its rhythm when it moves to another instance (docs/cluster.md).
+    ...(context.cluster === undefined
+      ? {}
+      : { firstRunDelay: (key: string, intervalMs: number) => wallClockPhaseDelay(key, intervalMs) }),
+    onLateness,
+    onError: (name, error) => context.logger.error({ err: error, healthcheck: name }, "healthcheck run failed"),
+  });
+}
+
 /**
  * The module, for the `modules` list of src/server.ts. Its plugin builds the scheduler and the
  * catalog, restores the stored checks and schedules the configured ones, re-reads the configured
@@ -106,15 +124,7 @@ export const healthchecksModule = defineModule({
     };
     let metrics: HealthcheckMetrics | undefined;
     const cluster = context.cluster;
-    const scheduler = new Scheduler({
-      maxConcurrency: section["max-concurrency"],
-      // Cluster mode: a check keeps its rhythm when it moves to another instance (docs/cluster.md).
-      ...(cluster === undefined
-        ? {}
-        : { firstRunDelay: (key: string, intervalMs: number) => wallClockPhaseDelay(key, intervalMs) }),
-      onLateness: (milliseconds) => metrics?.observeLateness(milliseconds / 1000),
-      onError: (name, error) => context.logger.error({ err: error, healthcheck: name }, "healthcheck run failed"),
-    });
+    const scheduler = newScheduler(section, context, (milliseconds) => metrics?.observeLateness(milliseconds / 1000));
     metrics = new HealthcheckMetrics(context.metrics, context.exposition, () => scheduler.size);
     const executor = new Executor(tlsDirectory === undefined ? {} : { tlsDirectory });
     const results = new ResultStore();
@@ -128,6 +138,8 @@ export const healthchecksModule = defineModule({
     });
     const publisher = new ResultPublisher(context.events, section.streams);
     const storage = new HealthcheckStore(context.database);
+    // Alerts (docs/alerts.md), fed by the results of the checks this instance runs.
+    const alerts = await ModuleAlerts.create({ context, section, catalog: () => catalog, retentionMs });
     let shared: SharedResults | undefined;
     const catalog: Catalog = new Catalog({
       storage,
@@ -141,6 +153,7 @@ export const healthchecksModule = defineModule({
         history.record(registration.definition.name, result, timeMs);
         publisher.publish(registration.definition, result, registration.labels, timeMs);
         shared?.record(result);
+        alerts.evaluator.observe(registration.definition, registration.labels, result.success, result.message, timeMs);
       },
       ...(cluster === undefined
         ? {}
@@ -158,6 +171,7 @@ export const healthchecksModule = defineModule({
       cluster.shards.listen({ gained: () => catalog.rebalance(), lost: () => catalog.rebalance() });
     }
     await catalog.start(configuredChecks(section));
+    alerts.start(configuredChecks(section), () => catalog.stop());
     await compareFileChecks(cluster, section, context.logger);
     const statusPage = section["status-page"];
     if (statusPage.enabled) {
@@ -178,10 +192,11 @@ export const healthchecksModule = defineModule({
       await executor.close();
       await history.close();
       await shared?.close();
+      await alerts.close();
     });
     onReload(async (fresh) => {
       if (closed) return;
-      await catalog.reload(configuredChecks(fresh));
+      await alerts.reload(fresh, (configured) => catalog.reload(configured));
       await compareFileChecks(cluster, fresh, context.logger);
     });
 
@@ -203,7 +218,9 @@ export const healthchecksModule = defineModule({
           context.config.http.host,
           context.config.security["require-token"],
         ),
+        references: alerts.references,
       });
+      alerts.routes(api);
     });
     if (statusPage.enabled) {
       await app.register(async (page) => {

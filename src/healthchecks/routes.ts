@@ -20,6 +20,7 @@ import {
 } from "../platform/query.js";
 import { ValidationError, type Validator } from "../platform/validation.js";
 import { apiDefinitionBody, checkApiDefinitionFiles, type ExistingDefinition } from "./admission.js";
+import type { ReferenceProblem } from "./alerts/references.js";
 import { bulkBody, checkBulkFiles, hasCommandChecks } from "./bulk.js";
 import type { Catalog } from "./catalog.js";
 import { type Definition, type DefinitionRules, KINDS } from "./definition.js";
@@ -132,6 +133,11 @@ export interface HealthcheckRoutesOptions {
   readonly rules: DefinitionRules;
   /** Whether command checks may be created through the API (`allow-api-commands`, resolved). */
   readonly allowCommands: boolean;
+  /**
+   * The first broken reference of alerts (an undeclared output, an unknown or cyclic `depends-on`)
+   * of `changed` once applied; `replacing` for a bulk payload (docs/alerts.md).
+   */
+  readonly references?: (changed: readonly Definition[], replacing: boolean) => ReferenceProblem | undefined;
 }
 
 /**
@@ -159,6 +165,8 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
           .code(500)
           .send({ message: `Execution of one off healthcheck ${definition.name} failed: ${execution.message}` });
       }
+      const problem = options.references?.([definition], false);
+      if (problem !== undefined) throw new InvalidError(`invalid healthcheck: ${problem.error.message}`);
       await catalog.upsert(definition);
       return reply.code(201).send({ message: "Healthcheck successfully added" });
     });
@@ -167,7 +175,10 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
   const bulk = bulkBody(rules, existing);
   app.post("/healthcheck/bulk", { config: { openapi: bulkDescription(bulk) } }, async (request, reply) => {
     if (!allowCommands && hasCommandChecks(request.body)) throw new ForbiddenError(COMMANDS_DISABLED);
-    await catalog.replaceApiChecks(await checkBulkFiles(bulk(request.body, ""), rules));
+    const definitions = await checkBulkFiles(bulk(request.body, ""), rules);
+    const problem = options.references?.(definitions, true);
+    if (problem !== undefined) throw new InvalidError(`invalid healthcheck ${problem.check}: ${problem.error.message}`);
+    await catalog.replaceApiChecks(definitions);
     return reply.code(201).send({ message: "Healthchecks successfully added" });
   });
 

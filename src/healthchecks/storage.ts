@@ -8,12 +8,15 @@
  *   bytes instead of the name.
  * - `healthcheck_history`: every periodic result kept for `healthchecks.history.retention`, keyed by
  *   (check id, time), written in batches by history.ts.
+ * - `healthcheck_alert_state`, `healthcheck_alert_history`: the alerts' state and the notifications
+ *   they sent (alerts/store.ts holds their migration and queries).
  */
 
 import { type Generated, type Kysely, type Migration, sql } from "kysely";
 import { type Database, migrationDialect, type PlatformTables } from "../platform/database.js";
 import { runDdl } from "../platform/ddl.js";
 import { errnoCode } from "../platform/errors.js";
+import { alertMigration } from "./alerts/store.js";
 import { type Definition, toJson } from "./definition.js";
 
 /** The module's tables. Times are milliseconds since the epoch. */
@@ -99,6 +102,8 @@ export const healthcheckMigrations: Readonly<Record<string, Migration>> = {
           updated_at bigint not null)`,
       ]),
   },
+  // Alerts (docs/alerts.md): tables and queries in alerts/store.ts.
+  "healthchecks-0004-alerts": { up: alertMigration },
 };
 
 type Tables = PlatformTables & HealthcheckTables;

@@ -193,6 +193,12 @@ function safeHealthcheckFields(context: FuzzContext): Record<string, fc.Arbitrar
     timeout: fc.oneof(fc.constantFrom("100ms", "1s", "0", "-1s", "1.5.2s", "10"), wrongValue),
     // Command checks are refused (allow-api-commands: false); keep their command harmless anyway.
     command: fc.constantFrom("/nonexistent/vigie-fuzz", ""),
+    alerts: fc.oneof(
+      fc.constant([]),
+      fc.array(mutated({ output: "fuzz-output", "failure-threshold": 2, repeat: "1h" }), { maxLength: 3 }),
+      wrongValue,
+    ),
+    "depends-on": fc.oneof(fc.constantFrom([], ["fuzz-check"], ["nowhere"], ["a", "a"]), wrongValue),
   };
 }
 
@@ -220,6 +226,14 @@ function healthcheckSkeletons(context: FuzzContext): Record<string, Record<strin
       cacert: "ca.pem",
     },
     tcp: { ...common, target: "127.0.0.1", port: context.closedPort, "should-fail": true },
+    // Alerts (docs/alerts.md): the fuzz server declares no output, so only `alerts: []` passes.
+    "tcp-with-alerts": {
+      ...common,
+      target: "127.0.0.1",
+      port: context.closedPort,
+      alerts: [{ output: "fuzz-output", "failure-threshold": 1, repeat: "1h", description: "fuzz" }],
+      "depends-on": ["fuzz-check"],
+    },
     dns: { ...common, domain: "localhost", "expected-ips": ["127.0.0.1"] },
     tls: { ...common, target: "127.0.0.1", port: context.closedPort, "expiration-delay": "1h", insecure: true },
     command: { ...common, command: "/nonexistent/vigie-fuzz", arguments: ["--x"] },
@@ -472,7 +486,11 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
         `/healthcheck/${kind}`,
         {
           payload: jsonPayload(
-            kind === "http" ? fc.oneof(oneOffOrNot("http"), oneOffOrNot("http-with-files")) : oneOffOrNot(kind),
+            kind === "http"
+              ? fc.oneof(oneOffOrNot("http"), oneOffOrNot("http-with-files"))
+              : kind === "tcp"
+                ? fc.oneof(oneOffOrNot("tcp"), oneOffOrNot("tcp-with-alerts"))
+                : oneOffOrNot(kind),
           ),
         },
         { allowsFailedOneOff: true },
@@ -489,6 +507,9 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
       query: queryString(["since", "until", "limit"], historyValue),
     }),
     route("GET", "/result/:name/uptime", { params: { name: ["fuzz-check"] } }),
+    // Alerts (docs/alerts.md): the triggered ones, and the notifications of a period.
+    route("GET", "/alerts"),
+    route("GET", "/alerts/history", { query: queryString(["since", "until", "limit"], historyValue) }),
     // The public status page (docs/healthchecks.md): its one parameter is ?refresh=<seconds>.
     route("GET", "/status", {
       query: queryString(["refresh"], fc.oneof(fc.integer({ min: -5, max: 5_000 }).map(String), segment())),
