@@ -13,6 +13,8 @@ import { configuredChecks, type HealthchecksSection, healthchecksShape } from ".
 import type { DefinitionRules } from "./definition.js";
 import { Executor } from "./execute.js";
 import { ResultHistory } from "./history.js";
+import { Maintenance } from "./maintenance/index.js";
+import { registerMaintenanceRoutes } from "./maintenance/routes.js";
 import { HealthcheckMetrics, HistoryMetrics } from "./metrics.js";
 import { ResultPublisher } from "./result-events.js";
 import { ResultStore } from "./results.js";
@@ -129,6 +131,15 @@ export const healthchecksModule = defineModule({
     const publisher = new ResultPublisher(context.events, section.streams);
     const storage = new HealthcheckStore(context.database);
     let shared: SharedResults | undefined;
+    // Maintenance windows (docs/healthchecks.md): `maintenance.inMaintenance(name, timeMs)` says
+    // whether a check is in one; results are marked with it, and what alerts need it asks it too.
+    const maintenance = await Maintenance.start({
+      database: context.database,
+      configured: section.maintenance,
+      lookup: (name) => catalog.get(name),
+      logger: context.logger,
+      ...(cluster === undefined ? {} : { cluster }),
+    });
     const catalog: Catalog = new Catalog({
       storage,
       scheduler,
@@ -137,6 +148,7 @@ export const healthchecksModule = defineModule({
       executor,
       logger: context.logger,
       rules,
+      inMaintenance: maintenance.inMaintenance,
       onResult: (registration, result, timeMs) => {
         history.record(registration.definition.name, result, timeMs);
         publisher.publish(registration.definition, result, registration.labels, timeMs);
@@ -181,6 +193,7 @@ export const healthchecksModule = defineModule({
     });
     onReload(async (fresh) => {
       if (closed) return;
+      maintenance.reload(fresh.maintenance);
       await catalog.reload(configuredChecks(fresh));
       await compareFileChecks(cluster, fresh, context.logger);
     });
@@ -204,6 +217,7 @@ export const healthchecksModule = defineModule({
           context.config.security["require-token"],
         ),
       });
+      registerMaintenanceRoutes(api, { maintenance, checks: () => catalog.list() });
     });
     if (statusPage.enabled) {
       await app.register(async (page) => {
@@ -214,6 +228,7 @@ export const healthchecksModule = defineModule({
           history,
           settings: statusPage,
           retentionMs,
+          maintenance: maintenance.calendar,
         });
       });
     }

@@ -45,6 +45,8 @@ export type HealthcheckTables = {
     duration: number;
     /** The (redacted) failure message; NULL for a success. */
     message: string | null;
+    /** 1 for a result of a maintenance window (left out of uptime); NULL otherwise. */
+    maintenance: number | null;
   };
   /**
    * Cluster mode (docs/cluster.md): the latest result of each check, written by the instance that
@@ -56,6 +58,16 @@ export type HealthcheckTables = {
     result: string;
     /** Milliseconds since the epoch. */
     updated_at: number;
+  };
+  /** Maintenance windows created through the API (docs/healthchecks.md); configured ones are not stored. */
+  healthcheck_maintenance: {
+    name: string;
+    /** The selectors, a JSON array of strings. */
+    checks: string;
+    /** Milliseconds since the epoch; the window is `[start_time, end_time)`. */
+    start_time: number;
+    end_time: number;
+    created_at: number;
   };
 };
 
@@ -97,6 +109,16 @@ export const healthcheckMigrations: Readonly<Record<string, Migration>> = {
       runDdl(db, [
         `create table healthcheck_latest_result (name varchar(255) primary key, result text not null,
           updated_at bigint not null)`,
+      ]),
+  },
+  "healthchecks-0004-maintenance": {
+    up: (db) =>
+      runDdl(db, [
+        `create table healthcheck_maintenance (name varchar(64) primary key, checks text not null,
+          start_time bigint not null, end_time bigint not null, created_at bigint not null)`,
+        // Nullable and NULL outside maintenance: a NULL costs a bit of the row's null bitmap, which
+        // fits in the padding of PostgreSQL's 23-byte row header, so the usual row grows by nothing.
+        "alter table healthcheck_history add column maintenance smallint",
       ]),
   },
 };

@@ -44,6 +44,7 @@ describe("the healthchecks section", () => {
       streams: [],
       history: { retention: { text: "168h", milliseconds: 604_800_000 } },
       "status-page": { enabled: false, title: "Status", checks: [] },
+      maintenance: [],
       "http-checks": [],
       "tcp-checks": [],
       "dns-checks": [],

@@ -16,7 +16,7 @@ import type { Catalog } from "../catalog.js";
 import type { HealthchecksSection } from "../config.js";
 import type { ResultHistory } from "../history.js";
 import type { ResultStore } from "../results.js";
-import { assembleStatus, type CheckHistory, readHistories, type StatusSources } from "./data.js";
+import { assembleStatus, type CheckHistory, readHistories, type StatusSources, type StatusWindows } from "./data.js";
 import { STATUS_CSP, STATUS_SCRIPT_PATH, statusPageRenderer } from "./html.js";
 import { pageDescription, STATUS_DATA_ROUTE, STATUS_SCRIPT_ROUTE } from "./routes-api.js";
 import { loadStatusScript } from "./script.js";
@@ -49,6 +49,8 @@ export interface StatusRoutesOptions {
   readonly settings: HealthchecksSection["status-page"];
   /** `healthchecks.history.retention`, in milliseconds (0: no history, no bar, no chart). */
   readonly retentionMs: number;
+  /** The maintenance windows the page lists (ongoing, and within 7 days); none without it. */
+  readonly maintenance?: StatusWindows;
   /**
    * How often the page refreshes itself, in milliseconds; default {@link DEFAULT_REFRESH_MS}. A
    * view's `?refresh=<seconds>` (1 to 3600) overrides it, for a wall screen or a browser test.
@@ -152,6 +154,7 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
     results,
     history,
     retentionMs,
+    ...(options.maintenance === undefined ? {} : { maintenance: options.maintenance }),
   };
   const snapshots = new Expiring<Snapshot>(options.cacheMs ?? DEFAULT_CACHE_MS);
   const histories = new Expiring<Map<string, CheckHistory>>(options.historyCacheMs ?? DEFAULT_HISTORY_CACHE_MS);
