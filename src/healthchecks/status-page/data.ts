@@ -48,7 +48,7 @@ export interface StatusResults {
 export type StatusHistory = Pick<ResultHistory, "uptime" | "daily" | "responseTimes" | "stateSince">;
 
 /** Maintenance windows on the page at most. */
-export const MAX_SHOWN_WINDOWS = 20;
+export const MAX_SHOWN_WINDOWS = 10;
 
 /** How far ahead the page shows maintenance windows: 7 days (docs/healthchecks.md). */
 export const MAINTENANCE_HORIZON_MS = 7 * DAY_MS;

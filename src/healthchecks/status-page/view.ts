@@ -78,7 +78,10 @@ export interface StatusData {
   readonly periods: readonly UptimePeriod[];
   /** Length of the daily bar: 90, or the days of the retention when shorter; 0 without history. */
   readonly days: number;
-  /** Maintenance windows ongoing or within 7 days, soonest first. */
+  /**
+   * Maintenance windows ongoing or within 7 days, soonest first. The page says them in its header,
+   * as rendered by the server (html.ts): the refresh script leaves them as they are.
+   */
   readonly maintenance: readonly StatusMaintenance[];
   readonly groups: readonly StatusGroup[];
 }
@@ -117,18 +120,6 @@ function isCheck(value: unknown): value is StatusCheck {
   );
 }
 
-function isMaintenance(value: unknown): value is StatusMaintenance {
-  return (
-    isObject(value) &&
-    typeof value.name === "string" &&
-    isTime(value.start) &&
-    isTime(value.end) &&
-    typeof value.ongoing === "boolean" &&
-    Array.isArray(value.checks) &&
-    value.checks.every((check) => typeof check === "string")
-  );
-}
-
 function isGroup(value: unknown): value is StatusGroup {
   return (
     isObject(value) &&
@@ -152,8 +143,6 @@ export function isStatusData(value: unknown): value is StatusData {
     typeof value.days === "number" &&
     Number.isInteger(value.days) &&
     value.days >= 0 &&
-    Array.isArray(value.maintenance) &&
-    value.maintenance.every(isMaintenance) &&
     Array.isArray(value.groups) &&
     value.groups.every(isGroup)
   );
@@ -442,43 +431,15 @@ function overall(data: StatusData): ViewElement {
   return h("p", { class: `summary ${state}` }, h("span", { "aria-hidden": "true" }, STATE_SYMBOL[state]), ` ${text}`);
 }
 
-/** The maintenance windows, in words: `backup: ongoing until 2026-05-10 04:00 UTC, for db, web.` */
-function maintenanceList(data: StatusData): ViewElement | undefined {
-  if (data.maintenance.length === 0) return undefined;
-  return h(
-    "section",
-    { class: "maintenance" },
-    h("h2", {}, "Maintenance"),
-    h(
-      "ul",
-      {},
-      ...data.maintenance.map((window) =>
-        h(
-          "li",
-          {},
-          h("strong", {}, window.name),
-          window.ongoing ? ": ongoing until " : ": from ",
-          !window.ongoing && h("time", { datetime: window.start }, formatUtc(window.start)),
-          !window.ongoing && " to ",
-          h("time", { datetime: window.end }, formatUtc(window.end)),
-          `, for ${window.checks.join(", ")}.`,
-        ),
-      ),
-    ),
-  );
-}
-
 /**
- * The content of the page's `<main>`: the overall state, the maintenance windows, a section per group (a heading each;
+ * The content of the page's `<main>`: the overall state, a section per group (a heading each;
  * checks without a group under "Services", or "Other services" after named groups), each check
  * with its state in words, since when, uptime percentages, daily bar and response-time chart, and
  * when the data was computed.
  */
 export function statusView(data: StatusData): ViewNode[] {
-  const maintenance = maintenanceList(data);
   return [
     overall(data),
-    ...(maintenance === undefined ? [] : [maintenance]),
     ...data.groups.map((group) =>
       h(
         "section",
