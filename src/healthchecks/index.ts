@@ -20,7 +20,7 @@ import { ResultPublisher } from "./result-events.js";
 import { ResultStore } from "./results.js";
 import { registerHealthcheckRoutes } from "./routes.js";
 import { Scheduler, wallClockPhaseDelay } from "./scheduler.js";
-import { checkStatusSelectors, registerStatusRoutes } from "./status-page/routes.js";
+import { checkStatusPage, registerStatusPage } from "./status-page/routes.js";
 import { HealthcheckStore, healthcheckMigrations } from "./storage.js";
 import { checkTlsDirectory, TlsDirectoryError } from "./tls-files.js";
 
@@ -131,15 +131,9 @@ export const healthchecksModule = defineModule({
     const publisher = new ResultPublisher(context.events, section.streams);
     const storage = new HealthcheckStore(context.database);
     let shared: SharedResults | undefined;
-    // Maintenance windows (docs/healthchecks.md): `maintenance.inMaintenance(name, timeMs)` says
-    // whether a check is in one; results are marked with it, and what alerts need it asks it too.
-    const maintenance = await Maintenance.start({
-      database: context.database,
-      configured: section.maintenance,
-      lookup: (name) => catalog.get(name),
-      logger: context.logger,
-      ...(cluster === undefined ? {} : { cluster }),
-    });
+    // Maintenance windows (docs/healthchecks.md): `maintenance.inMaintenance(name, timeMs)`.
+    const lookup = (name: string) => catalog.get(name);
+    const maintenance = await Maintenance.start({ ...context, configured: section.maintenance, lookup });
     const catalog: Catalog = new Catalog({
       storage,
       scheduler,
@@ -172,15 +166,7 @@ export const healthchecksModule = defineModule({
     await catalog.start(configuredChecks(section));
     await compareFileChecks(cluster, section, context.logger);
     const statusPage = section["status-page"];
-    if (statusPage.enabled) {
-      try {
-        checkStatusSelectors(statusPage, catalog);
-      } catch (error) {
-        catalog.stop();
-        if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
-        throw error;
-      }
-    }
+    checkStatusPage(statusPage, catalog);
     history.start();
 
     let closed = false;
@@ -219,18 +205,14 @@ export const healthchecksModule = defineModule({
       });
       registerMaintenanceRoutes(api, { maintenance, checks: () => catalog.list() });
     });
-    if (statusPage.enabled) {
-      await app.register(async (page) => {
-        await registerStatusRoutes(page, {
-          catalog,
-          results,
-          ...freshen,
-          history,
-          settings: statusPage,
-          retentionMs,
-          maintenance: maintenance.calendar,
-        });
-      });
-    }
+    await registerStatusPage(app, {
+      catalog,
+      results,
+      ...freshen,
+      history,
+      settings: statusPage,
+      retentionMs,
+      calendar: maintenance.calendar,
+    });
   },
 });

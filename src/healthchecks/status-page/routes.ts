@@ -9,6 +9,7 @@
  * reach only its own origin.
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { ConfigError, configErrorMessage } from "../../platform/config.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { queryInteger, queryOf } from "../../platform/query.js";
 import { ValidationError } from "../../platform/validation.js";
@@ -50,7 +51,7 @@ export interface StatusRoutesOptions {
   /** `healthchecks.history.retention`, in milliseconds (0: no history, no bar, no chart). */
   readonly retentionMs: number;
   /** The maintenance windows the page lists (ongoing, and within 7 days); none without it. */
-  readonly maintenance?: StatusWindows;
+  readonly calendar?: StatusWindows;
   /**
    * How often the page refreshes itself, in milliseconds; default {@link DEFAULT_REFRESH_MS}. A
    * view's `?refresh=<seconds>` (1 to 3600) overrides it, for a wall screen or a browser test.
@@ -85,6 +86,24 @@ export function checkStatusSelectors(settings: HealthchecksSection["status-page"
     const reason = unmatchedReason(parseSelector(text), checks);
     if (reason !== undefined) throw new ValidationError(`healthchecks.status-page.checks[${index}]`, reason, text);
   });
+}
+
+/**
+ * At start-up, when the page is enabled: {@link checkStatusSelectors}, its refusal a configuration
+ * error (`vigie serve` exits with code 2) after `catalog` is stopped.
+ *
+ * @throws ConfigError `invalid configuration: healthchecks.status-page.checks[1]: selects no
+ *   healthcheck: ...`
+ */
+export function checkStatusPage(settings: HealthchecksSection["status-page"], catalog: Catalog): void {
+  if (!settings.enabled) return;
+  try {
+    checkStatusSelectors(settings, catalog);
+  } catch (error) {
+    catalog.stop();
+    if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
+    throw error;
+  }
 }
 
 /**
@@ -154,7 +173,7 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
     results,
     history,
     retentionMs,
-    ...(options.maintenance === undefined ? {} : { maintenance: options.maintenance }),
+    ...(options.calendar === undefined ? {} : { maintenance: options.calendar }),
   };
   const snapshots = new Expiring<Snapshot>(options.cacheMs ?? DEFAULT_CACHE_MS);
   const histories = new Expiring<Map<string, CheckHistory>>(options.historyCacheMs ?? DEFAULT_HISTORY_CACHE_MS);
@@ -189,4 +208,13 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
     if (request.headers["if-none-match"] === script.etag) return reply.code(304).send();
     return reply.type("text/javascript; charset=utf-8").send(script.source);
   });
+}
+
+/**
+ * Registers the routes of {@link registerStatusRoutes} in a plugin of their own, outside the API
+ * guard, when `healthchecks.status-page.enabled`; nothing otherwise.
+ */
+export async function registerStatusPage(app: FastifyInstance, options: StatusRoutesOptions): Promise<void> {
+  if (!options.settings.enabled) return;
+  await app.register(async (page) => registerStatusRoutes(page, options));
 }
