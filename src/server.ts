@@ -26,6 +26,7 @@ import {
   sectionOf,
 } from "./platform/module.js";
 import { collectRoutes, openApiRoute } from "./platform/openapi.js";
+import { createOutputs, type PlatformOutputs } from "./platform/outputs/index.js";
 import { REQUEST_LOG_SERIALIZERS, redactRequestUrl } from "./platform/redaction.js";
 import type { Shape } from "./platform/validation.js";
 import { VERSION } from "./platform/version.js";
@@ -143,7 +144,18 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     try {
       await cluster?.connect();
       const links = serverLinks(config, moduleList);
-      const context = await setUp(app, config, database, moduleList, lifecycle, metricsRegistry, cluster, links);
+      const outputs = createOutputs(config, moduleList, metricsRegistry, app.log);
+      const context = await setUp(
+        app,
+        config,
+        database,
+        moduleList,
+        lifecycle,
+        metricsRegistry,
+        cluster,
+        links,
+        outputs,
+      );
       openApiRoute(app, routes, VERSION, config.http["public-url"]);
       await app.ready();
       // Leases are balanced once every module listens to them.
@@ -159,6 +171,8 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
             // Leases first: another instance takes this one's work at once, not after the lease.
             await cluster?.stop();
             await app.close();
+            // Once every module stopped: what they notified last is sent within `drain-timeout`.
+            await outputs.close();
           } finally {
             await database.close();
           }
@@ -184,6 +198,7 @@ async function setUp(
   metrics: Registry,
   cluster: Cluster | undefined,
   links: readonly ModuleLink[],
+  outputs: PlatformOutputs,
 ): Promise<ModuleContext> {
   const exposition = new Exposition();
   const auth = new Auth();
@@ -196,8 +211,8 @@ async function setUp(
     apiGuard: config.security["require-token"] ? auth.require("tech") : undefined,
     logger: app.log,
     cluster,
-    // Replaced by the platform's outputs once they move out of the streams module.
-    notifier: { has: () => false, notify: (_output, _notification, onOutcome) => onOutcome?.("dropped", "no such output") },
+    outputs: outputs.outputs,
+    notifier: outputs.notifier,
     events: new EventRouter(
       counter(
         metrics,
@@ -239,6 +254,7 @@ async function setUp(
   const healthDescription = {
     summary: "whether the server and its database answer",
     success: { schema: { type: "object", properties: { message: { const: "ok" } }, required: ["message"] } },
+    errors: [503],
     security: "none",
   } as const;
   app.get("/healthz", { config: { openapi: healthDescription } }, health);

@@ -135,7 +135,11 @@ export function createDescription(kind: Kind, body: Validator<unknown>): RouteDe
     summary: `create or replace a ${kind} healthcheck, or run it once (one-off)`,
     body,
     example: DEFINITION_EXAMPLES[kind],
-    success: { status: 201, schema: MESSAGE },
+    success: [
+      { status: 201, schema: MESSAGE },
+      // A one-off run that fails answers 500 with the run's message (docs/healthchecks.md).
+      { status: 500, description: "a one-off run that failed: the message says why", schema: MESSAGE },
+    ],
   };
 }
 

@@ -18,9 +18,11 @@ import {
   parsePublicUrl,
 } from "./host-origin.js";
 import type { AnyModule } from "./module.js";
+import { outputsSection } from "./outputs/config.js";
 import {
   array,
   boolean,
+  duration,
   integer,
   isPlainObject,
   object,
@@ -96,6 +98,20 @@ const platformShape = {
   ),
   security: object({ "require-token": withDefault(boolean(), false) }, { unknownKeys: "reject", optional: true }),
   cluster: clusterSection,
+  /** Outputs by name (docs/outputs.md): where streams and alerts send events and notifications. */
+  outputs: withDefault(outputsSection, {}),
+  /** How notifications to one output are grouped (docs/notifications.md). */
+  notifications: object(
+    {
+      /** More notifications than this pending for one output after `group-wait` go as one message; 0 never groups. */
+      "group-threshold": withDefault(integer(0, 1_000_000), 5),
+      /** How long a notification waits for others to the same output. */
+      "group-wait": withDefault(duration(0), { text: "2s", milliseconds: 2000 }),
+    },
+    { unknownKeys: "reject", optional: true },
+  ),
+  /** How long a graceful stop waits for the outputs' queues to empty (docs/outputs.md). */
+  "drain-timeout": withDefault(duration(0), { text: "5s", milliseconds: 5000 }),
 } satisfies Shape;
 
 /** The platform part of the configuration, defaults filled in. Sizes in bytes. */
@@ -215,17 +231,54 @@ export function parseConfig(
   }
   const validate = object({ ...platformShape, ...moduleShapes }, { unknownKeys: "reject" });
   try {
-    const { http, "log-level": logLevel, database, security, cluster } = validate(copy, "");
-    const platform: PlatformConfig = { http, "log-level": logLevel, database, security, cluster };
+    const {
+      http,
+      "log-level": logLevel,
+      database,
+      security,
+      cluster,
+      outputs,
+      notifications,
+      ...rest
+    } = validate(copy, "");
+    const platform: PlatformConfig = {
+      http,
+      "log-level": logLevel,
+      database,
+      security,
+      cluster,
+      outputs,
+      notifications,
+      "drain-timeout": rest["drain-timeout"],
+    };
     checkCluster(platform.cluster, platform.database.url, platform.security["require-token"]);
     for (const module of modules) {
       const section = sections[module.name];
-      if (section !== undefined) module.check?.(section, platform);
+      if (section === undefined) continue;
+      module.check?.(section, platform);
+      checkOutputNames(module.name, module.outputs?.(section) ?? {}, outputs);
     }
     return { ...platform, modules: sections, ...(file === undefined ? {} : { file }) };
   } catch (error) {
     if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
     throw error;
+  }
+}
+
+/**
+ * A module's own outputs (`streams.outputs`) are merged with the top-level ones: a name may be
+ * declared once.
+ * @throws ValidationError naming `<module>.outputs.<name>`
+ */
+function checkOutputNames(
+  module: string,
+  own: Readonly<Record<string, unknown>>,
+  outputs: Readonly<Record<string, unknown>>,
+): void {
+  for (const name of Object.keys(own)) {
+    if (Object.hasOwn(outputs, name)) {
+      throw new ValidationError(`${module}.outputs.${name}`, `is also declared under outputs; declare it once`);
+    }
   }
 }
 

@@ -100,7 +100,13 @@ export function homeRoute(app: FastifyInstance, version: string, links: readonly
   };
   const openapi = {
     summary: "what this server serves, and how to turn on the rest",
-    success: { schema },
+    // The page for a browser (Accept: text/html), else JSON.
+    success: {
+      content: [
+        { mediaType: "application/json", schema },
+        { mediaType: "text/html", schema: { type: "string" } },
+      ],
+    },
     security: "none",
   } as const;
   app.get("/", { config: { openapi } }, async (request, reply) => {

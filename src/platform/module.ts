@@ -19,6 +19,8 @@ import type { Database } from "./database.js";
 import type { EventRouter } from "./events.js";
 import type { Exposition } from "./metrics.js";
 import type { Notifier } from "./notifications.js";
+import type { OutputDefinition } from "./outputs/config.js";
+import type { Outputs } from "./outputs/outputs.js";
 import type { Shape } from "./validation.js";
 
 /** What the platform hands every module. */
@@ -42,6 +44,8 @@ export interface ModuleContext {
    * Events between modules: producers push into it; the streams module connects its engine to it.
    */
   readonly events: EventRouter;
+  /** Every declared output (`outputs:` and the modules' own), for streams' `output` action. */
+  readonly outputs: Outputs;
   /** Notifications to the declared outputs (docs/notifications.md), whatever module runs them. */
   readonly notifier: Notifier;
   /**
@@ -124,6 +128,11 @@ export interface VigieModule<S extends Shape = Shape> {
    * directory (mode 0600) and named by `key`, a `-file` key of the section (`challenge.secret-file`).
    */
   readonly generatedSecrets?: readonly GeneratedSecret[];
+  /**
+   * Outputs the module's section declares (`streams.outputs`), merged with the top-level
+   * `outputs:`; a name in both is a configuration error. Read whether the module is enabled or not.
+   */
+  readonly outputs?: (section: ModuleSection<S>) => Readonly<Record<string, OutputDefinition>>;
   /** Migrations by unique name `<module>-<4-digit number>-<what>`; run even when disabled. */
   readonly migrations: Readonly<Record<string, Migration>>;
   /**

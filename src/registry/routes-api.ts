@@ -70,6 +70,7 @@ export const CREATE_USER: RouteDescription = {
   body: newUserBody,
   example: { name: "alice", description: "on call", password: "correct horse battery", role: "tech", active: true },
   success: { status: 201, schema: OK_SCHEMA },
+  errors: [409],
   security: "registry-token",
 };
 
@@ -91,12 +92,15 @@ export const UPDATE_USER: RouteDescription = {
   body: userUpdateBody,
   example: { description: "on call on weekends" },
   success: { schema: OK_SCHEMA },
+  // 409: the last active admin cannot stop being one.
+  errors: [409],
   security: "registry-token",
 };
 
 export const DELETE_USER: RouteDescription = {
   summary: "delete a user and its tokens (admin)",
   success: { schema: OK_SCHEMA },
+  errors: [409],
   security: "registry-token",
 };
 
@@ -113,12 +117,15 @@ export const CREATE_TOKEN: RouteDescription = {
       additionalProperties: false,
     },
   },
+  // A wrong password (401), an inactive user (403), a name taken (409), too many failures (429).
+  errors: [401, 403, 409, 429],
   security: "none",
 };
 
 export const LIST_TOKENS: RouteDescription = {
   summary: "list the caller's tokens, or another user's with ?user= (admin)",
   query: USER_QUERY,
+  errors: [404],
   success: {
     schema: {
       type: "object",

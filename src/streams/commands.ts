@@ -13,8 +13,8 @@ import { formatStreamTestResults, runStreamTests } from "./stream-test.js";
 type Cli = CliContext<typeof streamsShape>;
 
 async function testStreams(cli: Cli, files: string[], options: { config?: string }): Promise<void> {
-  const { section } = await cli.load(options.config);
-  const declarations = section === undefined ? NO_DECLARATIONS : declarationsOf(section);
+  const { config, section } = await cli.load(options.config);
+  const declarations = section === undefined ? NO_DECLARATIONS : declarationsOf(section, Object.keys(config.outputs));
   let streams: Awaited<ReturnType<typeof loadConfiguredStreams>>;
   try {
     streams = await loadConfiguredStreams(section?.directories ?? [], declarations);

@@ -4,184 +4,14 @@
  * are refused at every level (docs/configuration.md); URLs and header values may carry secrets and are
  * never echoed in an error (docs/configuration.md).
  */
-import { statSync } from "node:fs";
-import { dirname, resolve } from "node:path";
 import type { Duration } from "../platform/duration.js";
+import { outputsSection } from "../platform/outputs/config.js";
 import * as v from "../platform/validation.js";
 import { DEFAULT_STREAM_LIMITS } from "./action.js";
 import { DEFAULT_EVENT_BOUNDS } from "./event-bounds.js";
 import { isStreamName, STREAM_NAME_RULE } from "./names.js";
 
 const seconds = (count: number): Duration => ({ text: `${count}s`, milliseconds: count * 1000 });
-
-/** The output types (docs/streams.md). */
-export const OUTPUT_TYPES = ["http", "file", "prometheus-remote-write", "alertmanager"] as const;
-/** One of {@link OUTPUT_TYPES}. */
-export type OutputType = (typeof OUTPUT_TYPES)[number];
-
-/** The formats of the `http` output (docs/streams.md). */
-export const HTTP_FORMATS = ["json", "ndjson", "slack", "text"] as const;
-
-/** The default `batch-size` of each output type (docs/streams.md). */
-export const DEFAULT_BATCH_SIZES: Readonly<Record<OutputType, number>> = {
-  http: 100,
-  file: 1000,
-  "prometheus-remote-write": 1000,
-  alertmanager: 64,
-};
-
-const URL_RULE = "must be an http or https URL";
-
-/** An http(s) URL; it may carry `user:password@`, so the value is never echoed. */
-const httpUrl: v.Validator<string> = v.secret((value, path) => {
-  if (typeof value === "string") {
-    try {
-      const url = new URL(value);
-      if ((url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "") return value;
-    } catch {
-      // refused below
-    }
-  }
-  throw new v.ValidationError(path, URL_RULE, value);
-});
-
-/** A header name (RFC 9110 §5.1 token). */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-/** Request headers: names checked, values (often secrets) never echoed; no line breaks. */
-const headers: v.Validator<Record<string, string>> = (value, path) => {
-  // The value is not echoed: a header line written as a string would carry its secret.
-  if (!v.isPlainObject(value)) throw new v.ValidationError(path, "must be a map of header names to string values");
-  const result: Record<string, string> = {};
-  for (const [name, item] of Object.entries(value)) {
-    const where = v.childPath(path, name);
-    if (!HEADER_NAME.test(name)) throw new v.ValidationError(where, "is not a valid header name");
-    if (typeof item !== "string" || /[\r\n\0]/.test(item)) {
-      throw new v.ValidationError(where, "must be a string without line breaks");
-    }
-    result[name] = item;
-  }
-  return result;
-};
-
-/**
- * Checks that the directory of every `file` output exists (the output creates none). Run at start-up, not when the configuration is parsed: `vigie stream test` and
- * `vigie config check` may run where the server's directories do not exist.
- * @throws v.ValidationError naming `streams.outputs.<name>.path`
- */
-export function checkOutputFiles(outputs: Readonly<Record<string, OutputDefinition>>): void {
-  for (const [name, output] of Object.entries(outputs)) {
-    if (output.type !== "file") continue;
-    const directory = dirname(resolve(output.path));
-    let isDirectory = false;
-    try {
-      isDirectory = statSync(directory).isDirectory();
-    } catch {
-      // missing or unreadable: refused below
-    }
-    if (!isDirectory) {
-      throw new v.ValidationError(
-        `streams.outputs.${name}.path`,
-        `must be in an existing directory (${directory} is not one)`,
-        output.path,
-      );
-    }
-  }
-}
-
-/** A field name of an event, as written in YAML (`host`, `service`). */
-const fieldName = v.string({ min: 1, max: 128 });
-
-/** Keys every output type takes (docs/streams.md). */
-const commonShape = {
-  /** Events the output's queue holds before new ones are dropped. */
-  "queue-size": v.withDefault(v.integer(1, 100_000_000), 10_000),
-  /** Largest batch; the default depends on the type ({@link DEFAULT_BATCH_SIZES}). */
-  "batch-size": v.optional(v.integer(1, 100_000)),
-  /** How long a batch waits for more events after its first one. */
-  "flush-interval": v.withDefault(v.duration(1), seconds(1)),
-  /** Deadline of one request (or one file write). */
-  timeout: v.withDefault(v.duration(1), seconds(10)),
-  /** How long a batch is retried after its first try before it is dropped. */
-  "max-retry-time": v.withDefault(v.duration(0), seconds(300)),
-};
-
-const typeShapes = {
-  http: {
-    url: v.required(httpUrl),
-    headers: v.withDefault(headers, {}),
-    format: v.withDefault(v.oneOf(HTTP_FORMATS), "json"),
-  },
-  file: {
-    path: v.required(v.string({ min: 1 })),
-    "date-suffix": v.withDefault(v.boolean(), false),
-  },
-  "prometheus-remote-write": {
-    url: v.required(httpUrl),
-    headers: v.withDefault(headers, {}),
-  },
-  alertmanager: {
-    url: v.required(httpUrl),
-    headers: v.withDefault(headers, {}),
-    labels: v.withDefault(v.array(fieldName, { max: 64 }), ["host"]),
-    "generator-url": v.optional(httpUrl),
-  },
-} as const;
-
-const REJECT_UNKNOWN = { unknownKeys: "reject" } as const;
-
-/** Fills in the `batch-size` default of the output's type. */
-function withBatchSize<D extends { readonly type: OutputType; readonly "batch-size"?: number | undefined }>(
-  validate: v.Validator<D>,
-): v.Validator<Omit<D, "batch-size"> & { readonly "batch-size": number }> {
-  return (value, path) => {
-    const parsed = validate(value, path);
-    return { ...parsed, "batch-size": parsed["batch-size"] ?? DEFAULT_BATCH_SIZES[parsed.type] };
-  };
-}
-
-/** The validator of each output type: `type`, the common keys and the type's own. */
-const outputValidators = {
-  http: withBatchSize(
-    v.object({ type: v.required(v.oneOf(["http"])), ...commonShape, ...typeShapes.http }, REJECT_UNKNOWN),
-  ),
-  file: withBatchSize(
-    v.object({ type: v.required(v.oneOf(["file"])), ...commonShape, ...typeShapes.file }, REJECT_UNKNOWN),
-  ),
-  "prometheus-remote-write": withBatchSize(
-    v.object(
-      {
-        type: v.required(v.oneOf(["prometheus-remote-write"])),
-        ...commonShape,
-        ...typeShapes["prometheus-remote-write"],
-      },
-      REJECT_UNKNOWN,
-    ),
-  ),
-  alertmanager: withBatchSize(
-    v.object(
-      { type: v.required(v.oneOf(["alertmanager"])), ...commonShape, ...typeShapes.alertmanager },
-      REJECT_UNKNOWN,
-    ),
-  ),
-} satisfies Record<OutputType, v.Validator<unknown>>;
-
-/** A declared output, defaults filled in (durations as {@link Duration}, in milliseconds). */
-export type OutputDefinition = v.Infer<(typeof outputValidators)[OutputType]>;
-
-const typeRule = `must be one of ${OUTPUT_TYPES.join(", ")}`;
-
-function isOutputType(value: unknown): value is OutputType {
-  return typeof value === "string" && OUTPUT_TYPES.some((type) => type === value);
-}
-
-/** One entry of `streams.outputs`: `type` first, then the keys of that type. */
-const outputDefinition: v.Validator<OutputDefinition> = (value, path) => {
-  // The value is not echoed: an output written as a string may be a URL with a password.
-  if (!v.isPlainObject(value)) throw new v.ValidationError(path, "must be a map with a type");
-  if (!isOutputType(value.type)) throw new v.ValidationError(v.childPath(path, "type"), typeRule, value.type);
-  return outputValidators[value.type](value, path);
-};
 
 /** A map from names following the stream-name rule to values checked by `entry`. */
 function named<T>(entry: v.Validator<T>): v.Validator<Readonly<Record<string, T>>> {
@@ -328,7 +158,7 @@ export const streamsShape = {
   /** Bytes of one search's or query's answer at most (its JSON, or its protobuf reply); beyond, an error. */
   "max-query-bytes": v.withDefault(v.size(), DEFAULT_STREAM_LIMITS.queryBytes),
   /** Outputs by name (docs/streams.md). */
-  outputs: v.withDefault(named(outputDefinition), {}),
+  outputs: v.withDefault(outputsSection, {}),
   /** Async queues by name (docs/streams.md). */
   "async-queues": v.withDefault(named(asyncQueue), {}),
   /** The Riemann protocol input (docs/streams.md). */

@@ -2,13 +2,13 @@
  * Events: JSON objects with a free schema. Conventional fields: host, service,
  * state, metric, time (Unix seconds, fractional allowed), ttl (seconds), description, tags.
  */
+import { DEFAULT_TTL_SECONDS, timeOf } from "../platform/outputs/event.js";
 import { isPlainObject } from "../platform/validation.js";
+
+export { DEFAULT_TTL_SECONDS, metricOf, timeOf } from "../platform/outputs/event.js";
 
 /** An event: a JSON object. */
 export type Event = Record<string, unknown>;
-
-/** Seconds an event stays valid when it has no `ttl` (applied when reading, never written). */
-export const DEFAULT_TTL_SECONDS = 120;
 
 /**
  * How deeply objects and arrays may nest in an event received from the network (an event is level
@@ -79,18 +79,6 @@ export function withField(event: Event, path: FieldPath, value: unknown, index =
   const inner = event[key];
   const base = isPlainObject(inner) ? inner : {};
   return { ...event, [key]: withField(base, path, value, index + 1) };
-}
-
-/** The event's time in seconds when it is a finite number, else `undefined`. */
-export function timeOf(event: Event): number | undefined {
-  const time = event.time;
-  return typeof time === "number" && Number.isFinite(time) ? time : undefined;
-}
-
-/** The event's metric when it is a finite number, else `undefined`. */
-export function metricOf(event: Event): number | undefined {
-  const metric = event.metric;
-  return typeof metric === "number" && Number.isFinite(metric) ? metric : undefined;
 }
 
 /**

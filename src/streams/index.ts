@@ -39,6 +39,7 @@ export const streamsModule = defineModule({
       );
     }
   },
+  outputs: (section) => section.outputs,
   commands: streamsCommands,
   plugin: streamsPlugin,
 });

@@ -7,7 +7,7 @@ import type { Flow, Next } from "./action.js";
 
 /** The names a stream configuration may use; anything else is a compile error (docs/streams.md). */
 export interface Declarations {
-  /** The names of `streams.outputs`. */
+  /** The names of the declared outputs (`outputs:` and `streams.outputs`). */
   readonly outputs: ReadonlySet<string>;
   /** The names of `streams.async-queues`. */
   readonly asyncQueues: ReadonlySet<string>;
@@ -16,12 +16,21 @@ export interface Declarations {
 /** Nothing declared: a configuration using `output` or `async-queue` does not compile. */
 export const NO_DECLARATIONS: Declarations = { outputs: new Set(), asyncQueues: new Set() };
 
-/** The declarations of a `streams` section (its `outputs` and `async-queues` maps). */
-export function declarationsOf(section: {
-  readonly outputs: Readonly<Record<string, unknown>>;
-  readonly "async-queues": Readonly<Record<string, unknown>>;
-}): Declarations {
-  return { outputs: new Set(Object.keys(section.outputs)), asyncQueues: new Set(Object.keys(section["async-queues"])) };
+/**
+ * The declarations of a `streams` section (its `outputs` and `async-queues` maps) and of the
+ * top-level `outputs` (`platformOutputs`, their names).
+ */
+export function declarationsOf(
+  section: {
+    readonly outputs: Readonly<Record<string, unknown>>;
+    readonly "async-queues": Readonly<Record<string, unknown>>;
+  },
+  platformOutputs: Iterable<string>,
+): Declarations {
+  return {
+    outputs: new Set([...platformOutputs, ...Object.keys(section.outputs)]),
+    asyncQueues: new Set(Object.keys(section["async-queues"])),
+  };
 }
 
 /**

@@ -5,14 +5,13 @@
  */
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { type Cluster, changedNames } from "../platform/cluster/index.js";
-import { ConfigError, configErrorMessage, type ModuleSection } from "../platform/config.js";
+import type { ModuleSection } from "../platform/config.js";
 import type { ModuleContext, ModuleOptions } from "../platform/module.js";
-import { ValidationError } from "../platform/validation.js";
 import type { StreamLimits } from "./action.js";
 import { AsyncQueues } from "./async-queues.js";
 import { ChannelHub } from "./channels.js";
 import { StreamCluster } from "./cluster.js";
-import { checkOutputFiles, type streamsShape } from "./config.js";
+import type { streamsShape } from "./config.js";
 import { toEdn } from "./edn.js";
 import { applyFileStreams, applyPersistedStreams, applySharedStreams, StreamEngine } from "./engine.js";
 import { withinBounds } from "./event-bounds.js";
@@ -23,11 +22,9 @@ import {
   clusterMetrics,
   ingestionCounters,
   metricHooks,
-  outputMetrics,
   riemannMetrics,
 } from "./metrics.js";
 import { DEFAULT_STREAM } from "./names.js";
-import { Outputs } from "./outputs/outputs.js";
 import { RiemannServer } from "./riemann/server.js";
 import { channelRoutes } from "./routes/channels.js";
 import { ingestionRoutes } from "./routes/ingestion.js";
@@ -46,7 +43,6 @@ interface Runtime {
   readonly engine: StreamEngine;
   readonly io: StreamIo;
   readonly hub: ChannelHub;
-  readonly outputs: Outputs;
   readonly queues: AsyncQueues;
   readonly limits: StreamLimits;
   /** Cluster mode: set once the engine exists, as the cluster needs it. */
@@ -58,19 +54,6 @@ interface ClusterParts {
   readonly cluster: Cluster;
   readonly shared: SharedStreamStore;
   readonly streams: StreamCluster;
-}
-
-/**
- * The output files must be writable before anything starts.
- * @throws ConfigError naming the output
- */
-function checkOutputs(section: Section): void {
-  try {
-    checkOutputFiles(section.outputs);
-  } catch (error) {
-    if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
-    throw error;
-  }
 }
 
 /** The bounds of a stream's state and of queries, from the section. */
@@ -94,10 +77,7 @@ function limitsOf(section: Section): StreamLimits {
 function createRuntime(context: ModuleContext, section: Section): Runtime {
   const limits = limitsOf(section);
   const hooks = metricHooks(context.metrics, context.logger, () => engine);
-  const outputs: Outputs = new Outputs(section.outputs, {
-    metrics: outputMetrics(context.metrics, () => outputs.queued()),
-    logger: context.logger,
-  });
+  const outputs = context.outputs;
   const hub: ChannelHub = new ChannelHub({
     metrics: channelMetrics(context.metrics, () => hub.subscriberCounts()),
     maxSubscribers: section["max-subscribers"],
@@ -111,7 +91,7 @@ function createRuntime(context: ModuleContext, section: Section): Runtime {
     failed: (stream) => hooks.dropped?.(stream, "async-queue") ?? (() => {}),
   });
   const io: StreamIo = {
-    declarations: declarationsOf(section),
+    declarations: declarationsOf(section, outputs.names()),
     output: (name) => outputs.sink(name),
     // Cluster mode: a publication also reaches the subscribers of the other instances.
     publish: (channel) => {
@@ -122,7 +102,7 @@ function createRuntime(context: ModuleContext, section: Section): Runtime {
     runsIo: true,
   };
   const engine: StreamEngine = new StreamEngine(hooks, limits, io);
-  const runtime: Runtime = { engine, io, hub, outputs, queues, limits, streamCluster: undefined };
+  const runtime: Runtime = { engine, io, hub, queues, limits, streamCluster: undefined };
   return runtime;
 }
 
@@ -281,7 +261,6 @@ async function registerRoutes(
  */
 export async function streamsPlugin(app: FastifyInstance, options: ModuleOptions<typeof streamsShape>): Promise<void> {
   const { context, section } = options;
-  checkOutputs(section);
   const runtime = createRuntime(context, section);
   const parts = startCluster(context, runtime);
   const persistDirectory = await loadStreams(options, runtime, parts);
@@ -298,7 +277,9 @@ export async function streamsPlugin(app: FastifyInstance, options: ModuleOptions
     await riemann?.close();
     await runtime.streamCluster?.close();
     runtime.queues.close();
-    await runtime.outputs.drain(section["drain-timeout"].milliseconds);
+    // The outputs are the platform's, but what the streams sent is drained now, within the
+    // streams' own `drain-timeout`; the server drains them again (a no-op then) when it stops.
+    await context.outputs.drain(section["drain-timeout"].milliseconds);
     runtime.hub.close();
   });
   await registerRoutes(app, options, runtime, persistDirectory, parts);

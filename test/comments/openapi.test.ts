@@ -12,7 +12,13 @@ import { commentBody } from "../../src/comments/comment-validation.js";
 import { openApiPath } from "../../src/platform/openapi.js";
 import { schemaOf } from "../../src/platform/validation.js";
 import type { VigieServer } from "../../src/server.js";
-import { describedPaths, expectDescribedAnswer, type Operation, type Paths } from "../support/openapi.js";
+import {
+  describedPaths,
+  expectDescribedAnswer,
+  type Operation,
+  type Paths,
+  successStatuses,
+} from "../support/openapi.js";
 import { temporaryDirectory } from "../support/temporary.js";
 import { ADMIN_TOKEN, solve, startComments } from "./support.js";
 
@@ -57,7 +63,7 @@ function operationOf(method: string, path: string): Operation {
 
 /** The success answer an operation describes: its status and media type (none for an empty body). */
 function successOf(operation: Operation): { status: number; mediaType: string | undefined } {
-  const statuses = Object.keys(operation.responses).filter((status) => status !== "default");
+  const statuses = successStatuses(operation);
   expect(statuses, operation.summary).toHaveLength(1);
   const status = statuses[0] ?? "";
   return { status: Number(status), mediaType: Object.keys(operation.responses[status]?.content ?? {})[0] };

@@ -196,6 +196,14 @@ function sameDefault(documented: string, value: unknown): boolean {
   return false;
 }
 
+/**
+ * Keys the page documents once under another name: `streams.outputs` takes the keys of the
+ * top-level `outputs`, and the page says so in the row of `streams.outputs`.
+ */
+function documentedAs(key: string): string {
+  return key.startsWith("streams.outputs.") ? key.slice("streams.".length) : key;
+}
+
 describe("docs/configuration.md", () => {
   const keys = configurationKeys();
   const rows = documentedRows();
@@ -222,7 +230,7 @@ describe("docs/configuration.md", () => {
   });
 
   it("documents every key the configuration accepts", () => {
-    const missing = [...keys.documented].filter((key) => !rows.has(key));
+    const missing = [...keys.documented].filter((key) => !rows.has(documentedAs(key)));
     expect(missing).toEqual([]);
   });
 

@@ -134,6 +134,9 @@ describe("the npm package", () => {
         context.skip();
       }
       console.info(`npm install -g of the tarball: ${installSeconds} s`);
+      // A global install reads neither the lockfile nor `overrides`: the dependency ranges alone
+      // must pick versions that support every Node.js version the package accepts.
+      expect(`${install.stdout}\n${install.stderr}`).not.toMatch(/EBADENGINE/);
       const vigie = join(prefix, "bin/vigie");
       const empty = join(work, "empty");
       mkdirSync(empty);

@@ -153,7 +153,7 @@ describe("vigie stream test", () => {
     ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(
-      "stream s: invalid stream config: actions: output pager is not declared in streams.outputs",
+      "stream s: invalid stream config: actions: output pager is not declared (outputs or streams.outputs)",
     );
   });
 });

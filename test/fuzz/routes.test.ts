@@ -18,7 +18,7 @@ import { openApiPath } from "../../src/platform/openapi.js";
 import { createRegistryModule } from "../../src/registry/index.js";
 import type { VigieServer } from "../../src/server.js";
 import { streamsModule } from "../../src/streams/index.js";
-import { describedPaths, expectDescribedAnswer, type Paths } from "../support/openapi.js";
+import { describedPaths, expectDescribedAnswer, expectDescribedStatus, type Paths } from "../support/openapi.js";
 import { freePort, temporaryDirectory } from "../support/process.js";
 import { startTestServer } from "../support/server.js";
 import { rawUpgrade } from "../support/websocket.js";
@@ -157,15 +157,19 @@ function contentTypeOf(headers: object): unknown {
 }
 
 /**
- * Whether a JSON answer matches what /openapi.json describes for its route and status. Cargo's
- * routes are left to {@link checkAnswer}: what the platform refuses before them (Host check) is in
- * the platform's format, not Cargo's.
+ * Whether an answer is what /openapi.json describes for its route: its status is one the operation
+ * lists (a success among its successes, an error among its errors), and a JSON answer matches the
+ * schema of that status. Cargo's errors are left to {@link checkAnswer}: what the platform refuses
+ * before them (Host check) is in the platform's format, not Cargo's.
  */
 function checkDescribed(route: FuzzRoute, path: string, status: number, contentType: unknown, text: string): void {
   // A dot segment (`/healthcheck/..`) is resolved before routing: another route answered.
   if (DOT_SEGMENT.test(path)) return;
   const operation = described[openApiPath(route.url)]?.[route.method.toLowerCase()];
-  if (operation === undefined || typeof contentType !== "string" || !contentType.startsWith("application/json")) return;
+  expect(operation, `${route.method} ${route.url} is described`).toBeDefined();
+  if (operation === undefined) return;
+  expectDescribedStatus(operation, status);
+  if (typeof contentType !== "string" || !contentType.startsWith("application/json")) return;
   if ((status >= 300 && status < 400) || status >= 500 || (status >= 400 && route.cargoErrors === true)) return;
   expectDescribedAnswer(operation, status, "application/json", JSON.parse(text));
 }

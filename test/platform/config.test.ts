@@ -113,7 +113,7 @@ describe("parseConfig", () => {
 
   it("refuses unknown keys at every level", () => {
     expect(message(() => parseConfig({ htp: {} }, {}, [sample]))).toBe(
-      "invalid configuration: htp: unknown key (known keys: http, log-level, database, security, cluster, sample)",
+      "invalid configuration: htp: unknown key (known keys: http, log-level, database, security, cluster, outputs, notifications, drain-timeout, sample)",
     );
     expect(message(() => parseConfig({ http: { prot: 1 } }, {}, []))).toMatch(
       /^invalid configuration: http\.prot: unknown key \(known keys: host, port, public-url, allowed-hosts, allowed-origins, trust-proxy, body-limit\)$/,

@@ -158,6 +158,59 @@ describe("streams.outputs", () => {
   });
 });
 
+describe("top-level outputs", () => {
+  it("are refused under the same name in streams.outputs", () => {
+    expect(() =>
+      parseConfig(
+        {
+          outputs: { chat: { type: "http", url: "http://127.0.0.1:9/a" } },
+          streams: { outputs: { chat: { type: "http", url: "http://127.0.0.1:9/b" } } },
+        },
+        {},
+        [streamsModule],
+      ),
+    ).toThrow("invalid configuration: streams.outputs.chat: is also declared under outputs; declare it once");
+  });
+
+  it("are reachable from a stream's output action, beside streams.outputs, and checked at start-up", async () => {
+    const directory = temporaryDirectory();
+    const server = await startTestServer({
+      modules: [streamsModule],
+      config: {
+        outputs: { archive: { type: "file", path: join(directory, "top.jsonl") } },
+        streams: { outputs: { own: { type: "file", path: join(directory, "own.jsonl") } } },
+      },
+    });
+    try {
+      const stream =
+        "{:actions {:action :sdo :children [{:action :output :params [:archive]} {:action :output :params [:own]}]}}";
+      const created = await server.app.inject({
+        method: "POST",
+        url: "/api/v1/stream/both",
+        payload: { config: Buffer.from(stream).toString("base64") },
+      });
+      expect(created.json()).toEqual({ message: "stream added" });
+      const missing = await server.app.inject({
+        method: "POST",
+        url: "/api/v1/stream/other",
+        payload: { config: Buffer.from("{:actions {:action :output :params [:nope]}}").toString("base64") },
+      });
+      expect(missing.json()).toEqual({
+        error: "invalid stream config: actions: output nope is not declared (outputs or streams.outputs)",
+      });
+    } finally {
+      await server.close();
+    }
+    const missingDirectory = join(directory, "missing", "x.jsonl");
+    await expect(
+      startTestServer({
+        modules: [streamsModule],
+        config: { outputs: { lost: { type: "file", path: missingDirectory } } },
+      }),
+    ).rejects.toThrow("invalid configuration: outputs.lost.path: must be in an existing directory");
+  });
+});
+
 describe("streams.async-queues", () => {
   it("defaults the size to 10 000 and refuses other keys", () => {
     expect(section({ "async-queues": { slow: {}, big: { size: 5 } } })["async-queues"]).toEqual({

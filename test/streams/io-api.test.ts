@@ -42,7 +42,7 @@ describe("outputs and async queues through the API", () => {
     });
     expect(await addStream("b", "{:actions {:action :output :params [:pager]}}")).toEqual({
       status: 400,
-      body: { error: "invalid stream config: actions: output pager is not declared in streams.outputs" },
+      body: { error: "invalid stream config: actions: output pager is not declared (outputs or streams.outputs)" },
     });
     expect(
       await addStream("c", "{:actions {:action :async-queue :params [:fast] :children [{:action :info}]}}"),
@@ -56,7 +56,7 @@ describe("outputs and async queues through the API", () => {
     const directory = temporaryDirectory();
     writeFileSync(join(directory, "s.edn"), "{:s {:actions {:action :output :params [:pager]}}}");
     await expect(start({ directories: [directory] })).rejects.toThrow(
-      "stream s: invalid stream config: actions: output pager is not declared in streams.outputs",
+      "stream s: invalid stream config: actions: output pager is not declared (outputs or streams.outputs)",
     );
   });
 

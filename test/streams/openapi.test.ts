@@ -12,7 +12,13 @@ import WebSocket from "ws";
 import { openApiPath } from "../../src/platform/openapi.js";
 import type { VigieServer } from "../../src/server.js";
 import { streamsModule } from "../../src/streams/index.js";
-import { describedPaths, expectDescribedAnswer, type Operation, type Paths } from "../support/openapi.js";
+import {
+  describedPaths,
+  expectDescribedAnswer,
+  type Operation,
+  type Paths,
+  successStatuses,
+} from "../support/openapi.js";
 import { startTestServer } from "../support/server.js";
 import { temporaryDirectory } from "../support/temporary.js";
 
@@ -53,8 +59,8 @@ function operationOf(method: string, path: string): Operation {
 
 const urlOf = (path: string) => path.replace(/\{(\w+)\}/g, (_, name: string) => PARAMETERS[name] ?? name);
 
-/** The described success status of an operation (the one that is not `default`). */
-const successOf = (operation: Operation) => Number(Object.keys(operation.responses).find((key) => key !== "default"));
+/** The described success status of an operation (its first 1xx or 2xx). */
+const successOf = (operation: Operation) => Number(successStatuses(operation)[0]);
 
 /** The operation's only request media type and its example. */
 function exampleOf(operation: Operation): { mediaType: string; example: unknown } {

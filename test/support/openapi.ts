@@ -51,6 +51,21 @@ export function expectDescribedAnswer(operation: Operation, status: number, medi
   expect(validate(body), `${operation.summary}: ${JSON.stringify(validate.errors)}`).toBe(true);
 }
 
+/** The 1xx and 2xx statuses an operation describes, in the document's order. */
+export function successStatuses(operation: Operation): string[] {
+  return Object.keys(operation.responses).filter((status) => /^[12]\d\d$/.test(status));
+}
+
+/**
+ * Checks that the operation describes `status` by itself: not only through `default` or a range
+ * such as `2XX` (the fuzz: every status a route answers is in its description).
+ */
+export function expectDescribedStatus(operation: Operation, status: number): void {
+  expect(Object.keys(operation.responses), `${operation.summary}: status ${status} is described`).toContain(
+    String(status),
+  );
+}
+
 /** The error schemas, inlined: the answers are checked one by one, without the whole document. */
 const ERROR_SCHEMAS: Record<string, object> = {
   "#/components/schemas/Error": { type: "object", properties: { error: { type: "string" } }, required: ["error"] },

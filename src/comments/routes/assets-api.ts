@@ -5,9 +5,17 @@
  */
 import type { RouteDescription } from "../../platform/openapi.js";
 
-/** A public file of `mediaType`: its text. */
+/** A public file of `mediaType`: its text, or a 304; 404 when the build did not make it. */
 function fileApi(summary: string, mediaType: string): RouteDescription {
-  return { summary, success: { mediaType, schema: { type: "string", minLength: 1 } }, security: "none" };
+  return {
+    summary,
+    success: [
+      { mediaType, schema: { type: "string", minLength: 1 } },
+      { status: 304, description: "not modified: If-None-Match holds the file's ETag" },
+    ],
+    errors: [404],
+    security: "none",
+  };
 }
 
 export const WIDGET_API = fileApi("the comment widget, a script to embed in the pages of a website", "text/javascript");

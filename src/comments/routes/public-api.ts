@@ -71,13 +71,16 @@ export const CHALLENGE_API: RouteDescription = {
 export const LIST_API: RouteDescription = {
   summary: "list the approved comments of an article, oldest first: all, or one page with limit or before",
   query: PAGE_QUERY,
-  success: { schema: { type: "array", items: COMMENT_SCHEMA } },
+  success: [
+    { schema: { type: "array", items: COMMENT_SCHEMA } },
+    { status: 304, description: "not modified: If-None-Match holds the list's current ETag" },
+  ],
   security: "none",
 };
 
 export const COUNT_API: RouteDescription = {
   summary: "count the approved comments of each article given as an article parameter",
-  query: { article: ARTICLES_QUERY },
+  query: { article: { schema: ARTICLES_QUERY, required: true } },
   success: { schema: { type: "object", additionalProperties: { type: "integer", minimum: 0 } } },
   security: "none",
 };
@@ -94,10 +97,13 @@ export const POST_API: RouteDescription = {
     timestamp: 1_700_000_000_000,
   },
   success: { status: 201, schema: MESSAGE_SCHEMA },
+  // 403: an Origin the website does not allow; 429: too many comments from one address.
+  errors: [403, 429],
   security: "none",
 };
 
 /** A CORS preflight (`OPTIONS`) of the public route at `what`. */
 export function preflightApi(what: string): RouteDescription {
-  return { summary: `CORS preflight of ${what}`, success: { status: 204 }, security: "none" };
+  // 403: an Origin the website does not allow.
+  return { summary: `CORS preflight of ${what}`, success: { status: 204 }, errors: [403], security: "none" };
 }

@@ -107,6 +107,11 @@ export const STATUS_DATA_ROUTE: RouteDescription = {
 
 export const STATUS_SCRIPT_ROUTE: RouteDescription = {
   summary: "the status page's script, which refreshes the page",
-  success: { mediaType: "text/javascript", schema: { type: "string" } },
+  success: [
+    { mediaType: "text/javascript", schema: { type: "string" } },
+    { status: 304, description: "not modified: If-None-Match holds the script's ETag" },
+  ],
+  // 404: the build did not make the script.
+  errors: [404],
   security: "none",
 };

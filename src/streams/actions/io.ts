@@ -28,7 +28,7 @@ export const output: ActionDefinition = {
   compile(params, _children, path, declarations) {
     const name = nameParam(params, path, "output", "output-name");
     if (!declarations.outputs.has(name)) {
-      throw new CompileError(path, `output ${name} is not declared in streams.outputs`);
+      throw new CompileError(path, `output ${name} is not declared (outputs or streams.outputs)`);
     }
     return (runtime) => runtime.output(name);
   },

@@ -78,7 +78,9 @@ const subscribe: RouteDescription = {
     query: WHERE_QUERY,
     token: { type: "string", description: "a registry token, for browsers (with security.require-token)" },
   },
-  success: { status: 101 },
+  success: { status: 101, description: "switching protocols: the subscription's WebSocket" },
+  // 503: the server holds as many subscribers as it accepts.
+  errors: [503],
 };
 
 /** What the hooks decided for a subscription, handed to the WebSocket handler. */

@@ -17,7 +17,15 @@ export const remoteWrite: RouteDescription = {
       description: "a snappy block (not the framed format) of a prometheus.WriteRequest (proto/remote-write.proto)",
     },
   },
+  headers: {
+    "Content-Encoding": {
+      enum: ["snappy"],
+      description: "what Prometheus sends: the body is read as a snappy block whatever this says",
+    },
+  },
   success: { status: 204 },
+  // 503: in a cluster, the events cannot reach the instance owning the stream.
+  errors: [503],
 };
 
 /** An OTLP/JSON `AnyValue` (lowerCamelCase, 64-bit integers as strings or numbers). */
@@ -74,9 +82,21 @@ const EXPORT_TRACE_REQUEST: JsonSchema = {
 };
 
 export const otlpTraces: RouteDescription = {
-  summary:
-    "OTLP/HTTP traces: one event per span; JSON (described) or protobuf (application/x-protobuf), optionally gzipped",
-  body: { mediaType: "application/json", schema: EXPORT_TRACE_REQUEST },
+  summary: "OTLP/HTTP traces: one event per span; JSON or protobuf, optionally gzipped",
+  body: [
+    { mediaType: "application/json", schema: EXPORT_TRACE_REQUEST },
+    {
+      mediaType: "application/x-protobuf",
+      schema: {
+        type: "string",
+        contentMediaType: "application/x-protobuf",
+        description: "an opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest",
+      },
+    },
+  ],
+  headers: {
+    "Content-Encoding": { enum: ["identity", "gzip"], default: "identity", description: "gzip: the body is gzipped" },
+  },
   example: {
     resourceSpans: [
       {
@@ -102,10 +122,24 @@ export const otlpTraces: RouteDescription = {
   },
   // An empty ExportTraceServiceResponse, in the request's encoding.
   success: {
-    schema: {
-      type: "object",
-      properties: { partialSuccess: { type: "object" } },
-      description: "an ExportTraceServiceResponse (empty: every span within the bounds was taken)",
-    },
+    content: [
+      {
+        mediaType: "application/json",
+        schema: {
+          type: "object",
+          properties: { partialSuccess: { type: "object" } },
+          description: "an ExportTraceServiceResponse (empty: every span within the bounds was taken)",
+        },
+      },
+      {
+        mediaType: "application/x-protobuf",
+        schema: {
+          type: "string",
+          contentMediaType: "application/x-protobuf",
+          description: "an ExportTraceServiceResponse (empty: every span within the bounds was taken)",
+        },
+      },
+    ],
   },
+  errors: [503],
 };

@@ -275,6 +275,8 @@ const pushEvents: RouteDescription = {
   body: pushBody,
   example: { event: { host: "web1", service: "cpu", metric: 93.5 } },
   success: { schema: MESSAGE },
+  // 503: in a cluster, the events cannot reach the instance owning the stream.
+  errors: [503],
 };
 
 /** Registers the push route in its own context, where JSON bodies arrive as raw bytes. */

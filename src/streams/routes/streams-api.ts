@@ -31,6 +31,8 @@ export const createStream: RouteDescription = {
   body: streamBody,
   example: { config: base64("{:actions {:action :index :params [[:host :service]]} :default true}") },
   success: { status: 201, schema: MESSAGE },
+  // 409: a stream of the configuration file cannot be replaced; 503: NATS unreachable in a cluster.
+  errors: [409, 503],
 };
 
 export const listStreams: RouteDescription = {
@@ -63,6 +65,7 @@ export const readStream: RouteDescription = {
 export const deleteStream: RouteDescription = {
   summary: "remove a stream created through the API (and its persisted file)",
   success: { schema: MESSAGE },
+  errors: [409, 503],
 };
 
 /** The `query` parameter of a search or a subscription: a base64 where-condition. */
@@ -79,8 +82,10 @@ const SEARCH_ANSWER: JsonSchema = {
 
 export const searchIndexGet: RouteDescription = {
   summary: "search a stream's index with a where-condition (?query=, or a {query} body)",
-  query: { query: WHERE_QUERY },
+  query: { query: { schema: WHERE_QUERY, required: true } },
   success: { schema: SEARCH_ANSWER },
+  // 503: in a cluster, the instance owning the stream does not answer.
+  errors: [503],
 };
 
 export const searchIndexPost: RouteDescription = {
@@ -89,9 +94,11 @@ export const searchIndexPost: RouteDescription = {
   example: { query: base64("[:> :metric 50]") },
   query: { query: WHERE_QUERY },
   success: { schema: SEARCH_ANSWER },
+  errors: [503],
 };
 
 export const indexCurrentTime: RouteDescription = {
   summary: "read the current time of a stream's index",
   success: { schema: CURRENT_TIME },
+  errors: [503],
 };

@@ -38,7 +38,7 @@ describe("compiling the I/O actions", () => {
 
   it("refuses an undeclared output or async queue, naming the node", () => {
     expect(compile("{:action :sdo :children [{:action :output :params [:pager]}]}")).toThrow(
-      "invalid stream config: actions.children[0]: output pager is not declared in streams.outputs",
+      "invalid stream config: actions.children[0]: output pager is not declared (outputs or streams.outputs)",
     );
     expect(compile("{:action :async-queue :params [:fast] :children [{:action :info}]}")).toThrow(
       "invalid stream config: actions: async queue fast is not declared in streams.async-queues",

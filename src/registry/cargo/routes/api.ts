@@ -79,10 +79,16 @@ export const INDEX_CONFIG: RouteDescription = {
 
 export const INDEX_FILE: RouteDescription = {
   summary: "the index file of a crate: one JSON line per version (ETag, Last-Modified, gzip)",
-  success: {
-    mediaType: "text/plain",
-    schema: { type: "string", description: "one JSON object per line, one line per version, in Cargo's index format" },
-  },
+  success: [
+    {
+      mediaType: "text/plain",
+      schema: {
+        type: "string",
+        description: "one JSON object per line, one line per version, in Cargo's index format",
+      },
+    },
+    { status: 304, description: "not modified: If-None-Match or If-Modified-Since holds" },
+  ],
 };
 
 export const BROWSE_LIST: RouteDescription = {
@@ -136,6 +142,8 @@ export const PUBLISH: RouteDescription = {
       warnings: closed({ invalid_categories: STRINGS, invalid_badges: STRINGS, other: STRINGS }),
     }),
   },
+  // 409: the version exists, or another request is publishing it.
+  errors: [409],
   security: "registry-token",
 };
 
@@ -178,6 +186,7 @@ export const REMOVE_OWNERS: RouteDescription = {
   body: ownersBody,
   example: { users: ["alice"] },
   success: { schema: OWNERS_CHANGED },
+  errors: [409],
   security: "registry-token",
 };
 

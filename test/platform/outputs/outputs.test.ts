@@ -6,11 +6,11 @@ import { Registry } from "prom-client";
 import protobuf from "protobufjs";
 import { uncompressSync } from "snappy";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { OutputDefinition } from "../../../src/streams/config.js";
+import type { OutputDefinition } from "../../../src/platform/outputs/config.js";
+import { LOG_INTERVAL_MS } from "../../../src/platform/outputs/delivery.js";
+import { outputMetrics } from "../../../src/platform/outputs/metrics.js";
+import { Outputs } from "../../../src/platform/outputs/outputs.js";
 import type { Event } from "../../../src/streams/event.js";
-import { outputMetrics } from "../../../src/streams/metrics.js";
-import { LOG_INTERVAL_MS } from "../../../src/streams/outputs/delivery.js";
-import { Outputs } from "../../../src/streams/outputs/outputs.js";
 import { type Receiver, type Responder, startReceiver } from "../../support/receiver.js";
 import { temporaryDirectory } from "../../support/temporary.js";
 import { until } from "../../support/until.js";
@@ -317,7 +317,7 @@ describe("the bounded queue", () => {
 
   it("refuses an output that is not declared", () => {
     const { outputs } = harness({});
-    expect(() => outputs.sink("nope")).toThrow("output nope is not declared in streams.outputs");
+    expect(() => outputs.sink("nope")).toThrow("output nope is not declared");
   });
 });
 

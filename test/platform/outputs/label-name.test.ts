@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type LabelSource, labelName, pickLabel } from "../../../src/streams/outputs/label-name.js";
+import { type LabelSource, labelName, pickLabel } from "../../../src/platform/outputs/label-name.js";
 
 describe("labelName", () => {
   it("keeps valid names", () => {

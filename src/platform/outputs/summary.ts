@@ -1,8 +1,8 @@
 /**
  * The one-line text of an event that the `slack` and `text` formats send and that Alertmanager
- * shows as an alert's summary (docs/streams.md).
+ * shows as an alert's summary (docs/outputs.md).
  */
-import type { Event } from "../event.js";
+import type { Event } from "./event.js";
 
 /** How a missing (or non-scalar) `service`, `state` or `host` reads in a summary. */
 export const UNKNOWN_PART = "unknown";

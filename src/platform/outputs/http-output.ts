@@ -1,12 +1,12 @@
 /**
- * The `http` output (docs/streams.md): POSTs the events as they are in the stream, in one of four
+ * The `http` output (docs/outputs.md): POSTs the events as they are in the stream, in one of four
  * formats: `json` (one JSON array per batch), `ndjson` (one JSON event per line), `slack` (one POST
  * per event, `{"text": <summary>}`, for Slack, Mattermost, Rocket.Chat and Discord's `/slack`
  * webhooks) and `text` (one POST per event, the summary as plain text, for ntfy).
  */
-import type { OutputDefinition } from "../config.js";
-import type { Event } from "../event.js";
+import type { OutputDefinition } from "./config.js";
 import type { Encoded, Transport, Unit } from "./delivery.js";
+import type { Event } from "./event.js";
 import { HttpTarget } from "./http-target.js";
 import { summaryOf } from "./summary.js";
 

@@ -1,5 +1,5 @@
 /**
- * POSTs to one receiver over one keep-alive undici Agent (docs/streams.md), and classifies the
+ * POSTs to one receiver over one keep-alive undici Agent (docs/outputs.md), and classifies the
  * answer for the delivery model: 2xx sent; 429 and 5xx retried (with `Retry-After`); anything else
  * refused, with the first bytes of the answer for the log.
  *

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CONTENT_TYPES, encodeHttpBatch } from "../../../src/streams/outputs/http-output.js";
-import { summaryOf } from "../../../src/streams/outputs/summary.js";
+import { CONTENT_TYPES, encodeHttpBatch } from "../../../src/platform/outputs/http-output.js";
+import { summaryOf } from "../../../src/platform/outputs/summary.js";
 
 const events = [
   { host: "web-1", service: "cpu", state: "critical", metric: 0.97, time: 1700000000.5, tags: ["prod"] },

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { encodeFileBatch, fileTransport } from "../../../src/streams/outputs/file-output.js";
+import { encodeFileBatch, fileTransport } from "../../../src/platform/outputs/file-output.js";
 import { temporaryDirectory } from "../../support/temporary.js";
 
 const ms = (milliseconds: number) => ({ text: `${milliseconds}ms`, milliseconds });

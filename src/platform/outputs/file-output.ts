@@ -1,5 +1,5 @@
 /**
- * The `file` output (docs/streams.md): one JSON line per event, appended. The file is opened with
+ * The `file` output (docs/outputs.md): one JSON line per event, appended. The file is opened with
  * `O_APPEND` for each batch and closed after it, so that logrotate can move it away between two
  * batches (the next batch creates a new file), and concurrent writers never overwrite each other.
  * With `date-suffix: true`, `-YYYY-MM-DD` (the UTC date of each event's `time`, now without one) is
@@ -7,10 +7,10 @@
  * their first event. A write error (full disk, missing directory) is retried like a network error.
  */
 import { writeFile } from "node:fs/promises";
-import type { OutputDefinition } from "../config.js";
-import { type Event, timeOf } from "../event.js";
+import type { OutputDefinition } from "./config.js";
 import { MAX_DATE_SECONDS } from "./dates.js";
 import { type Encoded, SENT, type Transport, type Unit } from "./delivery.js";
+import { type Event, timeOf } from "./event.js";
 
 /** The definition of a `file` output. */
 export type FileOutputDefinition = Extract<OutputDefinition, { type: "file" }>;

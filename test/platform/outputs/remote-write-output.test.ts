@@ -2,12 +2,12 @@ import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 import { uncompressSync } from "snappy";
 import { describe, expect, it } from "vitest";
-import type { Event } from "../../../src/streams/event.js";
 import {
   encodeRemoteWriteBatch,
   REMOTE_WRITE_HEADERS,
   samplesOf,
-} from "../../../src/streams/outputs/remote-write-output.js";
+} from "../../../src/platform/outputs/remote-write-output.js";
+import type { Event } from "../../../src/streams/event.js";
 import { RemoteWriteDecoder } from "../../../src/streams/remote-write-decoder.js";
 
 const schema = protobuf.loadSync(fileURLToPath(new URL("../../../proto/remote-write.proto", import.meta.url)));

@@ -1,8 +1,8 @@
 /**
- * The `prometheus-remote-write` output (docs/streams.md): Prometheus remote write 1.0, a
+ * The `prometheus-remote-write` output (docs/outputs.md): Prometheus remote write 1.0, a
  * snappy-compressed protobuf `WriteRequest` (proto/remote-write.proto) per batch.
  *
- * The mapping is the reverse of the remote write input's (docs/streams.md), so that a series that came
+ * The mapping is the reverse of the remote write input's (docs/outputs.md), so that a series that came
  * in by remote write goes out with the same name and labels: one sample per event that has a finite
  * numeric `metric` and `time`; `__name__` = `service` (or `name` when there is no `service`); labels
  * = every other top-level string field except `description`, names sanitised ({@link labelName}),
@@ -12,9 +12,9 @@
 import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 import { compressSync } from "snappy";
-import type { OutputDefinition } from "../config.js";
-import { type Event, metricOf, timeOf } from "../event.js";
+import type { OutputDefinition } from "./config.js";
 import type { Encoded, Transport } from "./delivery.js";
+import { type Event, metricOf, timeOf } from "./event.js";
 import { HttpTarget } from "./http-target.js";
 import { type LabelSource, labelName, pickLabel } from "./label-name.js";
 
@@ -28,7 +28,7 @@ export const REMOTE_WRITE_HEADERS: Readonly<Record<string, string>> = {
   "x-prometheus-remote-write-version": "0.1.0",
 };
 
-// The schema lives in proto/ at the root, three levels up from both src/streams/outputs/ and dist/streams/outputs/.
+// The schema lives in proto/ at the root, three levels up from both src/platform/outputs/ and dist/platform/outputs/.
 const WriteRequest = protobuf
   .loadSync(fileURLToPath(new URL("../../../proto/remote-write.proto", import.meta.url)))
   .lookupType("prometheus.WriteRequest");
@@ -139,7 +139,7 @@ function seriesKey(labels: readonly Label[]): string {
 }
 
 /**
- * Groups a batch into series (docs/streams.md). An event is a sample when its `metric` and `time`
+ * Groups a batch into series (docs/outputs.md). An event is a sample when its `metric` and `time`
  * are finite numbers, its timestamp (round(time × 1000) ms) is a safe integer, and it has a string
  * `service` or `name`; any other event is counted in `rejected`.
  */

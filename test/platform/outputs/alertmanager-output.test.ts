@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { alertOf, alertsPath, encodeAlertBatch } from "../../../src/streams/outputs/alertmanager-output.js";
+import { alertOf, alertsPath, encodeAlertBatch } from "../../../src/platform/outputs/alertmanager-output.js";
 
 const settings = { labels: ["host"] };
 const now = 1_700_000_100;

@@ -1,13 +1,13 @@
 /**
- * The retry policy of outputs (docs/streams.md): exponential backoff from 100 ms doubling up to
+ * The retry policy of outputs (docs/outputs.md): exponential backoff from 100 ms doubling up to
  * 30 s with jitter (up to a quarter more, never over 30 s), and the `Retry-After` answer header
  * (RFC 9110 §10.2.3), which a receiver uses to say when it wants the next try.
  */
 
-/** The first backoff, in milliseconds (docs/streams.md). */
+/** The first backoff, in milliseconds (docs/outputs.md). */
 export const FIRST_BACKOFF_MS = 100;
 
-/** The largest backoff, in milliseconds (docs/streams.md). */
+/** The largest backoff, in milliseconds (docs/outputs.md). */
 export const MAX_BACKOFF_MS = 30_000;
 
 /** The jitter added to a step, as a fraction of it: a wait is in [step, (1 + JITTER) × step). */

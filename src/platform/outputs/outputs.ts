@@ -1,27 +1,33 @@
 /**
- * The outputs of `streams.outputs` (docs/streams.md): one {@link OutputQueue} per declared
- * output, each with the transport of its type. The `output` action reaches them through
- * {@link Outputs.sink}; the module drains them on a graceful stop.
+ * The declared outputs (`outputs:` and `streams.outputs`, docs/outputs.md): one {@link OutputQueue}
+ * per output, each with the transport of its type. Streams' `output` action reaches them through
+ * {@link Outputs.sink}, notifications through {@link Outputs.offer}; the server drains them on a
+ * graceful stop.
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { Flow } from "../action.js";
-import type { OutputDefinition } from "../config.js";
-import type { OutputMetrics } from "../metrics.js";
 import { alertmanagerTransport } from "./alertmanager-output.js";
+import type { OutputDefinition } from "./config.js";
 import { type DeliveryOptions, type DeliverySettings, OutputQueue } from "./delivery.js";
+import type { Event, Flow } from "./event.js";
 import { fileTransport } from "./file-output.js";
 import { httpTransport } from "./http-output.js";
+import type { OutputMetrics } from "./metrics.js";
 import { remoteWriteTransport } from "./remote-write-output.js";
 
 /** What the outputs report to. */
 export interface OutputsOptions {
   readonly metrics: OutputMetrics;
   readonly logger: FastifyBaseLogger;
+  /** Told how the events of notifier types ended (see {@link DeliveryOptions.settled}). */
+  readonly settled?: DeliveryOptions["settled"];
+  /** Called when the drain begins, before the queues stop taking events (the notifier sends its groups). */
+  readonly beforeDrain?: () => void;
 }
 
 /** What {@link Outputs} needs of a queue, whatever its payload type. */
 interface Queue {
   readonly sink: (value: Flow) => void;
+  offer(event: Event): boolean;
   readonly size: number;
   beginDrain(): void;
   idle(): Promise<void>;
@@ -55,9 +61,12 @@ function queueOf(name: string, definition: OutputDefinition, options: DeliveryOp
 /** The declared outputs, each with its queue and sender; nothing is contacted before an event comes. */
 export class Outputs {
   readonly #queues = new Map<string, Queue>();
+  readonly #beforeDrain: (() => void) | undefined;
+  #drained: Promise<void> | undefined;
 
-  /** @param definitions `streams.outputs`, defaults filled in (config.ts) */
+  /** @param definitions every declared output, defaults filled in (config.ts) */
   constructor(definitions: Readonly<Record<string, OutputDefinition>>, options: OutputsOptions) {
+    this.#beforeDrain = options.beforeDrain;
     for (const [name, definition] of Object.entries(definitions)) {
       this.#queues.set(name, queueOf(name, definition, options));
     }
@@ -70,8 +79,26 @@ export class Outputs {
    */
   sink(name: string): (value: Flow) => void {
     const queue = this.#queues.get(name);
-    if (queue === undefined) throw new Error(`output ${name} is not declared in streams.outputs`);
+    if (queue === undefined) throw new Error(`output ${name} is not declared`);
     return queue.sink;
+  }
+
+  /** The names of the declared outputs. */
+  names(): Iterable<string> {
+    return this.#queues.keys();
+  }
+
+  /** Whether an output of that name is declared. */
+  has(name: string): boolean {
+    return this.#queues.has(name);
+  }
+
+  /**
+   * Enqueues one event for `name`, as {@link sink} does, telling whether it was taken: `false` when
+   * the output is not declared, its queue is full (counted `dropped-queue-full`) or it is stopping.
+   */
+  offer(name: string, event: Event): boolean {
+    return this.#queues.get(name)?.offer(event) ?? false;
   }
 
   /** Events held per output (waiting plus the batch in flight), for `stream_output_queue_events`. */
@@ -80,12 +107,19 @@ export class Outputs {
   }
 
   /**
-   * Graceful stop (SIGTERM, docs/streams.md): every output sends what it holds, in order, retrying
+   * Graceful stop (SIGTERM, docs/outputs.md): every output sends what it holds, in order, retrying
    * as usual, for at most `timeoutMs` milliseconds; what is left then is dropped and counted
    * `dropped-retries-exhausted`, and connections are closed. Events that reach a sink once the
-   * drain began are dropped and counted `dropped-queue-full`.
+   * drain began are dropped and counted `dropped-queue-full`. Later calls wait for the first one.
    */
-  async drain(timeoutMs: number): Promise<void> {
+  drain(timeoutMs: number): Promise<void> {
+    // Several parts of the server drain on a stop (the streams module, then the server): once.
+    this.#drained ??= this.#drain(timeoutMs);
+    return this.#drained;
+  }
+
+  async #drain(timeoutMs: number): Promise<void> {
+    this.#beforeDrain?.();
     const queues = [...this.#queues.values()];
     for (const queue of queues) queue.beginDrain();
     let deadline: NodeJS.Timeout | undefined;

@@ -5,7 +5,7 @@ import {
   JITTER,
   MAX_BACKOFF_MS,
   parseRetryAfter,
-} from "../../../src/streams/outputs/retry.js";
+} from "../../../src/platform/outputs/retry.js";
 
 describe("backoffDelay", () => {
   it("waits 100 ms × 2^(n−1), plus up to a quarter of it at random: the first retry 100–125 ms", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { requestHeaders, splitCredentials, USER_AGENT } from "../../../src/streams/outputs/http-target.js";
+import { requestHeaders, splitCredentials, USER_AGENT } from "../../../src/platform/outputs/http-target.js";
 
 describe("splitCredentials", () => {
   it("turns user:password@ into a Basic authorization (RFC 7617) and removes it from the URL", () => {

@@ -3,10 +3,10 @@
  * annotations) and the range of dates they can write (alerts and date-suffixed files).
  */
 import { describe, expect, it } from "vitest";
-import { alertOf } from "../../../src/streams/outputs/alertmanager-output.js";
-import { MAX_DATE_SECONDS } from "../../../src/streams/outputs/dates.js";
-import { encodeFileBatch } from "../../../src/streams/outputs/file-output.js";
-import { scalarText, summaryOf, UNKNOWN_PART } from "../../../src/streams/outputs/summary.js";
+import { alertOf } from "../../../src/platform/outputs/alertmanager-output.js";
+import { MAX_DATE_SECONDS } from "../../../src/platform/outputs/dates.js";
+import { encodeFileBatch } from "../../../src/platform/outputs/file-output.js";
+import { scalarText, summaryOf, UNKNOWN_PART } from "../../../src/platform/outputs/summary.js";
 
 describe("scalarText", () => {
   it("writes strings as they are, numbers and booleans as String does, and nothing else", () => {

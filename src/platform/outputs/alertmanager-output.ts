@@ -1,5 +1,5 @@
 /**
- * The `alertmanager` output (docs/streams.md): `POST <url>/api/v2/alerts` with one alert per event
+ * The `alertmanager` output (docs/outputs.md): `POST <url>/api/v2/alerts` with one alert per event
  * (Alertmanager's API v2, https://github.com/prometheus/alertmanager/blob/main/api/v2/openapi.yaml).
  *
  * An event whose state is `ok` resolves its alert (`endsAt` = its time); any other state fires with
@@ -7,10 +7,10 @@
  * stops being sent resolves by itself. The labels do not depend on the state, so both refer to the
  * same alert.
  */
-import type { OutputDefinition } from "../config.js";
-import { DEFAULT_TTL_SECONDS, type Event, metricOf, timeOf } from "../event.js";
+import type { OutputDefinition } from "./config.js";
 import { MAX_DATE_SECONDS } from "./dates.js";
 import type { Encoded, Transport } from "./delivery.js";
+import { DEFAULT_TTL_SECONDS, type Event, metricOf, timeOf } from "./event.js";
 import { HttpTarget } from "./http-target.js";
 import { type LabelSource, labelName, pickLabel } from "./label-name.js";
 import { scalarText, summaryOf } from "./summary.js";

@@ -1,5 +1,5 @@
 /**
- * The one delivery model of every output type (docs/streams.md): a bounded queue per output,
+ * The one delivery model of every output type (docs/outputs.md): a bounded queue per output,
  * batches that leave when full or `flush-interval` after their first event, one batch in flight at a
  * time (order kept), retries with backoff on network errors, timeouts, 5xx and 429 until
  * `max-retry-time`, no retry on other refusals, and a graceful drain. What differs between types
@@ -9,9 +9,8 @@
  * logging all happen later, on the event loop, once per batch.
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { Flow } from "../action.js";
-import type { Event } from "../event.js";
-import type { OutputMetrics } from "../metrics.js";
+import type { Event, Flow } from "./event.js";
+import type { OutputMetrics } from "./metrics.js";
 import { backoffDelay } from "./retry.js";
 
 /** How one attempt at sending a unit ended. */
@@ -56,7 +55,7 @@ export interface Transport<P> {
   close(force: boolean): Promise<void>;
 }
 
-/** The common settings of an output (docs/streams.md), durations in milliseconds. */
+/** The common settings of an output (docs/outputs.md), durations in milliseconds. */
 export interface DeliverySettings {
   /** Events held at most: waiting ones plus the batch in flight. */
   readonly queueSize: number;
@@ -76,6 +75,28 @@ export interface DeliveryOptions {
   readonly logger: FastifyBaseLogger;
   /** Numbers in [0, 1) for the backoff's jitter; `Math.random` by default (tests fix it). */
   readonly random?: () => number;
+  /**
+   * Told how the events `batch[start]` to `batch[end - 1]` ended: `delivered`, or `failed` with the
+   * reason (refused, not accepted within `max-retry-time`, not encodable). Units carry a batch's
+   * events in order, so a unit is a range of its batch; a batch of which the transport could not
+   * send some events is not reported (which events those were is unknown).
+   */
+  readonly settled?: Settled;
+}
+
+/** See {@link DeliveryOptions.settled}. */
+export type Settled = (
+  batch: readonly Event[],
+  start: number,
+  end: number,
+  outcome: "delivered" | "failed",
+  reason?: string,
+) => void;
+
+/** A batch ready to leave: its units, and the batch itself when each unit is a range of it in order. */
+interface Ready<P> {
+  readonly units: readonly Unit<P>[];
+  readonly batch: readonly Event[] | undefined;
 }
 
 /** At most one failure log line per output per this many milliseconds (the rest are counted). */
@@ -84,7 +105,7 @@ export const LOG_INTERVAL_MS = 60_000;
 /** The largest open batch allocated in advance, in events (a larger `batch-size` grows as it fills). */
 const PREALLOCATED_EVENTS = 4096;
 
-/** Bytes of a refusing answer that are logged (docs/streams.md). */
+/** Bytes of a refusing answer that are logged (docs/outputs.md). */
 export const ANSWER_SNIPPET_BYTES = 200;
 
 /**
@@ -103,6 +124,7 @@ export class OutputQueue<P> {
   readonly #exhausted: (count: number) => void;
   readonly #retried: () => void;
   readonly #observe: (seconds: number) => void;
+  readonly #onSettled: Settled | undefined;
 
   /** Events held: those of the open batch, of the closed batches waiting, and of the one in flight. */
   #size = 0;
@@ -138,6 +160,7 @@ export class OutputQueue<P> {
     this.#settings = settings;
     this.#logger = options.logger;
     this.#random = options.random ?? Math.random;
+    this.#onSettled = options.settled;
     const { metrics } = options;
     this.#sent = metrics.events(name, "sent");
     this.#droppedFull = metrics.events(name, "dropped-queue-full");
@@ -168,6 +191,13 @@ export class OutputQueue<P> {
     for (const event of value) if (!this.#accept(event)) dropped += 1;
     if (dropped > 0) this.#dropped(dropped);
   };
+
+  /** Enqueues one event; `false` (counted `dropped-queue-full`) when it does not fit. */
+  offer(event: Event): boolean {
+    if (this.#accept(event)) return true;
+    this.#dropped(1);
+    return false;
+  }
 
   #accept(event: Event): boolean {
     if (this.#size >= this.#limit) return false;
@@ -243,7 +273,7 @@ export class OutputQueue<P> {
       let encoded = this.#encodeNext();
       while (encoded !== undefined && !this.#stopped) {
         const delivering = this.#deliver(encoded);
-        let next: readonly Unit<P>[] | undefined;
+        let next: Ready<P> | undefined;
         if (this.#pending.length > 0) {
           // One turn later, so that the request's bytes are written before the encoding runs.
           await new Promise((resolve) => setImmediate(resolve));
@@ -264,7 +294,7 @@ export class OutputQueue<P> {
    * Takes the oldest closed batch and encodes it; the events it cannot carry are counted rejected.
    * @returns its units (perhaps none), or `undefined` when no batch is waiting
    */
-  #encodeNext(): readonly Unit<P>[] | undefined {
+  #encodeNext(): Ready<P> | undefined {
     const batch = this.#stopped ? undefined : this.#pending.shift();
     if (batch === undefined) return undefined;
     let encoded: Encoded<P>;
@@ -272,29 +302,35 @@ export class OutputQueue<P> {
       encoded = this.#transport.encode(batch);
     } catch (error) {
       this.#settle(batch.length, this.#rejected);
+      this.#onSettled?.(batch, 0, batch.length, "failed", `could not encode: ${errorReason(error)}`);
       this.#logFailure("error", { reason: errorReason(error) }, `could not encode a batch of ${batch.length} events`);
-      return [];
+      return { units: [], batch: undefined };
     }
     if (encoded.rejected > 0) {
       this.#settle(encoded.rejected, this.#rejected);
       this.#logFailure("warn", {}, `${encoded.rejected} events cannot be sent by this output type; dropped`);
+      return { units: encoded.units, batch: undefined };
     }
-    return encoded.units;
+    return { units: encoded.units, batch };
   }
 
   /** Sends the units of one batch in order, each retried before the next, all within max-retry-time. */
-  async #deliver(units: readonly Unit<P>[]): Promise<void> {
+  async #deliver({ units, batch }: Ready<P>): Promise<void> {
     const firstTry = performance.now();
+    let start = 0;
     for (const [index, unit] of units.entries()) {
+      const end = start + unit.events;
       for (let retry = 1; ; retry++) {
         const result = await this.#attempt(unit.payload);
         if (result === undefined || this.#stopped) return; // stop() counted what was left
         if (result.kind === "sent") {
           this.#settle(unit.events, this.#sent);
+          if (batch !== undefined) this.#onSettled?.(batch, start, end, "delivered");
           break;
         }
         if (result.kind === "rejected") {
           this.#settle(unit.events, this.#rejected);
+          if (batch !== undefined) this.#onSettled?.(batch, start, end, "failed", `refused: ${result.reason}`);
           this.#logFailure(
             "warn",
             { reason: result.reason, answer: result.answer },
@@ -309,6 +345,10 @@ export class OutputQueue<P> {
           let left = 0;
           for (const rest of units.slice(index)) left += rest.events;
           this.#settle(left, this.#exhausted);
+          if (batch !== undefined) {
+            const reason = `not accepted within max-retry-time: ${result.reason}`;
+            this.#onSettled?.(batch, start, start + left, "failed", reason);
+          }
           this.#logFailure(
             "error",
             { reason: result.reason },
@@ -322,6 +362,7 @@ export class OutputQueue<P> {
         await this.#sleep(Math.min(Math.max(backoffDelay(retry, this.#random), retryAfter ?? 0), remaining));
         if (this.#stopped) return;
       }
+      start = end;
     }
   }
 
