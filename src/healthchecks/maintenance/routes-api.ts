@@ -52,6 +52,8 @@ export function createWindowDescription(body: Validator<unknown>): RouteDescript
       end: "2030-05-10T04:00:00+02:00",
     },
     success: { status: 201, schema: MESSAGE },
+    // A name taken (by an API or a configured window), or too many windows planned.
+    errors: [409],
   };
 }
 
@@ -63,4 +65,6 @@ export const LIST_WINDOWS: RouteDescription = {
 export const DELETE_WINDOW: RouteDescription = {
   summary: "delete a maintenance window created through the API",
   success: { schema: MESSAGE },
+  // A configured window, which only the configuration file removes.
+  errors: [409],
 };
