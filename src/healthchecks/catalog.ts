@@ -78,6 +78,12 @@ export interface CatalogOptions {
    * not throw nor await: it runs on the scheduler's path.
    */
   readonly onResult?: (registration: Registration, result: HealthcheckResult, timeMs: number) => void;
+  /**
+   * Whether a result of check `name` ending at `timeMs` (milliseconds since the epoch) comes during
+   * one of its maintenance windows: such a result carries `maintenance: true`. Runs on the
+   * scheduler's path: must not throw nor await.
+   */
+  readonly inMaintenance?: (name: string, timeMs: number) => boolean;
   /** Cluster mode: only the checks of the shards this instance owns are scheduled. */
   readonly ownership?: ShardOwnership;
   /**
@@ -450,6 +456,7 @@ export class Catalog {
         : redactMessage(execution.message, secretSourceOf(registration.definition)),
       duration: execution.duration,
     };
+    if (this.#options.inMaintenance?.(result.name, execution.time) === true) result.maintenance = true;
     if (registration.labels !== undefined) result.labels = registration.labels;
     this.#options.results.set(result);
     registration.series.observe(execution.success, execution.duration / 1000);

@@ -30,7 +30,9 @@ import {
   type Kind,
   validateDefinition,
 } from "./definition.js";
+import { maintenanceWindows } from "./maintenance/config.js";
 import { redactSecrets } from "./redaction.js";
+import { selectorText as statusSelector } from "./status-page/selectors.js";
 
 /** `healthchecks.min-interval` when not set. */
 export const DEFAULT_MIN_INTERVAL: Duration = { text: "1s", milliseconds: 1_000 };
@@ -45,17 +47,6 @@ export const DEFAULT_HISTORY_RETENTION: Duration = { text: "168h", milliseconds:
 const streamName: Validator<string> = string({
   pattern: /^[A-Za-z0-9._-]{1,128}$/,
   patternRule: "must be a stream name: 1 to 128 characters of A-Z a-z 0-9 . _ -",
-});
-
-/**
- * A selector of `healthchecks.status-page.checks`: a check name, or `label=value` (`team=web`).
- * Whether it selects anything is checked at start-up, against the registered checks.
- */
-const statusSelector: Validator<string> = string({
-  min: 1,
-  max: 512,
-  pattern: /^[^=\s][^=]*(=.*)?$/,
-  patternRule: "must be a check name or a label selector such as team=web",
 });
 
 /** The key of each kind's list of checks: `http-checks`, `tcp-checks`, ... */
@@ -152,6 +143,7 @@ function buildShape() {
       },
       { unknownKeys: "reject", optional: true },
     ),
+    maintenance: maintenanceWindows,
     "max-concurrency": withDefault(integer(1, 1_000_000), DEFAULT_MAX_CONCURRENCY),
     "allow-api-commands": withDefault<AllowApiCommands>(allowApiCommands, "auto"),
     "tls-directory": tlsDirectory,

@@ -18,6 +18,8 @@ export interface HistoryColumns {
   readonly durations: readonly number[];
   /** NULL for a success. */
   readonly messages: readonly (string | null)[];
+  /** 1 for a result of a maintenance window, NULL otherwise. */
+  readonly maintenance: readonly (1 | null)[];
 }
 
 /** A stored result. */
@@ -28,6 +30,8 @@ export interface HistoryRow {
   readonly duration: number;
   /** NULL for a success. */
   readonly message: string | null;
+  /** 1 (or true) for a result of a maintenance window, NULL otherwise. */
+  readonly maintenance: number | null;
 }
 
 /** Results and successes of a check within one period. */
@@ -65,7 +69,7 @@ export interface SliceDurations {
 const DAY_MS = 86_400_000;
 
 /**
- * Rows per multi-row INSERT of the history: 4 parameters a row, so 8 000 parameters, well below
+ * Rows per multi-row INSERT of the history: 5 parameters a row, so 10 000 parameters, well below
  * SQLite's limit (32 766) and PostgreSQL's (65 535). One second of 10 000 checks at 10 s (1 000
  * results) is one statement.
  */
@@ -81,11 +85,13 @@ export const HISTORY_INSERT_ROWS = 2_000;
 function insertHistoryText(rows: number, dialect: DatabaseDialect): string {
   const groups: string[] = new Array(rows);
   for (let row = 0; row < rows; row++) {
-    const first = row * 4;
+    const first = row * 5;
     groups[row] =
-      dialect === "sqlite" ? "(?, ?, ?, ?)" : `($${first + 1}, $${first + 2}, $${first + 3}, $${first + 4})`;
+      dialect === "sqlite"
+        ? "(?, ?, ?, ?, ?)"
+        : `($${first + 1}, $${first + 2}, $${first + 3}, $${first + 4}, $${first + 5})`;
   }
-  return `insert into healthcheck_history (check_id, time, duration, message) values ${groups.join(", ")} on conflict do nothing`;
+  return `insert into healthcheck_history (check_id, time, duration, message, maintenance) values ${groups.join(", ")} on conflict do nothing`;
 }
 
 /**
@@ -143,13 +149,14 @@ export class HistoryStore {
     for (let start = 0; start < count; start += HISTORY_INSERT_ROWS) {
       if (start > 0) await between();
       const end = Math.min(count, start + HISTORY_INSERT_ROWS);
-      const parameters: unknown[] = new Array((end - start) * 4);
+      const parameters: unknown[] = new Array((end - start) * 5);
       let at = 0;
       for (let row = start; row < end; row++) {
         parameters[at++] = rows.checkIds[row];
         parameters[at++] = rows.times[row];
         parameters[at++] = rows.durations[row];
         parameters[at++] = rows.messages[row];
+        parameters[at++] = rows.maintenance[row] ?? null;
       }
       const text =
         end - start === HISTORY_INSERT_ROWS ? this.#fullInsert : insertHistoryText(end - start, this.#dialect);
@@ -163,7 +170,7 @@ export class HistoryStore {
    */
   async list(name: string, sinceMs: number, untilMs: number, limit: number): Promise<HistoryRow[]> {
     const { rows } = await sql<HistoryRow>`
-      select h.time, h.duration, h.message
+      select h.time, h.duration, h.message, h.maintenance
       from healthcheck_history h
       where h.check_id = (select c.id from healthcheck_history_check c where c.name = ${name})
         and h.time >= ${sinceMs} and h.time <= ${untilMs}
@@ -173,7 +180,8 @@ export class HistoryStore {
   }
 
   /**
-   * Results and successes of `name` in each period `(nowMs - period, nowMs]`. One pass over the
+   * Results and successes of `name` in each period `(nowMs - period, nowMs]`, results of maintenance
+   * windows left out (docs/healthchecks.md: maintenance time does not count). One pass over the
    * longest period: each segment between two period starts is counted once (the simplest
    * aggregate, several times faster on SQLite than one conditional count per period and row), and
    * the periods add up their segments.
@@ -189,7 +197,8 @@ export class HistoryStore {
         (period, index) => sql`
           select ${sql.lit(index)} as segment, count(*) as total, count(h.message) as failures
           from healthcheck_history h
-          where h.check_id = ${id} and h.time > ${nowMs - period} and h.time <= ${nowMs - (periodsMs[index - 1] ?? 0)}`,
+          where h.check_id = ${id} and h.time > ${nowMs - period} and h.time <= ${nowMs - (periodsMs[index - 1] ?? 0)}
+            and h.maintenance is null`,
       );
       const { rows } = await sql<{ segment: number; total: number; failures: number }>`${sql.join(
         parts,
@@ -211,7 +220,8 @@ export class HistoryStore {
 
   /**
    * The runs of consecutive failures of `name` among its results in `(fromMs, nowMs]`, newest
-   * first. A run already going on at `fromMs` starts at its first result after `fromMs`.
+   * first, results of maintenance windows left out (as if the check had not run then). A run
+   * already going on at `fromMs` starts at its first result after `fromMs`.
    *
    * Walks back from `nowMs` along the primary key, one statement a run: the latest failure before
    * the cursor, the success before it, the first result after that success (the run's first
@@ -236,27 +246,27 @@ export class HistoryStore {
       }>`
         with latest as (
           select h.time from healthcheck_history h
-          where h.check_id = ${id} and h.time > ${fromMs} and h.time < ${before} and h.message is not null
+          where h.check_id = ${id} and h.maintenance is null and h.time > ${fromMs} and h.time < ${before} and h.message is not null
           order by h.time desc limit 1
         ), previous as (
           select latest.time as last, (
             select h.time from healthcheck_history h
-            where h.check_id = ${id} and h.time > ${fromMs} and h.time < latest.time and h.message is null
+            where h.check_id = ${id} and h.maintenance is null and h.time > ${fromMs} and h.time < latest.time and h.message is null
             order by h.time desc limit 1
           ) as success
           from latest
         ), opening as (
           select previous.last, previous.success, (
             select h.time from healthcheck_history h
-            where h.check_id = ${id} and h.time > coalesce(previous.success, ${fromMs}) and h.time <= previous.last
+            where h.check_id = ${id} and h.maintenance is null and h.time > coalesce(previous.success, ${fromMs}) and h.time <= previous.last
             order by h.time limit 1
           ) as start
           from previous
         )
         select opening.success, opening.start,
-          (select h.message from healthcheck_history h where h.check_id = ${id} and h.time = opening.start) as message,
+          (select h.message from healthcheck_history h where h.check_id = ${id} and h.maintenance is null and h.time = opening.start) as message,
           (select h.time from healthcheck_history h
-            where h.check_id = ${id} and h.time > opening.last and h.time <= ${nowMs}
+            where h.check_id = ${id} and h.maintenance is null and h.time > opening.last and h.time <= ${nowMs}
             order by h.time limit 1) as end_time
         from opening`.execute(this.#db);
       const run = rows[0];
@@ -273,8 +283,8 @@ export class HistoryStore {
   }
 
   /**
-   * Results and successes of each of `names` per UTC day, over `[fromMs, nowMs]`, grouped in SQL.
-   * Days without results are absent.
+   * Results and successes of each of `names` per UTC day, over `[fromMs, nowMs]`, grouped in SQL,
+   * results of maintenance windows left out. Days without results are absent.
    */
   async daily(names: readonly string[], fromMs: number, nowMs: number): Promise<DailyCount[]> {
     const counts: DailyCount[] = [];
@@ -286,6 +296,7 @@ export class HistoryStore {
           from healthcheck_history h
           join healthcheck_history_check c on c.id = h.check_id
           where c.name in (${sql.join(part)}) and h.time >= ${fromMs} and h.time <= ${nowMs}
+            and h.maintenance is null
         ) d
         group by d.name, d.day`.execute(this.#db);
       for (const row of rows) {

@@ -15,6 +15,8 @@ export interface HistoryView {
   readonly duration: number;
   /** `success`, or the (redacted) failure message. */
   readonly message: string;
+  /** Present (true) for a result of a maintenance window, which uptime leaves out. */
+  readonly maintenance?: true;
 }
 
 /**
@@ -88,22 +90,22 @@ export function listLatest(
   const time = Date.parse(latest.timestamp);
   if (query.sinceMs !== undefined && time < query.sinceMs) return [];
   if (query.untilMs !== undefined && time > query.untilMs) return [];
-  return [
-    {
-      timestamp: latest.timestamp,
-      success: latest.success,
-      duration: storedDuration(latest.duration),
-      message: latest.message,
-    },
-  ];
+  const view: HistoryView = {
+    timestamp: latest.timestamp,
+    success: latest.success,
+    duration: storedDuration(latest.duration),
+    message: latest.message,
+  };
+  return [latest.maintenance === true ? { ...view, maintenance: true } : view];
 }
 
 /**
  * What `GET /result/<name>/uptime` answers when no history is kept (retention 0): each period that
- * holds the latest result has the ratio of that one result (1 or 0), the others null; no incidents.
+ * holds the latest result has the ratio of that one result (1 or 0), the others null (all of them
+ * for a result of a maintenance window, which does not count); no incidents.
  */
 export function uptimeOfLatest(latest: HealthcheckResult | undefined, nowMs: number): Uptime {
-  const time = latest === undefined ? Number.NaN : Date.parse(latest.timestamp);
+  const time = latest === undefined || latest.maintenance === true ? Number.NaN : Date.parse(latest.timestamp);
   const of = (length: number): number | null =>
     latest !== undefined && time > nowMs - length && time <= nowMs ? (latest.success ? 1 : 0) : null;
   return { "1h": of(HOUR_MS), "24h": of(DAY_MS), "7d": of(7 * DAY_MS), "30d": of(30 * DAY_MS), incidents: [] };

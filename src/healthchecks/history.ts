@@ -158,6 +158,7 @@ export class ResultHistory {
   #times: number[] = [];
   #durations: number[] = [];
   #messages: (string | null)[] = [];
+  #maintenance: (1 | null)[] = [];
   /** Characters of the messages in the buffer. */
   #messageChars = 0;
 
@@ -239,7 +240,8 @@ export class ResultHistory {
 
   /**
    * Buffers one periodic result for the next write: its end (`timestamp`), success, duration
-   * rounded to the millisecond, and its message when it failed. Never throws, never waits: it runs
+   * rounded to the millisecond, its message when it failed, and whether it came during a
+   * maintenance window. Never throws, never waits: it runs
    * on the scheduler's path. Ignored with a retention of 0 and after {@link close}; dropped (counted
    * and logged) when `maxBuffered` results or `maxBufferedMessageChars` characters of messages
    * already wait.
@@ -261,6 +263,7 @@ export class ResultHistory {
     this.#times.push(time);
     this.#durations.push(storedDuration(result.duration));
     this.#messages.push(message);
+    this.#maintenance.push(result.maintenance === true ? 1 : null);
     this.#messageChars += chars;
   }
 
@@ -325,18 +328,22 @@ export class ResultHistory {
       query.untilMs ?? Number.MAX_SAFE_INTEGER,
       query.limit,
     );
-    return rows.map((row) => ({
-      timestamp: rfc3339(Number(row.time)),
-      success: row.message === null,
-      duration: Number(row.duration),
-      message: row.message ?? "success",
-    }));
+    return rows.map((row) => {
+      const view: HistoryView = {
+        timestamp: rfc3339(Number(row.time)),
+        success: row.message === null,
+        duration: Number(row.duration),
+        message: row.message ?? "success",
+      };
+      // Absent outside maintenance windows, as in results.
+      return row.maintenance === null ? view : { ...view, maintenance: true };
+    });
   }
 
   /**
    * The uptime of `name` over the last hour, day, 7 and 30 days before `nowMs` (ratios of the kept
    * results: periods beyond the retention cover what is kept), and its newest incidents of the
-   * last 30 days.
+   * last 30 days; results of maintenance windows count in neither.
    *
    * @param nowMs milliseconds since the epoch
    * @throws Error when the database fails
@@ -451,10 +458,12 @@ export class ResultHistory {
     const times = this.#times;
     const durations = this.#durations;
     const messages = this.#messages;
+    const maintenance = this.#maintenance;
     this.#names = [];
     this.#times = [];
     this.#durations = [];
     this.#messages = [];
+    this.#maintenance = [];
     this.#messageChars = 0;
     try {
       const missing = new Set<string>();
@@ -470,7 +479,7 @@ export class ResultHistory {
         if (id === undefined) throw new Error(`no id for healthcheck ${name}`);
         checkIds[index] = id;
       }
-      await this.#storage.insert({ checkIds, times, durations, messages }, yieldToEventLoop);
+      await this.#storage.insert({ checkIds, times, durations, messages, maintenance }, yieldToEventLoop);
     } catch (error) {
       this.#drop("write_failed", count);
       this.#writeFailed.report(() => ({ err: error, rows: count }));

@@ -14,12 +14,14 @@ import { configuredChecks, type HealthchecksSection, healthchecksShape } from ".
 import type { DefinitionRules } from "./definition.js";
 import { Executor } from "./execute.js";
 import { ResultHistory } from "./history.js";
+import { Maintenance } from "./maintenance/index.js";
+import { registerMaintenanceRoutes } from "./maintenance/routes.js";
 import { HealthcheckMetrics, HistoryMetrics } from "./metrics.js";
 import { ResultPublisher } from "./result-events.js";
 import { ResultStore } from "./results.js";
 import { registerHealthcheckRoutes } from "./routes.js";
 import { Scheduler, wallClockPhaseDelay } from "./scheduler.js";
-import { checkStatusSelectors, registerStatusRoutes } from "./status-page/routes.js";
+import { checkStatusPage, registerStatusPage } from "./status-page/routes.js";
 import { HealthcheckStore, healthcheckMigrations } from "./storage.js";
 import { checkTlsDirectory, TlsDirectoryError } from "./tls-files.js";
 
@@ -96,6 +98,17 @@ function newScheduler(
   });
 }
 
+/** The result history; in cluster mode each instance prunes the history of its own shards' checks. */
+function newHistory(context: ModuleContext, retentionMs: number): ResultHistory {
+  const cluster = context.cluster;
+  return new ResultHistory(context.database, {
+    retentionMs,
+    logger: context.logger,
+    metrics: new HistoryMetrics(context.metrics),
+    ...(cluster === undefined ? {} : { prunes: (name: string) => cluster.shards.owns(shardOf(name)) }),
+  });
+}
+
 /**
  * The module, for the `modules` list of src/server.ts. Its plugin builds the scheduler and the
  * catalog, restores the stored checks and schedules the configured ones, re-reads the configured
@@ -129,18 +142,22 @@ export const healthchecksModule = defineModule({
     const executor = new Executor(tlsDirectory === undefined ? {} : { tlsDirectory });
     const results = new ResultStore();
     const retentionMs = section.history.retention.milliseconds;
-    const history = new ResultHistory(context.database, {
-      retentionMs,
-      logger: context.logger,
-      metrics: new HistoryMetrics(context.metrics),
-      // Cluster mode: each instance prunes the history of the checks of its own shards.
-      ...(cluster === undefined ? {} : { prunes: (name: string) => cluster.shards.owns(shardOf(name)) }),
-    });
+    const history = newHistory(context, retentionMs);
     const publisher = new ResultPublisher(context.events, section.streams);
     const storage = new HealthcheckStore(context.database);
-    // Alerts (docs/alerts.md), fed by the results of the checks this instance runs.
-    const alerts = await ModuleAlerts.create({ context, section, catalog: () => catalog, retentionMs });
     let shared: SharedResults | undefined;
+    // Maintenance windows (docs/healthchecks.md): `maintenance.inMaintenance(name, timeMs)`.
+    const lookup = (name: string) => catalog.get(name);
+    const maintenance = await Maintenance.start({ ...context, configured: section.maintenance, lookup });
+    // Alerts (docs/alerts.md), fed by the results of the checks this instance runs; nothing
+    // transitions during a maintenance window.
+    const alerts = await ModuleAlerts.create({
+      context,
+      section,
+      catalog: () => catalog,
+      retentionMs,
+      inMaintenance: maintenance.inMaintenance,
+    });
     const catalog: Catalog = new Catalog({
       storage,
       scheduler,
@@ -149,6 +166,7 @@ export const healthchecksModule = defineModule({
       executor,
       logger: context.logger,
       rules,
+      inMaintenance: maintenance.inMaintenance,
       onResult: (registration, result, timeMs) => {
         history.record(registration.definition.name, result, timeMs);
         publisher.publish(registration.definition, result, registration.labels, timeMs);
@@ -174,15 +192,7 @@ export const healthchecksModule = defineModule({
     alerts.start(configuredChecks(section), () => catalog.stop());
     await compareFileChecks(cluster, section, context.logger);
     const statusPage = section["status-page"];
-    if (statusPage.enabled) {
-      try {
-        checkStatusSelectors(statusPage, catalog);
-      } catch (error) {
-        catalog.stop();
-        if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
-        throw error;
-      }
-    }
+    checkStatusPage(statusPage, catalog);
     history.start();
 
     let closed = false;
@@ -196,6 +206,7 @@ export const healthchecksModule = defineModule({
     });
     onReload(async (fresh) => {
       if (closed) return;
+      maintenance.reload(fresh.maintenance);
       await alerts.reload(fresh, (configured) => catalog.reload(configured));
       await compareFileChecks(cluster, fresh, context.logger);
     });
@@ -221,18 +232,16 @@ export const healthchecksModule = defineModule({
         references: alerts.references,
       });
       alerts.routes(api);
+      registerMaintenanceRoutes(api, { maintenance, checks: () => catalog.list() });
     });
-    if (statusPage.enabled) {
-      await app.register(async (page) => {
-        await registerStatusRoutes(page, {
-          catalog,
-          results,
-          ...freshen,
-          history,
-          settings: statusPage,
-          retentionMs,
-        });
-      });
-    }
+    await registerStatusPage(app, {
+      catalog,
+      results,
+      ...freshen,
+      history,
+      settings: statusPage,
+      retentionMs,
+      calendar: maintenance.calendar,
+    });
   },
 });

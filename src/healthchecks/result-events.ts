@@ -26,7 +26,8 @@ export function hostOf(definition: Definition): string {
  * `ok` or `critical`, `metric` the execution time in seconds, `description` the (redacted) result
  * message, `time` the end of the execution in Unix seconds, `ttl` twice the interval in seconds (a
  * check that stops reporting expires), `tags` `["healthcheck", "<kind>"]`, and each label as a
- * top-level field that never overrides the fields above.
+ * top-level field that never overrides the fields above; during a maintenance window of the check,
+ * `maintenance` true as well (absent otherwise).
  * @param labels the check's labels as results show them (URL passwords redacted)
  * @param timeMs the result's time in milliseconds since the epoch, when the caller has it
  */
@@ -37,7 +38,7 @@ export function resultEvent(
   timeMs: number = Date.parse(result.timestamp),
 ): SinkEvent {
   const intervalSeconds = (definition.interval?.milliseconds ?? 0) / 1000;
-  return {
+  const event: SinkEvent = {
     ...labels,
     service: definition.name,
     host: hostOf(definition),
@@ -48,6 +49,8 @@ export function resultEvent(
     ttl: 2 * intervalSeconds,
     tags: ["healthcheck", definition.kind],
   };
+  if (result.maintenance === true) event.maintenance = true;
+  return event;
 }
 
 /**

@@ -16,6 +16,11 @@ export interface HealthcheckResult {
   readonly message: string;
   /** Execution time in milliseconds. */
   readonly duration: number;
+  /**
+   * Present (true) when the result came during a maintenance window of the check
+   * (docs/healthchecks.md): it is stored and shown, but left out of uptime.
+   */
+  readonly maintenance?: true;
   /** The check's labels, when it has some. */
   readonly labels?: Readonly<Record<string, string>>;
 }

@@ -14,6 +14,13 @@ const MESSAGE: JsonSchema = { type: "object", properties: { message: { type: "st
 /** An RFC 3339 time with milliseconds, as results carry them. */
 const TIME: JsonSchema = { type: "string", format: "date-time" };
 
+/** The mark of a result of a maintenance window (absent otherwise). */
+const MAINTENANCE_MARK: JsonSchema = {
+  type: "boolean",
+  const: true,
+  description: "present during a maintenance window of the check: the result is left out of uptime",
+};
+
 /**
  * A definition as `GET /healthcheck` shows it: the fields accepted, defaults filled in, durations
  * as their text, secrets as `<redacted>`, plus its kind and where it comes from.
@@ -43,6 +50,7 @@ const RESULT: JsonSchema = {
     timestamp: TIME,
     message: { type: "string", description: "success, or the failure message" },
     duration: { type: "number", minimum: 0, description: "milliseconds" },
+    maintenance: MAINTENANCE_MARK,
     labels: { type: "object", additionalProperties: { type: "string" } },
   },
   required: ["name", "configuration", "success", "timestamp", "message", "duration"],
@@ -61,6 +69,7 @@ const HISTORY: JsonSchema = {
           success: { type: "boolean" },
           duration: { type: "integer", minimum: 0 },
           message: { type: "string" },
+          maintenance: MAINTENANCE_MARK,
         },
         required: ["timestamp", "success", "duration", "message"],
         additionalProperties: false,

@@ -48,6 +48,8 @@ export type HealthcheckTables = {
     duration: number;
     /** The (redacted) failure message; NULL for a success. */
     message: string | null;
+    /** 1 for a result of a maintenance window (left out of uptime); NULL otherwise. */
+    maintenance: number | null;
   };
   /**
    * Cluster mode (docs/cluster.md): the latest result of each check, written by the instance that
@@ -59,6 +61,16 @@ export type HealthcheckTables = {
     result: string;
     /** Milliseconds since the epoch. */
     updated_at: number;
+  };
+  /** Maintenance windows created through the API (docs/healthchecks.md); configured ones are not stored. */
+  healthcheck_maintenance: {
+    name: string;
+    /** The selectors, a JSON array of strings. */
+    checks: string;
+    /** Milliseconds since the epoch; the window is `[start_time, end_time)`. */
+    start_time: number;
+    end_time: number;
+    created_at: number;
   };
 };
 
@@ -104,6 +116,16 @@ export const healthcheckMigrations: Readonly<Record<string, Migration>> = {
   },
   // Alerts (docs/alerts.md): tables and queries in alerts/store.ts.
   "healthchecks-0004-alerts": { up: alertMigration },
+  "healthchecks-0005-maintenance": {
+    up: (db) =>
+      runDdl(db, [
+        `create table healthcheck_maintenance (name varchar(64) primary key, checks text not null,
+          start_time bigint not null, end_time bigint not null, created_at bigint not null)`,
+        // Nullable and NULL outside maintenance: a NULL costs a bit of the row's null bitmap, which
+        // fits in the padding of PostgreSQL's 23-byte row header, so the usual row grows by nothing.
+        "alter table healthcheck_history add column maintenance smallint",
+      ]),
+  },
 };
 
 type Tables = PlatformTables & HealthcheckTables;

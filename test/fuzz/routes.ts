@@ -510,6 +510,26 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     // Alerts (docs/alerts.md): the triggered ones, and the notifications of a period.
     route("GET", "/alerts"),
     route("GET", "/alerts/history", { query: queryString(["since", "until", "limit"], historyValue) }),
+    // Maintenance windows (docs/healthchecks.md): a span of RFC 3339 times around now.
+    route("POST", "/maintenance", {
+      payload: jsonPayload(
+        mutated(
+          {
+            name: "fuzz-window",
+            checks: ["fuzz-check", "team=web"],
+            start: "2030-01-01T00:00:00Z",
+            end: "2030-01-01T01:00:00Z",
+          },
+          {
+            start: historyValue,
+            end: historyValue,
+            checks: fc.array(segment(["fuzz-check", "a=b"]), { maxLength: 3 }),
+          },
+        ),
+      ),
+    }),
+    route("GET", "/maintenance"),
+    route("DELETE", "/maintenance/:name", { params: { name: ["fuzz-window", "nowhere"] } }),
     // The public status page (docs/healthchecks.md): its one parameter is ?refresh=<seconds>.
     route("GET", "/status", {
       query: queryString(["refresh"], fc.oneof(fc.integer({ min: -5, max: 5_000 }).map(String), segment())),

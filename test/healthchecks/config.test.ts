@@ -45,6 +45,7 @@ describe("the healthchecks section", () => {
       history: { retention: { text: "168h", milliseconds: 604_800_000 } },
       "status-page": { enabled: false, title: "Status", checks: [] },
       "default-alerts": [],
+      maintenance: [],
       "http-checks": [],
       "tcp-checks": [],
       "dns-checks": [],

@@ -2,7 +2,8 @@
  * The healthchecks routes in GET /openapi.json: every route described, the kinds' bodies described
  * from their shapes (definition.ts), and a client that reads nothing but the document creating an
  * http check against a local web server, listing it, reading its result, history and uptime, the
- * status page, and deleting it. Only loopback traffic.
+ * status page, planning a maintenance window and listing it, and deleting the check. Only loopback
+ * traffic.
  */
 import { createServer } from "node:http";
 import { Ajv2020 } from "ajv/dist/2020.js";
@@ -31,7 +32,7 @@ import { startTestServer } from "../support/server.js";
 import { until } from "../support/until.js";
 import { type Listening, listen } from "./local-servers.js";
 
-const MODULE_PATHS = /^\/(healthcheck|result|status)(\/|$)/;
+const MODULE_PATHS = /^\/(healthcheck|result|status|maintenance)(\/|$)/;
 
 let web: Listening;
 let server: VigieServer;
@@ -195,6 +196,7 @@ describe("the healthchecks routes in GET /openapi.json", () => {
       [
         "/healthcheck",
         "/healthcheck/{name}",
+        "/maintenance",
         "/result",
         "/result/{name}",
         "/result/{name}/history",

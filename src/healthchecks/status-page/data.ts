@@ -11,6 +11,7 @@ import {
   type StatusCheck,
   type StatusData,
   type StatusGroup,
+  type StatusMaintenance,
   type StatusResponseTime,
   UPTIME_PERIODS,
   type UptimePeriod,
@@ -46,6 +47,26 @@ export interface StatusResults {
 /** The part of the history the page reads. */
 export type StatusHistory = Pick<ResultHistory, "uptime" | "daily" | "responseTimes" | "stateSince">;
 
+/** Maintenance windows on the page at most. */
+export const MAX_SHOWN_WINDOWS = 10;
+
+/** How far ahead the page shows maintenance windows: 7 days (docs/healthchecks.md). */
+export const MAINTENANCE_HORIZON_MS = 7 * DAY_MS;
+
+/** The maintenance calendar as the page reads it (maintenance/calendar.ts fits). */
+export interface StatusWindows {
+  /** The first occurrence of each window overlapping `[fromMs, toMs)`, soonest first. */
+  windows(
+    fromMs: number,
+    toMs: number,
+  ): readonly {
+    readonly name: string;
+    readonly selectors: readonly StatusSelector[];
+    startMs: number;
+    endMs: number;
+  }[];
+}
+
 /** Where the page's data comes from. */
 export interface StatusSources {
   readonly title: string;
@@ -56,6 +77,8 @@ export interface StatusSources {
   readonly history: StatusHistory;
   /** `healthchecks.history.retention` in milliseconds; 0 keeps no history. */
   readonly retentionMs: number;
+  /** The maintenance windows; none without it. */
+  readonly maintenance?: StatusWindows;
 }
 
 /** Days of the daily bar: 90, or the days the retention reaches into when fewer; 0 without history. */
@@ -163,12 +186,39 @@ export async function readHistories(
 }
 
 /**
+ * The maintenance windows of the `selected` checks going on at `nowMs` or starting within
+ * {@link MAINTENANCE_HORIZON_MS}, each naming only the selected checks it covers (a window of no
+ * shown check is left out), at most {@link MAX_SHOWN_WINDOWS}.
+ */
+export function shownWindows(
+  calendar: StatusWindows | undefined,
+  selected: readonly StatusCandidate[],
+  nowMs: number,
+): StatusMaintenance[] {
+  if (calendar === undefined || selected.length === 0) return [];
+  const shown: StatusMaintenance[] = [];
+  for (const window of calendar.windows(nowMs, nowMs + MAINTENANCE_HORIZON_MS)) {
+    const checks = selectChecks(window.selectors, selected).map((check) => check.definition.name);
+    if (checks.length === 0) continue;
+    shown.push({
+      name: window.name,
+      start: new Date(window.startMs).toISOString(),
+      end: new Date(window.endMs).toISOString(),
+      ongoing: window.startMs <= nowMs,
+      checks,
+    });
+    if (shown.length >= MAX_SHOWN_WINDOWS) break;
+  }
+  return shown;
+}
+
+/**
  * The page's data at `nowMs`: the `selected` checks with their latest state (read now), grouped by
  * their `group` label (groups in the order of their first check, checks without a group last), and
  * what `histories` says of each (a check it does not know has no history yet).
  */
 export function assembleStatus(
-  sources: Pick<StatusSources, "title" | "results" | "retentionMs">,
+  sources: Pick<StatusSources, "title" | "results" | "retentionMs" | "maintenance">,
   selected: readonly StatusCandidate[],
   histories: ReadonlyMap<string, CheckHistory>,
   nowMs: number,
@@ -204,7 +254,14 @@ export function assembleStatus(
   }
   const groups: StatusGroup[] = [...named.entries()].map(([name, members]) => ({ name, checks: members }));
   if (ungrouped.length > 0) groups.push({ name: null, checks: ungrouped });
-  return { title: sources.title, generated: new Date(nowMs).toISOString(), periods, days: days.length, groups };
+  return {
+    title: sources.title,
+    generated: new Date(nowMs).toISOString(),
+    periods,
+    days: days.length,
+    maintenance: shownWindows(sources.maintenance, selected, nowMs),
+    groups,
+  };
 }
 
 /**

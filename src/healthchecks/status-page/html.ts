@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { escapeHtml } from "../../platform/html.js";
-import { type StatusData, statusView, type ViewNode } from "./view.js";
+import { formatUtc, h, type StatusData, type StatusMaintenance, statusView, type ViewNode } from "./view.js";
 
 /** Where the page loads its refresh script from. */
 export const STATUS_SCRIPT_PATH = "/status/status.js";
@@ -70,6 +70,30 @@ export function renderHtml(node: ViewNode): string {
   return `<${node.tag}${attributes}>${node.children.map(renderHtml).join("")}</${node.tag}>`;
 }
 
+/**
+ * When a window is, in words: `ongoing until 2026-05-10 04:00 UTC`, `2026-05-16 02:00 to 04:00 UTC`
+ * (the end's day left out when it is the start's), `2026-05-16 23:00 UTC to 2026-05-17 01:00 UTC`.
+ */
+export function windowSpan(window: Pick<StatusMaintenance, "start" | "end" | "ongoing">): string {
+  const end = formatUtc(window.end);
+  if (window.ongoing) return `ongoing until ${end}`;
+  const start = formatUtc(window.start);
+  return start.slice(0, 10) === end.slice(0, 10) ? `${start.slice(0, -4)} to ${end.slice(11)}` : `${start} to ${end}`;
+}
+
+/**
+ * The maintenance windows as a section of the header: text only, rendered here and left alone by
+ * the refresh script (a window is announced ahead, so the 30 s refresh has nothing to add). Nothing
+ * without windows.
+ */
+export function maintenanceHtml(windows: readonly StatusMaintenance[]): string {
+  if (windows.length === 0) return "";
+  const items = windows.map((window) =>
+    h("li", {}, h("strong", {}, window.name), `: ${windowSpan(window)}, for ${window.checks.join(", ")}.`),
+  );
+  return renderHtml(h("section", { class: "maintenance" }, h("h2", {}, "Maintenance"), h("ul", {}, ...items)));
+}
+
 /** Options of {@link renderStatusPage}. */
 export interface StatusPageOptions {
   /** How often the script refreshes the page, in milliseconds (written as `data-refresh-ms`). */
@@ -79,7 +103,8 @@ export interface StatusPageOptions {
 }
 
 /**
- * The whole page: a document in English with the title, a live region for what changes, the main
+ * The whole page: a document in English with the title, a live region for what changes, the
+ * maintenance windows, the main
  * landmark with the view of status-view.ts (which the script patches), and a footer. No inline
  * script and no event handler attribute; the only inline style is {@link STATUS_CSS}.
  *
@@ -97,7 +122,9 @@ export function statusPageRenderer(
     options.script ? `<script src="${STATUS_SCRIPT_PATH}" defer></script>` : "",
     `</head><body><header><h1>${title}</h1>`,
     // Announces state changes and refresh failures; the script writes it (status.ts).
-    '<p id="notice" class="notice" role="status"></p></header>',
+    '<p id="notice" class="notice" role="status"></p>',
+    maintenanceHtml(data.maintenance),
+    "</header>",
     '<main id="status" data-refresh-ms="',
   ].join("");
   const after = [

@@ -45,6 +45,20 @@ const STATUS_CHECK = {
   additionalProperties: false,
 };
 
+/** A maintenance window of shown checks, ongoing or within 7 days. */
+const STATUS_MAINTENANCE = {
+  type: "object",
+  properties: {
+    name: { type: "string" },
+    start: TIME,
+    end: TIME,
+    ongoing: { type: "boolean" },
+    checks: { type: "array", items: { type: "string" }, description: "the shown checks it covers" },
+  },
+  required: ["name", "start", "end", "ongoing", "checks"],
+  additionalProperties: false,
+};
+
 /** `GET /status/data`: what the page shows. */
 const STATUS_DATA = {
   type: "object",
@@ -53,6 +67,7 @@ const STATUS_DATA = {
     generated: TIME,
     periods: { type: "array", items: { type: "string", enum: [...UPTIME_PERIODS] } },
     days: { type: "integer", minimum: 0 },
+    maintenance: { type: "array", items: STATUS_MAINTENANCE },
     groups: {
       type: "array",
       items: {
@@ -63,7 +78,7 @@ const STATUS_DATA = {
       },
     },
   },
-  required: ["title", "generated", "periods", "days", "groups"],
+  required: ["title", "generated", "periods", "days", "maintenance", "groups"],
   additionalProperties: false,
 };
 

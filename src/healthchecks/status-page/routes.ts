@@ -9,6 +9,7 @@
  * reach only its own origin.
  */
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { ConfigError, configErrorMessage } from "../../platform/config.js";
 import { NotFoundError } from "../../platform/errors.js";
 import { queryInteger, queryOf } from "../../platform/query.js";
 import { ValidationError } from "../../platform/validation.js";
@@ -16,7 +17,7 @@ import type { Catalog } from "../catalog.js";
 import type { HealthchecksSection } from "../config.js";
 import type { ResultHistory } from "../history.js";
 import type { ResultStore } from "../results.js";
-import { assembleStatus, type CheckHistory, readHistories, type StatusSources } from "./data.js";
+import { assembleStatus, type CheckHistory, readHistories, type StatusSources, type StatusWindows } from "./data.js";
 import { STATUS_CSP, STATUS_SCRIPT_PATH, statusPageRenderer } from "./html.js";
 import { pageDescription, STATUS_DATA_ROUTE, STATUS_SCRIPT_ROUTE } from "./routes-api.js";
 import { loadStatusScript } from "./script.js";
@@ -49,6 +50,8 @@ export interface StatusRoutesOptions {
   readonly settings: HealthchecksSection["status-page"];
   /** `healthchecks.history.retention`, in milliseconds (0: no history, no bar, no chart). */
   readonly retentionMs: number;
+  /** The maintenance windows the page lists (ongoing, and within 7 days); none without it. */
+  readonly calendar?: StatusWindows;
   /**
    * How often the page refreshes itself, in milliseconds; default {@link DEFAULT_REFRESH_MS}. A
    * view's `?refresh=<seconds>` (1 to 3600) overrides it, for a wall screen or a browser test.
@@ -83,6 +86,24 @@ export function checkStatusSelectors(settings: HealthchecksSection["status-page"
     const reason = unmatchedReason(parseSelector(text), checks);
     if (reason !== undefined) throw new ValidationError(`healthchecks.status-page.checks[${index}]`, reason, text);
   });
+}
+
+/**
+ * At start-up, when the page is enabled: {@link checkStatusSelectors}, its refusal a configuration
+ * error (`vigie serve` exits with code 2) after `catalog` is stopped.
+ *
+ * @throws ConfigError `invalid configuration: healthchecks.status-page.checks[1]: selects no
+ *   healthcheck: ...`
+ */
+export function checkStatusPage(settings: HealthchecksSection["status-page"], catalog: Catalog): void {
+  if (!settings.enabled) return;
+  try {
+    checkStatusSelectors(settings, catalog);
+  } catch (error) {
+    catalog.stop();
+    if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
+    throw error;
+  }
 }
 
 /**
@@ -152,6 +173,7 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
     results,
     history,
     retentionMs,
+    ...(options.calendar === undefined ? {} : { maintenance: options.calendar }),
   };
   const snapshots = new Expiring<Snapshot>(options.cacheMs ?? DEFAULT_CACHE_MS);
   const histories = new Expiring<Map<string, CheckHistory>>(options.historyCacheMs ?? DEFAULT_HISTORY_CACHE_MS);
@@ -186,4 +208,13 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
     if (request.headers["if-none-match"] === script.etag) return reply.code(304).send();
     return reply.type("text/javascript; charset=utf-8").send(script.source);
   });
+}
+
+/**
+ * Registers the routes of {@link registerStatusRoutes} in a plugin of their own, outside the API
+ * guard, when `healthchecks.status-page.enabled`; nothing otherwise.
+ */
+export async function registerStatusPage(app: FastifyInstance, options: StatusRoutesOptions): Promise<void> {
+  if (!options.settings.enabled) return;
+  await app.register(async (page) => registerStatusRoutes(page, options));
 }

@@ -9,6 +9,19 @@
  * select at least one check (status-routes.ts, `checkStatusSelectors`).
  */
 
+import { string, type Validator } from "../../platform/validation.js";
+
+/**
+ * A selector as written (`healthchecks.status-page.checks`, the `checks` of a maintenance window):
+ * a check name, or `label=value` (`team=web`).
+ */
+export const selectorText: Validator<string> = string({
+  min: 1,
+  max: 512,
+  pattern: /^[^=\s][^=]*(=.*)?$/,
+  patternRule: "must be a check name or a label selector such as team=web",
+});
+
 /** A parsed selector. */
 export type StatusSelector =
   | { readonly kind: "name"; readonly name: string }

@@ -58,6 +58,17 @@ export interface StatusGroup {
   readonly checks: readonly StatusCheck[];
 }
 
+/** A maintenance window of shown checks, ongoing or coming within 7 days. */
+export interface StatusMaintenance {
+  readonly name: string;
+  /** RFC 3339; the window is `[start, end)`. */
+  readonly start: string;
+  readonly end: string;
+  readonly ongoing: boolean;
+  /** The names of the shown checks it covers. */
+  readonly checks: readonly string[];
+}
+
 /** What `GET /status/data` answers, and what the page shows. */
 export interface StatusData {
   readonly title: string;
@@ -67,6 +78,11 @@ export interface StatusData {
   readonly periods: readonly UptimePeriod[];
   /** Length of the daily bar: 90, or the days of the retention when shorter; 0 without history. */
   readonly days: number;
+  /**
+   * Maintenance windows ongoing or within 7 days, soonest first. The page says them in its header,
+   * as rendered by the server (html.ts): the refresh script leaves them as they are.
+   */
+  readonly maintenance: readonly StatusMaintenance[];
   readonly groups: readonly StatusGroup[];
 }
 
