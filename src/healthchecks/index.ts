@@ -6,6 +6,7 @@ import { type Cluster, changedNames, shardOf } from "../platform/cluster/index.j
 import { ConfigError, configErrorMessage } from "../platform/config.js";
 import { defineModule, type ModuleContext } from "../platform/module.js";
 import { ValidationError } from "../platform/validation.js";
+import { undeclaredOutputs } from "./alerts/references.js";
 import { ModuleAlerts } from "./alerts/wiring.js";
 import { apiCommandsAllowed } from "./api-commands.js";
 import { Catalog } from "./catalog.js";
@@ -129,6 +130,11 @@ export const healthchecksModule = defineModule({
       ...(section["status-page"].enabled ? {} : { enableWith: "healthchecks.status-page.enabled: true" }),
     },
   ],
+  // The outputs the file's alerts name are declared (`vigie config check` reports one that is not).
+  check: (section, _platform, outputs) => {
+    const error = undeclaredOutputs(section, (output) => outputs.has(output));
+    if (error !== undefined) throw error;
+  },
   plugin: async (app, { context, section, onReload }) => {
     const tlsDirectory = await tlsDirectoryOf(section["tls-directory"]);
     const rules: DefinitionRules = {

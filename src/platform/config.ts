@@ -252,11 +252,17 @@ export function parseConfig(
       "drain-timeout": rest["drain-timeout"],
     };
     checkCluster(platform.cluster, platform.database.url, platform.security["require-token"]);
+    const declared = new Set(Object.keys(outputs));
     for (const module of modules) {
       const section = sections[module.name];
       if (section === undefined) continue;
-      module.check?.(section, platform);
-      checkOutputNames(module.name, module.outputs?.(section) ?? {}, outputs);
+      const own = module.outputs?.(section) ?? {};
+      checkOutputNames(module.name, own, outputs);
+      for (const name of Object.keys(own)) declared.add(name);
+    }
+    for (const module of modules) {
+      const section = sections[module.name];
+      if (section !== undefined) module.check?.(section, platform, declared);
     }
     return { ...platform, modules: sections, ...(file === undefined ? {} : { file }) };
   } catch (error) {

@@ -120,9 +120,10 @@ export interface VigieModule<S extends Shape = Shape> {
   /**
    * Rules that tie the section to the platform keys (`security.require-token`), run by
    * `parseConfig` after every section validated, so `vigie config check` reports them too.
+   * `outputs` are the names of every declared output (`outputs:` and the modules' own).
    * @throws ValidationError naming the key of the section (`streams.riemann.tls-ca`)
    */
-  readonly check?: (section: ModuleSection<S>, platform: PlatformConfig) => void;
+  readonly check?: (section: ModuleSection<S>, platform: PlatformConfig, outputs: ReadonlySet<string>) => void;
   /**
    * The secrets `vigie init` generates for the module: each is written to `secrets/<file>` of the
    * directory (mode 0600) and named by `key`, a `-file` key of the section (`challenge.secret-file`).

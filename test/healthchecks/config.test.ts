@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { configuredChecks } from "../../src/healthchecks/config.js";
 import { healthchecksModule } from "../../src/healthchecks/index.js";
 import { ConfigError, loadConfig, parseConfig } from "../../src/platform/config.js";
+import { streamsModule } from "../../src/streams/index.js";
 import { temporaryDirectory } from "../support/temporary.js";
 
 const parse = (healthchecks: unknown) => parseConfig({ healthchecks }, {}, [healthchecksModule]);
@@ -217,5 +218,37 @@ describe("the healthchecks section", () => {
       ["t2", "tcp", "healthchecks.tcp-checks[1]"],
       ["c", "command", "healthchecks.command-checks[0]"],
     ]);
+  });
+});
+
+describe("the outputs the file's alerts name", () => {
+  const check = { name: "db", target: "127.0.0.1", port: 5432, interval: "10s", timeout: "1s" };
+  const parse = (raw: Record<string, unknown>) => parseConfig(raw, {}, [healthchecksModule, streamsModule]);
+
+  it("are declared, under outputs or streams.outputs, or the configuration is refused naming the key", () => {
+    const chat = { type: "http", url: "http://127.0.0.1:9/hook" };
+    expect(() =>
+      parse({
+        outputs: { chat },
+        streams: { outputs: { pager: chat } },
+        healthchecks: {
+          "default-alerts": [{ output: "chat" }],
+          "tcp-checks": [{ ...check, alerts: [{ output: "pager" }] }],
+        },
+      }),
+    ).not.toThrow();
+    expect(() =>
+      parse({
+        outputs: { chat },
+        healthchecks: { "tcp-checks": [{ ...check, alerts: [{ output: "chat" }, { output: "nope" }] }] },
+      }),
+    ).toThrow(
+      new ConfigError(
+        "invalid configuration: healthchecks.tcp-checks[0].alerts[1].output: must name a declared output (nope is not one)",
+      ),
+    );
+    expect(() => parse({ healthchecks: { "default-alerts": [{ output: "chat" }] } })).toThrow(
+      "invalid configuration: healthchecks.default-alerts[0].output: must name a declared output (chat is not one)",
+    );
   });
 });

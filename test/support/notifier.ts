@@ -65,3 +65,13 @@ export function withNotifier(modules: readonly AnyModule[], notifier: Notifier):
       module.plugin.call(app, app, { ...options, context: { ...options.context, notifier } }),
   }));
 }
+
+/**
+ * The configuration's `outputs` for the names `notifier` knows: declared (as the configuration
+ * file's alerts must name declared outputs), never contacted (the fake takes every notification).
+ */
+export function declaredOutputs(notifier: FakeNotifier): Record<string, { type: "http"; url: string }> {
+  const outputs: Record<string, { type: "http"; url: string }> = {};
+  for (const name of notifier.outputs) outputs[name] = { type: "http", url: "http://127.0.0.1:9/never-contacted" };
+  return outputs;
+}

@@ -5,6 +5,7 @@
  * at start-up and on SIGHUP (a configuration error naming the key). Plain TypeScript.
  */
 import { ValidationError } from "../../platform/validation.js";
+import { configuredChecks, type HealthchecksSection } from "../config.js";
 import type { Definition } from "../definition.js";
 import type { AlertPolicy } from "./policy.js";
 
@@ -142,4 +143,22 @@ export function configurationReferenceError(
   if (problem === undefined) return undefined;
   const path = own.find(({ definition }) => definition.name === problem.check)?.path ?? "healthchecks";
   return new ValidationError(`${path}.${problem.error.path}`, problem.error.rule);
+}
+
+/**
+ * The first undeclared output the configuration file's alerts name: in
+ * `healthchecks.default-alerts`, then in each check's `alerts`.
+ * @returns undefined, or an error naming `healthchecks.http-checks[0].alerts[1].output`
+ */
+export function undeclaredOutputs(
+  section: HealthchecksSection,
+  hasOutput: OutputExists,
+): ValidationError | undefined {
+  const defaults = undeclaredOutput(section["default-alerts"], hasOutput, "healthchecks.default-alerts");
+  if (defaults !== undefined) return defaults;
+  for (const { definition, path } of configuredChecks(section)) {
+    const error = undeclaredOutput(definition.alerts, hasOutput, `${path}.alerts`);
+    if (error !== undefined) return error;
+  }
+  return undefined;
 }

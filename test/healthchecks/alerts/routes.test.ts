@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { healthchecksModule } from "../../../src/healthchecks/index.js";
 import { defineModule } from "../../../src/platform/module.js";
 import type { VigieServer } from "../../../src/server.js";
-import { FakeNotifier, withNotifier } from "../../support/notifier.js";
+import { declaredOutputs, FakeNotifier, withNotifier } from "../../support/notifier.js";
 import { freePort } from "../../support/process.js";
 import { startReceiver } from "../../support/receiver.js";
 import { startTestServer } from "../../support/server.js";
@@ -23,7 +23,10 @@ const quiet = (name: string, fields: Record<string, unknown> = {}) => ({
 });
 
 async function start(notifier: FakeNotifier, healthchecks: Record<string, unknown> = {}): Promise<VigieServer> {
-  return startTestServer({ modules: withNotifier([healthchecksModule], notifier), config: { healthchecks } });
+  return startTestServer({
+    modules: withNotifier([healthchecksModule], notifier),
+    config: { outputs: declaredOutputs(notifier), healthchecks },
+  });
 }
 
 async function call(server: VigieServer, method: "GET" | "POST" | "DELETE", url: string, payload?: object) {

@@ -10,7 +10,7 @@ import { healthchecksModule } from "../../../src/healthchecks/index.js";
 import { type Database, openDatabase } from "../../../src/platform/database.js";
 import { allMigrations, type VigieServer } from "../../../src/server.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../../support/databases.js";
-import { FakeNotifier, withNotifier } from "../../support/notifier.js";
+import { declaredOutputs, FakeNotifier, withNotifier } from "../../support/notifier.js";
 import { freePort } from "../../support/process.js";
 import { startTestServer } from "../../support/server.js";
 import { until } from "../../support/until.js";
@@ -134,7 +134,10 @@ describe.each(DATABASE_KINDS)("alert storage on $kind", ({ kind, skip }) => {
       },
     };
     const start = async (notifier: FakeNotifier) => {
-      const server = await startTestServer({ modules: withNotifier([healthchecksModule], notifier), config });
+      const server = await startTestServer({
+        modules: withNotifier([healthchecksModule], notifier),
+        config: { ...config, outputs: declaredOutputs(notifier) },
+      });
       servers.push(server);
       return server;
     };
