@@ -99,12 +99,19 @@ const NOT_XML =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters it removes
   /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+/** Tab, line feed and carriage return, which a parser would turn into spaces in an attribute value. */
+const WHITESPACE_REFERENCES: Readonly<Record<string, string>> = { "\t": "&#9;", "\n": "&#10;", "\r": "&#13;" };
+
 /**
- * `text` as XML character data or a quoted attribute value: `& < > " '` escaped, and characters XML
- * cannot hold replaced by U+FFFD.
+ * `text` as XML character data or a quoted attribute value: `& < > " '` escaped, tabs and line
+ * breaks as character references (kept as they are in attribute values), and characters XML cannot
+ * hold replaced by U+FFFD.
  */
 export function escapeXml(text: string): string {
-  return escapeHtml(text.replace(NOT_XML, "\ufffd"));
+  return escapeHtml(text.replace(NOT_XML, "\ufffd")).replace(
+    /[\t\n\r]/g,
+    (character) => WHITESPACE_REFERENCES[character] ?? character,
+  );
 }
 
 /** One text of the badge: centred at `centre` (pixels), stretched to `width` (pixels), with its shadow. */
