@@ -9,6 +9,7 @@ import { ValidationError } from "../platform/validation.js";
 import { undeclaredOutputs } from "./alerts/references.js";
 import { ModuleAlerts } from "./alerts/wiring.js";
 import { apiCommandsAllowed } from "./api-commands.js";
+import { registerBadgeRoutes } from "./badges/routes.js";
 import { Catalog } from "./catalog.js";
 import { differingChecks, fingerprintOf, SharedResults } from "./cluster.js";
 import { configuredChecks, type HealthchecksSection, healthchecksShape } from "./config.js";
@@ -249,5 +250,6 @@ export const healthchecksModule = defineModule({
       retentionMs,
       calendar: maintenance.calendar,
     });
+    await registerBadgeRoutes(app, { catalog, results, ...freshen, history, settings: statusPage });
   },
 });

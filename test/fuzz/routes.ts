@@ -536,6 +536,12 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     }),
     route("GET", "/status/data"),
     route("GET", "/status/status.js"),
+    // Badges (docs/healthchecks.md): public, every subject in SVG and in JSON.
+    ...["status", "uptime/1h", "uptime/24h", "uptime/7d", "uptime/30d", "response-time"].flatMap((subject) =>
+      ["svg", "json"].map((format) =>
+        route("GET", `/badge/:name/${subject}.${format}`, { params: { name: ["fuzz-check", "nowhere"] } }),
+      ),
+    ),
 
     route("POST", "/api/v1/tsdb/remote-write/:name", { params: streamNames, payload: remoteWrite }),
     route("POST", "/api/v1/prometheus/remote-write/:name", { params: streamNames, payload: remoteWrite }),
