@@ -150,10 +150,7 @@ export function configurationReferenceError(
  * `healthchecks.default-alerts`, then in each check's `alerts`.
  * @returns undefined, or an error naming `healthchecks.http-checks[0].alerts[1].output`
  */
-export function undeclaredOutputs(
-  section: HealthchecksSection,
-  hasOutput: OutputExists,
-): ValidationError | undefined {
+export function undeclaredOutputs(section: HealthchecksSection, hasOutput: OutputExists): ValidationError | undefined {
   const defaults = undeclaredOutput(section["default-alerts"], hasOutput, "healthchecks.default-alerts");
   if (defaults !== undefined) return defaults;
   for (const { definition, path } of configuredChecks(section)) {
