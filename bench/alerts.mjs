@@ -92,6 +92,7 @@ async function run(target, alerts) {
     const firstMessage = Math.min(...receiver.messages.map((message) => message.at));
     return {
       cores,
+      steady,
       triggered: triggered.length,
       messages: receiver.messages.length,
       delayMs: firstMessage - firstSince,
