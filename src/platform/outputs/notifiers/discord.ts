@@ -15,6 +15,7 @@ import {
   isHttpUrl,
   jsonObject,
   type NotifierOptions,
+  onePerEvent,
   secondsField,
   stringField,
   type Templates,
@@ -150,13 +151,7 @@ export function discordTransport(definition: DiscordOutputDefinition, options: N
     readAnswer: readDiscordAnswer,
   });
   return {
-    encode: (batch) => ({
-      units: batch.map((event) => ({
-        payload: JSON.stringify(discordMessage(event, templates, options.publicUrl)),
-        events: 1,
-      })),
-      rejected: 0,
-    }),
+    encode: onePerEvent((event) => JSON.stringify(discordMessage(event, templates, options.publicUrl))),
     send: (payload, signal) => target.send(payload, signal),
     close: (force) => target.close(force),
   };

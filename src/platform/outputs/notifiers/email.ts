@@ -7,6 +7,7 @@
  * SMTP replies are classified as RFC 5321 §4.2.1 says: a 4yz reply is a transient failure
  * (retried), a 5yz reply a permanent one (refused, not retried, logged with the server's reply).
  */
+
 import { createHash, randomUUID } from "node:crypto";
 import nodemailer from "nodemailer";
 import * as v from "../../validation.js";
@@ -14,6 +15,7 @@ import type { OutputDefinition } from "../config.js";
 import { type AttemptResult, errorReason, SENT, type Transport } from "../delivery.js";
 import type { Event } from "../event.js";
 import { DEFAULT_HTML } from "./html-template.js";
+import { onePerEvent } from "./service.js";
 import { DEFAULT_TEXT, DEFAULT_TITLE, HTML_ESCAPE, NO_ESCAPE, render, template, templateView } from "./template.js";
 
 const SMTP_URL_RULE = "must be an smtp:// or smtps:// URL with a host";
@@ -201,10 +203,7 @@ export function emailTransport(definition: EmailOutputDefinition, publicUrl = ""
     smtpOptions(definition["smtp-url"], definition["tls-insecure"], definition.timeout.milliseconds),
   );
   return {
-    encode: (batch) => ({
-      units: batch.map((event) => ({ payload: emailMessage(event, definition, publicUrl), events: 1 })),
-      rejected: 0,
-    }),
+    encode: onePerEvent((event) => emailMessage(event, definition, publicUrl)),
     async send(message) {
       try {
         // nodemailer takes no AbortSignal: its own timeouts (the output's `timeout`) end a stuck session.

@@ -7,6 +7,7 @@
  * The transaction ID is made once per message, when it is encoded: a retry reuses it, so that the
  * homeserver, which deduplicates on it, posts the message once whatever the retries.
  */
+
 import { createHash, randomUUID } from "node:crypto";
 import * as v from "../../validation.js";
 import type { OutputDefinition } from "../config.js";
@@ -15,6 +16,7 @@ import type { Event } from "../event.js";
 import { httpUrl } from "../fields.js";
 import { HttpTarget } from "../http-target.js";
 import { DEFAULT_HTML } from "./html-template.js";
+import { onePerEvent } from "./service.js";
 import { textField, withServiceReason } from "./service-reason.js";
 import { DEFAULT_TEXT, HTML_ESCAPE, NO_ESCAPE, render, template, templateView } from "./template.js";
 
@@ -105,10 +107,7 @@ export function matrixTransport(definition: MatrixOutputDefinition, publicUrl = 
   const base = target.basePath.replace(/\/+$/, "");
   const room = encodeURIComponent(definition["room-id"]);
   return {
-    encode: (batch) => ({
-      units: batch.map((event) => ({ payload: matrixMessage(event, definition, publicUrl), events: 1 })),
-      rejected: 0,
-    }),
+    encode: onePerEvent((event) => matrixMessage(event, definition, publicUrl)),
     async send(message, signal) {
       const path = `${base}/_matrix/client/v3/rooms/${room}/send/m.room.message/${encodeURIComponent(message.transaction)}`;
       return withServiceReason(await target.post(message.body, signal, { method: "PUT", path }), matrixReason);

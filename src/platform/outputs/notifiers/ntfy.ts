@@ -16,6 +16,7 @@ import {
   isHttpUrl,
   jsonObject,
   type NotifierOptions,
+  onePerEvent,
   stringField,
   type Templates,
   templateKeys,
@@ -107,10 +108,7 @@ export function ntfyTransport(definition: NtfyOutputDefinition, options: Notifie
     readAnswer: readNtfyAnswer,
   });
   return {
-    encode: (batch) => ({
-      units: batch.map((event) => ({ payload: ntfyMessage(event, templates, options.publicUrl), events: 1 })),
-      rejected: 0,
-    }),
+    encode: onePerEvent((event) => ntfyMessage(event, templates, options.publicUrl)),
     send: (payload, signal) => target.send(payload.body, signal, payload.headers),
     close: (force) => target.close(force),
   };

@@ -7,6 +7,7 @@
  * PagerDuty answers 202 when it took the event, 400 when the event is invalid (its `message` and
  * `errors` say why), 429 when the rate is exceeded (retried).
  */
+
 import { createHash } from "node:crypto";
 import * as v from "../../validation.js";
 import type { OutputDefinition } from "../config.js";
@@ -14,6 +15,7 @@ import type { Transport } from "../delivery.js";
 import type { Event } from "../event.js";
 import { httpUrl } from "../fields.js";
 import { HttpTarget } from "../http-target.js";
+import { onePerEvent } from "./service.js";
 import { textField, withServiceReason } from "./service-reason.js";
 import {
   DEFAULT_TEXT,
@@ -142,10 +144,7 @@ export function pagerdutyTransport(definition: PagerdutyOutputDefinition, public
     timeoutMs: definition.timeout.milliseconds,
   });
   return {
-    encode: (batch) => ({
-      units: batch.map((event) => ({ payload: pagerdutyEvent(event, definition, publicUrl), events: 1 })),
-      rejected: 0,
-    }),
+    encode: onePerEvent((event) => pagerdutyEvent(event, definition, publicUrl)),
     send: async (body, signal) => withServiceReason(await target.post(body, signal), pagerdutyReason),
     close: (force) => target.close(force),
   };

@@ -3,6 +3,8 @@
  * the reading of services' JSON answers, and cutting a text to a service's limit.
  */
 import * as v from "../../validation.js";
+import type { Encoded } from "../delivery.js";
+import type { Event } from "../event.js";
 import { DEFAULT_TEXT, DEFAULT_TITLE, template } from "./template.js";
 
 /** Options of the notifier transports. */
@@ -86,4 +88,9 @@ export function isHttpUrl(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The encoding of every notifier type: one unit, one message, per event (nothing rejected). */
+export function onePerEvent<P>(payloadOf: (event: Event) => P): (batch: readonly Event[]) => Encoded<P> {
+  return (batch) => ({ units: batch.map((event) => ({ payload: payloadOf(event), events: 1 })), rejected: 0 });
 }

@@ -11,7 +11,7 @@ import type { Transport } from "../delivery.js";
 import type { Event } from "../event.js";
 import { httpUrl } from "../fields.js";
 import { HttpTarget, statusOutcome } from "../http-target.js";
-import { type NotifierOptions, type Templates, templateKeys, templatesOf, truncate } from "./service.js";
+import { type NotifierOptions, onePerEvent, type Templates, templateKeys, templatesOf, truncate } from "./service.js";
 import { NO_ESCAPE, render, SLACK_ESCAPE, type TemplateView, templateView } from "./template.js";
 
 /** The keys of a `slack` output, besides the common ones. */
@@ -101,13 +101,7 @@ export function slackTransport(definition: SlackOutputDefinition, options: Notif
     readAnswer: (answer) => statusOutcome(answer, answer.text),
   });
   return {
-    encode: (batch) => ({
-      units: batch.map((event) => ({
-        payload: JSON.stringify(slackMessage(event, templates, options.publicUrl)),
-        events: 1,
-      })),
-      rejected: 0,
-    }),
+    encode: onePerEvent((event) => JSON.stringify(slackMessage(event, templates, options.publicUrl))),
     send: (payload, signal) => target.send(payload, signal),
     close: (force) => target.close(force),
   };

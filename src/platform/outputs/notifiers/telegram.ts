@@ -16,6 +16,7 @@ import { type Answer, HttpTarget, statusOutcome } from "../http-target.js";
 import {
   jsonObject,
   type NotifierOptions,
+  onePerEvent,
   secondsField,
   stringField,
   type Templates,
@@ -153,13 +154,7 @@ export function telegramTransport(definition: TelegramOutputDefinition, options:
     readAnswer: readTelegramAnswer,
   });
   return {
-    encode: (batch) => ({
-      units: batch.map((event) => ({
-        payload: JSON.stringify(telegramMessage(event, chat, templates, options.publicUrl)),
-        events: 1,
-      })),
-      rejected: 0,
-    }),
+    encode: onePerEvent((event) => JSON.stringify(telegramMessage(event, chat, templates, options.publicUrl))),
     send: (payload, signal) => target.send(payload, signal),
     close: (force) => target.close(force),
   };

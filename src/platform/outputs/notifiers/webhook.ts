@@ -11,7 +11,7 @@ import type { Transport } from "../delivery.js";
 import type { Event } from "../event.js";
 import { headers, httpUrl } from "../fields.js";
 import { HttpTarget } from "../http-target.js";
-import type { NotifierOptions } from "./service.js";
+import { type NotifierOptions, onePerEvent } from "./service.js";
 import { type Escape, JSON_ESCAPE, NO_ESCAPE, render, template, templateView } from "./template.js";
 
 /** The methods a webhook may use. */
@@ -69,13 +69,7 @@ export function webhookTransport(definition: WebhookOutputDefinition, options: N
     timeoutMs: definition.timeout.milliseconds,
   });
   return {
-    encode: (batch) => ({
-      units: batch.map((event) => ({
-        payload: webhookBody(event, definition.template, escapeText, options.publicUrl),
-        events: 1,
-      })),
-      rejected: 0,
-    }),
+    encode: onePerEvent((event) => webhookBody(event, definition.template, escapeText, options.publicUrl)),
     send: (payload, signal) => target.send(payload, signal),
     close: (force) => target.close(force),
   };
