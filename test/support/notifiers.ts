@@ -22,6 +22,8 @@ export const FAST = { "flush-interval": "10ms", timeout: "2s", "max-retry-time":
 /** A running set of outputs and what they logged. */
 export interface NotifierHarness {
   readonly outputs: Outputs;
+  /** The outputs' metrics registry. */
+  readonly registry: Registry;
   /** Log lines as written (JSON text), to check that no secret reaches them. */
   readonly rawLogs: string[];
   readonly logs: Array<Record<string, unknown>>;
@@ -74,7 +76,7 @@ export function notifierHarness(raw: Record<string, Record<string, unknown>>, pu
     ).catch(() => {});
     return last;
   };
-  return { outputs, rawLogs, logs, count, settled, close: () => outputs.drain(0) };
+  return { outputs, registry, rawLogs, logs, count, settled, close: () => outputs.drain(0) };
 }
 
 /** A notification with every field; `overrides` replace some. */

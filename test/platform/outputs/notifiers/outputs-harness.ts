@@ -3,17 +3,12 @@
  * defaults and secret sources are those of a real file), a logger whose lines are kept, and the
  * outcome counters.
  */
-import pino from "pino";
-import { Registry } from "prom-client";
 import { afterEach, expect } from "vitest";
 import { type OutputDefinition, outputsSection } from "../../../../src/platform/outputs/config.js";
-import { outputMetrics } from "../../../../src/platform/outputs/metrics.js";
-import { Outputs } from "../../../../src/platform/outputs/outputs.js";
+import { FAST, notifierHarness } from "../../../support/notifiers.js";
 import { startTestServer } from "../../../support/server.js";
-import { until } from "../../../support/until.js";
 
-/** Short timings, so that retries happen within a test. */
-export const FAST = { "flush-interval": "10ms", timeout: "2s", "max-retry-time": "5s" } as const;
+export { FAST };
 
 /** The definition of one raw output, defaults filled in, as `outputs.<name>` of a file. */
 export function definitionOf(raw: Record<string, unknown>): OutputDefinition {
@@ -32,47 +27,17 @@ export function afterTest(cleanup: () => Promise<void>): void {
   cleanups.push(cleanup);
 }
 
-/** Outputs built from raw definitions, their log lines (parsed and raw) and their counters. */
+/**
+ * The shared notifier harness (test/support/notifiers.ts), closed after the test, with `reaches`:
+ * asserts that a counter reaches `expected` within 5 s.
+ */
 export function notifierOutputs(raw: Record<string, Record<string, unknown>>, publicUrl = "") {
-  const definitions: Record<string, OutputDefinition> = {};
-  for (const [name, item] of Object.entries(raw)) definitions[name] = definitionOf(item);
-  const registry = new Registry();
-  const logs: Array<Record<string, unknown>> = [];
-  const rawLogs: string[] = [];
-  const logger = pino(
-    { level: "debug" },
-    {
-      write(line: string) {
-        rawLogs.push(line);
-        logs.push(JSON.parse(line));
-      },
-    },
-  );
-  const outputs: Outputs = new Outputs(definitions, {
-    metrics: outputMetrics(registry, () => outputs.queued()),
-    logger,
-    publicUrl,
-  });
-  afterTest(() => outputs.drain(0));
-  const count = async (output: string, outcome: string): Promise<number> => {
-    const series = `stream_output_events_total{output="${output}",outcome="${outcome}"}`;
-    const line = (await registry.metrics()).split("\n").find((candidate) => candidate.startsWith(`${series} `));
-    return line === undefined ? 0 : Number(line.slice(series.length + 1));
-  };
-  /** Asserts that a counter reaches `expected` within 5 s. */
+  const harness = notifierHarness(raw, publicUrl);
+  afterTest(() => harness.close());
   const reaches = async (output: string, outcome: string, expected: number): Promise<void> => {
-    let last = 0;
-    await until(
-      async () => {
-        last = await count(output, outcome);
-        return last === expected ? true : undefined;
-      },
-      `${outcome} of ${output}`,
-      5000,
-    ).catch(() => {});
-    expect(last, `${outcome} of ${output}`).toBe(expected);
+    expect(await harness.settled(output, outcome, expected), `${outcome} of ${output}`).toBe(expected);
   };
-  return { outputs, logs, rawLogs, count, reaches, registry };
+  return { ...harness, reaches };
 }
 
 /** A triggered notification as the notifier makes it (notificationEvent), for `key`. */
