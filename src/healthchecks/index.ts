@@ -11,6 +11,7 @@ import { ModuleAlerts } from "./alerts/wiring.js";
 import { apiCommandsAllowed } from "./api-commands.js";
 import { registerBadgeRoutes } from "./badges/routes.js";
 import { Catalog } from "./catalog.js";
+import { healthchecksCommands } from "./commands.js";
 import { differingChecks, fingerprintOf, SharedResults } from "./cluster.js";
 import { configuredChecks, type HealthchecksSection, healthchecksShape } from "./config.js";
 import type { DefinitionRules } from "./definition.js";
@@ -122,6 +123,7 @@ export const healthchecksModule = defineModule({
   name: "healthchecks",
   configShape: healthchecksShape,
   migrations: healthcheckMigrations,
+  commands: healthchecksCommands,
   links: (section) => [
     { title: "healthcheck API", path: "/healthcheck" },
     { title: "healthcheck results", path: "/result" },
