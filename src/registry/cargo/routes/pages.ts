@@ -72,7 +72,7 @@ export function registerPages(app: FastifyInstance, context: CargoContext, optio
         "referrer-policy": "no-referrer",
       })
       .type("text/html; charset=utf-8")
-      .send(pageHtml({ title, main, script: authRequired && script !== undefined, mainAttributes: attributes }));
+      .send(pageHtml({ title, main, script: authRequired, mainAttributes: attributes }));
 
   /** True when the request may see the pages; else the sign-in frame is sent. */
   const admitted = async (request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
