@@ -165,7 +165,7 @@ describe.each(DATABASE_KINDS)("Cargo registry web pages on $kind", ({ kind, skip
       const html = answer.body;
       expect(html).toContain('<h1>pretty <span class="muted">0.2.0</span></h1>');
       expect(html).toContain("<p>Pretty printing, faster</p>");
-      expect(html).toContain("<h2>Pretty crate</h2>");
+      expect(html).toContain("<h3>Pretty crate</h3>");
       expect(html).toContain("<code>cargo add pretty --registry vigie</code>");
       expect(html).toContain(`index = "sparse+${PUBLIC_URL}/api/v1/cargo/index/"`);
       expect(html).toContain('0.3.0-beta.1 <span class="yanked">yanked</span>');

@@ -12,16 +12,17 @@ function tags(html: string): string[] {
 }
 
 describe("README rendering", () => {
-  it("renders Markdown: headings one level down, code, tables, lists, emphasis", () => {
+  it("renders Markdown: headings two levels down, code, tables, lists, emphasis", () => {
     const html = renderReadme(
       "# mycrate\n\nA *fast* parser.\n\n```rust\nlet x = 1;\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- one\n- two\n",
     );
-    expect(html).toContain("<h2>mycrate</h2>");
+    expect(html).toContain("<h3>mycrate</h3>");
     expect(html).toContain("<em>fast</em>");
     expect(html).toContain('<pre><code class="language-rust">let x = 1;\n</code></pre>');
     expect(html).toContain("<table>");
     expect(html).toContain("<li>one</li>");
     expect(renderReadme("###### deepest")).toContain("<h6>deepest</h6>");
+    expect(renderReadme("#### fourth")).toContain("<h6>fourth</h6>");
   });
 
   it("gives links rel=nofollow ugc noopener and keeps http, https and mailto ones", () => {

@@ -80,6 +80,6 @@ export function pageHtml(frame: PageFrame): string {
     frame.script ? `<script src="${PAGES_SCRIPT_PATH}" defer></script>` : "",
     '</head><body><header><a href="/registry">Crates</a></header>',
     `<main id="registry"${frame.mainAttributes ?? ""}>${frame.main}</main>`,
-    "<footer>A private Cargo registry served by Vigie. Dates are in UTC.</footer></body></html>",
+    "<footer>A Cargo registry served by Vigie. Dates are in UTC.</footer></body></html>",
   ].join("");
 }

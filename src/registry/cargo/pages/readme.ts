@@ -10,7 +10,8 @@
  *   `href`;
  * - every link gets `rel="nofollow ugc noopener"` (the publisher's content, RFC-less convention of
  *   search engines) and images become links to them, so the page makes no request elsewhere;
- * - headings move down one level (the README's `#` is an `<h2>`: the page's `<h1>` is the crate).
+ * - headings move down two levels (the README's `#` is an `<h3>`: the page's `<h1>` is the crate,
+ *   its `<h2>` the README section).
  */
 import MarkdownIt from "markdown-it";
 
@@ -64,7 +65,7 @@ function readmeRenderer(): MarkdownIt {
 
   const shift = (tokens: { tag: string }[], index: number) => {
     const token = tokens[index];
-    if (token !== undefined) token.tag = `h${Math.min(6, Number(token.tag.slice(1)) + 1)}`;
+    if (token !== undefined) token.tag = `h${Math.min(6, Number(token.tag.slice(1)) + 2)}`;
   };
   rules.heading_open = (tokens, index, options, _env, self) => {
     shift(tokens, index);
