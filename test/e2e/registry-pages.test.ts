@@ -19,7 +19,7 @@ import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publication } from "../registry/cargo/frames.js";
+import { dependency, publication } from "../registry/cargo/frames.js";
 import { CHROMIUM, launchChromium } from "../support/browser.js";
 import { freePort, startVigie, stopVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
@@ -27,6 +27,7 @@ import { CARGO, CargoHome, outputOf, writeCrate } from "./cargo/cargo.js";
 import { putCrate } from "./cargo/frame.js";
 
 const ROOT = { name: "root", password: "root-password" };
+const CRATES_IO = "https://github.com/rust-lang/crates.io-index";
 const EXAMPLE = resolve(import.meta.dirname, "../../examples/streams/streams/release-announcements.edn");
 
 const HOSTILE_README = [
@@ -128,7 +129,29 @@ describe("the Cargo registry's pages and release announcements", () => {
       description: "A crate whose README attacks",
       readme: HOSTILE_README,
     });
-    await published(vigie, token, "quiet-parser", "1.2.0", { description: "Parses quietly", keywords: ["parser"] });
+    await published(vigie, token, "quiet-parser", "1.2.0", {
+      description: "Parses quietly",
+      keywords: ["parser"],
+      repository: "https://git.example.org/quiet-parser",
+      deps: [dependency("hostile", "^0.1"), dependency("helper", "^1", { kind: "dev", registry: CRATES_IO })],
+      readme: [
+        "# quiet-parser",
+        "",
+        "Parses expressions **without a sound**: no allocation, no panic, no log line.",
+        "",
+        "```rust",
+        'let tree = quiet_parser::parse("1 + 2 * x")?;',
+        'assert_eq!(tree.eval(&[("x", 3)]), 7);',
+        "```",
+        "",
+        "| feature | what it adds |",
+        "|---|---|",
+        "| `std` | `Error` implementations |",
+        "| `serde` | (de)serialisation of trees |",
+        "",
+        "See [the changelog](https://git.example.org/quiet-parser/CHANGES.md).",
+      ].join("\n"),
+    });
     const privateToken = await tokenOf(privateVigie, "pages-test");
     await published(privateVigie, privateToken, "secret-sauce", "0.3.0", {
       description: "Only for signed-in users",

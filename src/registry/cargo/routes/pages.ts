@@ -58,7 +58,7 @@ class ReadmeCache {
 
 /** Registers the pages on `app`. */
 export function registerPages(app: FastifyInstance, context: CargoContext, options: PagesOptions): void {
-  const { authRequired, store, publicUrl } = context;
+  const { authRequired, store } = context;
   const { pages, script } = options;
   const readmes = new ReadmeCache();
   const send = (reply: FastifyReply, status: number, title: string, main: string, attributes?: string) =>
@@ -120,37 +120,56 @@ export function registerPages(app: FastifyInstance, context: CargoContext, optio
     { config: { openapi: CRATE_PAGE } },
     async (request, reply) => {
       if (!(await admitted(request, reply))) return reply;
-      let crate: Awaited<ReturnType<CargoContext["findCrate"]>>;
-      try {
-        crate = await context.findCrate(request.params.name);
-      } catch (error) {
-        if (!(error instanceof NotFoundError)) throw error;
-        return send(reply, 404, "Not found: crates", notFoundView(error.message));
-      }
-      const [versions, owners] = await Promise.all([pages.summaries(crate.id), store.owners(crate.id)]);
-      const shown = shownVersion(versions);
-      const detail = shown === undefined ? undefined : await pages.detail(shown.id);
-      if (shown === undefined || detail === undefined) {
-        return send(reply, 404, "Not found: crates", notFoundView(`crate ${crate.name} has no version`));
-      }
-      const readme = detail.metadata.readme;
-      const data = cratePage({
-        name: crate.name,
-        versions: versions.slice(-PAGE_VERSIONS),
-        shown,
-        metadata: detail.metadata,
-        indexLine: detail.indexLine,
-        readmeHtml: readmes.get(shown.id, () => (typeof readme === "string" ? readme : null)),
-        owners,
-        publicUrl,
-      });
-      const total = versions.reduce((sum, version) => sum + version.downloads, 0);
-      const main = crateView({
-        ...data,
-        downloads: total,
-        olderVersions: Math.max(0, versions.length - PAGE_VERSIONS),
-      });
-      return send(reply, 200, `${crate.name}: crates`, main);
+      const page = await crateAnswer(context, pages, readmes, request.params.name);
+      return send(reply, page.status, page.title, page.main);
     },
   );
+}
+
+/** A page's status, title and content. */
+interface PageAnswer {
+  readonly status: number;
+  readonly title: string;
+  readonly main: string;
+}
+
+/**
+ * The crate page of a path segment: 404 with a page when no crate has that name (whatever its
+ * case and `-`/`_`) or it has no version.
+ */
+async function crateAnswer(
+  context: CargoContext,
+  pages: CratePageStore,
+  readmes: ReadmeCache,
+  name: string,
+): Promise<PageAnswer> {
+  const notFound = (message: string) => ({ status: 404, title: "Not found: crates", main: notFoundView(message) });
+  let crate: Awaited<ReturnType<CargoContext["findCrate"]>>;
+  try {
+    crate = await context.findCrate(name);
+  } catch (error) {
+    if (!(error instanceof NotFoundError)) throw error;
+    return notFound(error.message);
+  }
+  const [versions, owners] = await Promise.all([pages.summaries(crate.id), context.store.owners(crate.id)]);
+  const shown = shownVersion(versions);
+  const detail = shown === undefined ? undefined : await pages.detail(shown.id);
+  if (shown === undefined || detail === undefined) return notFound(`crate ${crate.name} has no version`);
+  const readme = detail.metadata.readme;
+  const data = cratePage({
+    name: crate.name,
+    versions: versions.slice(-PAGE_VERSIONS),
+    shown,
+    metadata: detail.metadata,
+    indexLine: detail.indexLine,
+    readmeHtml: readmes.get(shown.id, () => (typeof readme === "string" ? readme : null)),
+    owners,
+    publicUrl: context.publicUrl,
+  });
+  const main = crateView({
+    ...data,
+    downloads: versions.reduce((sum, version) => sum + version.downloads, 0),
+    olderVersions: Math.max(0, versions.length - PAGE_VERSIONS),
+  });
+  return { status: 200, title: `${crate.name}: crates`, main };
 }
