@@ -50,5 +50,5 @@ export function parseSession(text: string | null): Session | undefined {
  * loads itself (with the token) instead of letting the browser navigate without it.
  */
 export function isRegistryPage(url: URL, origin: string): boolean {
-  return url.origin === origin && (url.pathname === "/registry" || /^\/registry\/[^/]+$/.test(url.pathname));
+  return url.origin === origin && (url.pathname === "/registry" || /^\/registry\/[A-Za-z0-9_-]+$/.test(url.pathname));
 }
