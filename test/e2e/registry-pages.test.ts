@@ -304,6 +304,8 @@ describe("the Cargo registry's pages and release announcements", () => {
         const after = await fetch(`${base}/registry`, { headers: { authorization: `Bearer ${session.token}` } });
         expect(after.status).toBe(401);
 
+        const script = await (await fetch(`${base}/registry/registry.js`)).text();
+        expect(Buffer.byteLength(script)).toBeLessThan(10_000);
         for (const url of requests.map((text) => new URL(text)).filter((url) => url.protocol !== "data:")) {
           expect(url.origin, url.href).toBe(base);
         }

@@ -47,7 +47,8 @@ export function parseSession(text: string | null): Session | undefined {
 
 /**
  * Whether a link or form target is one of the registry's pages on this origin, which the script
- * loads itself (with the token) instead of letting the browser navigate without it.
+ * loads itself (with the token) instead of letting the browser navigate without it: the list, and
+ * a crate's page (crate names are ASCII letters, digits, `-` and `_`).
  */
 export function isRegistryPage(url: URL, origin: string): boolean {
   return url.origin === origin && (url.pathname === "/registry" || /^\/registry\/[A-Za-z0-9_-]+$/.test(url.pathname));

@@ -28,7 +28,7 @@ describe("the registry pages' session", () => {
     expect(page("/registry")).toBe(true);
     expect(page("/registry?q=parser&page=2")).toBe(true);
     expect(page("/registry/serde")).toBe(true);
-    expect(page("/registry/registry.js")).toBe(true);
+    expect(page("/registry/registry.js")).toBe(false);
     expect(page("/me")).toBe(false);
     expect(page("/registry/a/b")).toBe(false);
     expect(page("/api/v1/registry/crates")).toBe(false);
