@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { ConfigError, parseConfig } from "../../../src/platform/config.js";
 import { type ReleaseChange, ReleasePublisher, releaseEvent } from "../../../src/registry/cargo/release-events.js";
 import { createRegistryModule } from "../../../src/registry/index.js";
 import type { VigieServer } from "../../../src/server.js";
@@ -57,6 +58,23 @@ describe("registry changes as stream events", () => {
     expect(pushed).toEqual([]);
     new ReleasePublisher(sink, ["one", "two"]).publish(change);
     expect(pushed.map(([stream]) => stream)).toEqual(["one", "two"]);
+  });
+
+  it("are configured by registry.streams, a list of stream names (none by default)", () => {
+    const registry = (section: Record<string, unknown>) =>
+      parseConfig({ registry: section }, {}, [createRegistryModule()]).modules.registry as Record<string, unknown>;
+    expect(registry({}).streams).toEqual([]);
+    expect(registry({ streams: ["release-announcements", "all.crates"] }).streams).toEqual([
+      "release-announcements",
+      "all.crates",
+    ]);
+    let message = "";
+    try {
+      registry({ streams: ["no spaces"] });
+    } catch (error) {
+      if (error instanceof ConfigError) message = error.message;
+    }
+    expect(message).toContain("registry.streams[0]: must be a stream name");
   });
 
   let server: VigieServer | undefined;
@@ -120,6 +138,8 @@ describe("registry changes as stream events", () => {
     expect(await publish("0.2.0")).toBe(200);
     // Refused (409): no event.
     expect(await publish("0.2.0")).toBe(409);
+    expect((await call("DELETE", "/api/v1/crates/my-crate/0.1.0/yank", root, Buffer.alloc(0))).statusCode).toBe(200);
+    // Yanked already: 200 again, and no second event.
     expect((await call("DELETE", "/api/v1/crates/my-crate/0.1.0/yank", root, Buffer.alloc(0))).statusCode).toBe(200);
     expect((await call("PUT", "/api/v1/crates/my-crate/0.1.0/unyank", root, Buffer.alloc(0))).statusCode).toBe(200);
     expect(

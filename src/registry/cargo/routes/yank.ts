@@ -14,10 +14,14 @@ export function registerYank(cargo: FastifyInstance, context: CargoContext): voi
     await requireOwner(principal, crate, "yank");
     const version = request.params.version;
     const at = now();
-    const found = isVersion(version) && (await store.setYanked(crate.id, versionKey(version), yanked, at));
+    // Read first so that a repeated yank (idempotent) announces nothing: only a change is an event.
+    const before = isVersion(version) ? await store.findVersion(crate.id, versionKey(version)) : undefined;
+    const found = before !== undefined && (await store.setYanked(crate.id, versionKey(version), yanked, at));
     if (!found) throw new NotFoundError(`crate ${crate.name} has no version ${version}`);
-    const action = yanked ? "yank" : "unyank";
-    releases.publish({ action, crate: crate.name, version, user: principal.name, timeMs: at });
+    if (before.yanked !== yanked) {
+      const action = yanked ? "yank" : "unyank";
+      releases.publish({ action, crate: crate.name, version: before.vers, user: principal.name, timeMs: at });
+    }
     return { ok: true };
   };
   cargo.delete("/:name/:version/yank", { bodyLimit: SMALL_BODY, config: { openapi: YANK } }, yank(true));
