@@ -2,7 +2,7 @@
  * The registry module (docs/registry.md): users, roles and API tokens. Its tokens also guard the admin
  * APIs of the other modules, through the verifier it registers with the platform's auth hook.
  *
- * Configuration: `registry: {enabled: true, cargo: {…}, sign-in: {…}}` (see cargo/config.ts and
+ * Configuration: `registry: {enabled: true, cargo: {…}, sign-in: {…}, streams: […]}` (see cargo/config.ts and
  * sign-in-limit.ts). Environment: `VIGIE_ADMIN_NAME` and
  * `VIGIE_ADMIN_PASSWORD` create the first admin at start-up.
  */
@@ -108,7 +108,7 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
         requireUser: auth.require("tech"),
         now,
       });
-      if (section.cargo.enabled) await setUpCargo(app, context, section.cargo, users, now);
+      if (section.cargo.enabled) await setUpCargo(app, context, section.cargo, users, section.streams, now);
     },
   });
 }

@@ -102,6 +102,7 @@ describe("the npm package", () => {
         "dist/comments/browser/admin.js",
         "dist/comments/browser/admin.css",
         "dist/healthchecks/browser/status.js",
+        "dist/registry/browser/pages.js",
         "proto/riemann.proto",
         "docs/configuration.md",
         "deploy/systemd/vigie.service",

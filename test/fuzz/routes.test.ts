@@ -124,6 +124,10 @@ async function send(route: FuzzRoute, request: FuzzRequest) {
 /** Whether an answer keeps the rules: a 2xx or 3xx, or a 4xx with `{"error": "<sentence>"}`. */
 function checkAnswer(route: FuzzRoute, status: number, text: string): void {
   if (status < 400) return;
+  if (route.htmlErrors === true && status < 500 && text.startsWith("<!doctype html>")) {
+    if (!/<h1>[^<]+<\/h1>/.test(text)) throw new Error(`page ${status} without a heading: ${text.slice(0, 300)}`);
+    return;
+  }
   let body: unknown;
   try {
     body = JSON.parse(text);

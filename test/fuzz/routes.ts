@@ -52,6 +52,11 @@ export interface FuzzRoute {
   readonly allowsFailedOneOff?: boolean;
   /** Errors in Cargo's format, `{"errors": [{"detail": "<sentence>"}]}` (docs/cargo.md). */
   readonly cargoErrors?: boolean;
+  /**
+   * A web page, whose "not found" and sign-in answers (404, 401, 403) are pages too (the registry's
+   * pages, docs/cargo.md); its other errors are Vigie's.
+   */
+  readonly htmlErrors?: boolean;
   /** A share of the default number of runs, for routes whose every request is slow (Argon2). */
   readonly runs?: number;
 }
@@ -166,6 +171,10 @@ function cargoRoutes(
     route("GET", "/api/v1/registry/crates", { query: queryString(["page", "per_page"], segment(["1", "0", "101"])) }),
     route("GET", "/api/v1/registry/crates/:name", { params: crate }),
     route("GET", "/me"),
+    // The web pages: ?q and ?page on the list, any name on a crate page (404 is a page).
+    route("GET", "/registry", { query: queryString(["q", "page"], segment(["fuzz", "1", "0", "x".repeat(1001)])) }),
+    { ...route("GET", "/registry/:name", { params: crate }), htmlErrors: true },
+    route("GET", "/registry/registry.js"),
     cargo("PUT", "/api/v1/crates/new", { payload: fc.oneof(frame, anyPayload) }),
     cargo("DELETE", "/api/v1/crates/:name/:version/yank", { params: crate }),
     cargo("PUT", "/api/v1/crates/:name/:version/unyank", { params: crate }),

@@ -12,6 +12,7 @@ import type { VigieServer } from "../../src/server.js";
 import {
   describedPaths,
   expectDescribedAnswer,
+  expectDescribedStatus,
   type Operation,
   type Paths,
   successStatuses,
@@ -144,7 +145,7 @@ async function callDescribed(route: string, payload?: unknown) {
 
 describe("the registry in GET /openapi.json", () => {
   it("describes every route of the module: summary, success answer", () => {
-    expect(moduleRoutes).toHaveLength(20);
+    expect(moduleRoutes).toHaveLength(23);
     for (const route of moduleRoutes) {
       const operation = operationOf(route);
       expect(operation.summary, route).not.toBe(route);
@@ -182,10 +183,11 @@ describe("the registry in GET /openapi.json", () => {
     const needsToken = moduleRoutes.filter((route) => securityOf(route) === '[{"registryToken":[]}]');
     expect(moduleRoutes.filter((route) => securityOf(route) === "[]").sort()).toEqual([
       "GET /me",
+      "GET /registry/registry.js",
       "POST /api/v1/registry/token",
     ]);
     // Reading the Cargo registry needs a token only with registry.cargo.auth-required.
-    expect(moduleRoutes.filter((route) => securityOf(route) === '"depends"')).toHaveLength(7);
+    expect(moduleRoutes.filter((route) => securityOf(route) === '"depends"')).toHaveLength(9);
     expect(needsToken).toHaveLength(11);
     for (const route of needsToken) {
       const [method = "", path = ""] = route.split(" ");
@@ -218,8 +220,13 @@ describe("the registry in GET /openapi.json", () => {
     for (const route of examples) await callDescribed(route, exampleOf(operationOf(route)));
 
     // Then every read, on what the examples created.
-    const reads = moduleRoutes.filter((route) => route.startsWith("GET "));
-    expect(reads).toHaveLength(10);
+    // The pages' script is read from the build (dist/): the sources run here have none, and its
+    // route answers the 404 it describes.
+    const script = operationOf("GET /registry/registry.js");
+    const missing = await server.app.inject({ method: "GET", url: "/registry/registry.js" });
+    expectDescribedStatus(script, missing.statusCode);
+    const reads = moduleRoutes.filter((route) => route.startsWith("GET ") && route !== "GET /registry/registry.js");
+    expect(reads).toHaveLength(12);
     const answers = new Map<string, unknown>();
     for (const route of reads) answers.set(route, await callDescribed(route));
     expect(answers.get("GET /api/v1/registry/user")).toMatchObject({
@@ -241,7 +248,7 @@ describe("the registry in GET /openapi.json", () => {
       "DELETE /api/v1/registry/token/{name}",
       "DELETE /api/v1/registry/user/{name}",
     ];
-    const done = new Set([PUBLISH, ...examples, ...reads]);
+    const done = new Set([PUBLISH, ...examples, ...reads, "GET /registry/registry.js"]);
     expect(moduleRoutes.filter((route) => !done.has(route)).sort()).toEqual([...rest].sort());
     for (const route of rest) await callDescribed(route);
   });

@@ -13,8 +13,11 @@ import type { CargoSettings } from "./config.js";
 import { CrateFiles } from "./files.js";
 import { IndexCache } from "./index-cache.js";
 import { registerCargoMetrics } from "./metrics.js";
+import { loadPagesScript } from "./pages/script.js";
+import { ReleasePublisher } from "./release-events.js";
 import { registerCargoRoutes } from "./routes/index.js";
 import { CargoStore } from "./storage.js";
+import { CratePageStore } from "./storage-pages.js";
 
 export { type CheckReport, checkCrateFiles, hasDisagreements, ORPHAN_GRACE_MS, reportLines } from "./check.js";
 export { type CargoSettings, cargoSection, checkCargoPublicUrl } from "./config.js";
@@ -31,6 +34,7 @@ export function crateStorage(settings: CargoSettings, dataDirectory: string): st
 
 /**
  * Sets the Cargo registry up on `app`.
+ * @param streams `registry.streams`: where publishes, yanks and owner changes go as events
  * @param now milliseconds since the epoch
  */
 export async function setUpCargo(
@@ -38,6 +42,7 @@ export async function setUpCargo(
   context: ModuleContext,
   settings: CargoSettings,
   users: UserStore,
+  streams: readonly string[],
   now: () => number,
 ): Promise<void> {
   const { database, logger } = context;
@@ -73,20 +78,29 @@ export async function setUpCargo(
   });
 
   const indexCache = new IndexCache(settings["index-cache-size"]);
-  registerCargoRoutes(app, {
-    settings,
-    indexCache,
-    publicUrl: context.config.http["public-url"].replace(/\/$/, ""),
-    store,
-    files,
-    users,
-    auth: context.auth,
-    metrics: registerCargoMetrics(
-      context.metrics,
-      () => store.counts(),
-      () => indexCache.bytes,
-    ),
-    countDownload: (versionId) => downloads.set(versionId, (downloads.get(versionId) ?? 0) + 1),
-    now,
-  });
+  const script = await loadPagesScript();
+  if (script === undefined && settings["auth-required"]) {
+    logger.warn("the registry pages' script is not built (npm run build): the pages cannot sign in");
+  }
+  registerCargoRoutes(
+    app,
+    {
+      settings,
+      indexCache,
+      publicUrl: context.config.http["public-url"].replace(/\/$/, ""),
+      store,
+      files,
+      users,
+      auth: context.auth,
+      metrics: registerCargoMetrics(
+        context.metrics,
+        () => store.counts(),
+        () => indexCache.bytes,
+      ),
+      countDownload: (versionId) => downloads.set(versionId, (downloads.get(versionId) ?? 0) + 1),
+      releases: new ReleasePublisher(context.events, streams),
+      now,
+    },
+    { pages: new CratePageStore(database), script },
+  );
 }

@@ -13,6 +13,7 @@ import type { IndexCache } from "../index-cache.js";
 import type { CargoMetrics } from "../metrics.js";
 import { canonicalCrateName, crateName } from "../names.js";
 import { publishVersion } from "../publish.js";
+import type { ReleasePublisher } from "../release-events.js";
 import { type CargoScope, missingScope } from "../scopes.js";
 import type { CargoStore, StoredCrate } from "../storage.js";
 
@@ -28,6 +29,8 @@ export interface CargoRoutesOptions {
   readonly users: UserStore;
   readonly auth: Auth;
   readonly metrics: CargoMetrics;
+  /** Where publishes, yanks and owner changes go as stream events (`registry.streams`). */
+  readonly releases: ReleasePublisher;
   /** Counts a download of a version (flushed to the database in batches). */
   readonly countDownload: (versionId: number) => void;
   /** Milliseconds since the epoch. */

@@ -7,7 +7,7 @@ import { type CargoContext, SMALL_BODY } from "./context.js";
 
 /** Registers `GET`, `PUT` and `DELETE /:name/owners` on Cargo's web API. */
 export function registerOwners(cargo: FastifyInstance, context: CargoContext): void {
-  const { authRequired, authenticate, requireUser, findCrate, requireOwner, store, users } = context;
+  const { authRequired, authenticate, requireUser, findCrate, requireOwner, store, users, releases, now } = context;
 
   cargo.get<{ Params: { name: string } }>("/:name/owners", { config: { openapi: LIST_OWNERS } }, async (request) => {
     await authenticate(request, authRequired);
@@ -28,6 +28,8 @@ export function registerOwners(cargo: FastifyInstance, context: CargoContext): v
     }
     if (add) await store.addOwners(crate.id, ids);
     else await store.removeOwners(crate.id, crate.name, ids);
+    const action = add ? "owner-add" : "owner-remove";
+    releases.publish({ action, crate: crate.name, owners: names, user: principal.name, timeMs: now() });
     const who = names.length === 1 ? `user ${names[0]} has` : `users ${names.join(", ")} have`;
     const what = add ? "been added as an owner" : "been removed from the owners";
     return { ok: true, msg: `${who} ${what}${add && names.length > 1 ? "s" : ""} of crate ${crate.name}` };

@@ -47,7 +47,7 @@ export function registerPublish(cargo: FastifyInstance, context: CargoContext): 
  * @throws InvalidError, TooLargeError, ForbiddenError, ConflictError, or the authentication's errors
  */
 async function publish(request: FastifyRequest, context: CargoContext) {
-  const { settings, store, files, requireUser, requireOwner, now } = context;
+  const { settings, store, files, requireUser, requireOwner, releases, now } = context;
   const principal = await requireUser(request);
   const body = request.body;
   if (!Buffer.isBuffer(body)) throw new InvalidError("the publish request has no body");
@@ -81,8 +81,10 @@ async function publish(request: FastifyRequest, context: CargoContext) {
   if (!written) {
     throw new ConflictError(`crate ${metadata.name} version ${metadata.vers} is being published by another request`);
   }
+  const publishedAt = now();
+  let stored: Awaited<ReturnType<typeof store.publish>>;
   try {
-    await store.publish({
+    stored = await store.publish({
       name: metadata.name,
       canonical,
       vers: metadata.vers,
@@ -104,11 +106,18 @@ async function publish(request: FastifyRequest, context: CargoContext) {
       },
       userId: principal.id,
       admin: principal.role === "admin",
-      now: now(),
+      now: publishedAt,
     });
   } catch (error) {
     await files.remove(canonical, metadata.vers);
     throw error;
   }
+  releases.publish({
+    action: "publish",
+    crate: stored.crateName,
+    version: metadata.vers,
+    user: principal.name,
+    timeMs: publishedAt,
+  });
   return { warnings: { invalid_categories: [], invalid_badges: [], other: [] } };
 }
