@@ -8,7 +8,7 @@
  */
 import { defineModule, type VigieModule } from "../platform/module.js";
 import { bootstrapAdminFrom, createBootstrapAdmin } from "./bootstrap.js";
-import { cargoMigrations, checkCargoPublicUrl, setUpCargo } from "./cargo/index.js";
+import { cargoMigrations, checkCargoPublicUrl, crateStorage, setUpCargo, setUpCargoMirror } from "./cargo/index.js";
 import { registryCommands } from "./commands.js";
 import { registryShape } from "./config.js";
 import { LastUsedRecorder } from "./last-used.js";
@@ -109,6 +109,10 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
         now,
       });
       if (section.cargo.enabled) await setUpCargo(app, context, section.cargo, users, now);
+      if (section.cargo.mirror.enabled) {
+        const storage = crateStorage(section.cargo, context.database.dataDirectory);
+        await setUpCargoMirror(app, context, section.cargo, storage, now);
+      }
     },
   });
 }
