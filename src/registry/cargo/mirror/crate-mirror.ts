@@ -91,7 +91,7 @@ export class CrateMirror {
         copyChecked(answer, handle, target, this.options.maxCrateBytes),
       );
     } catch (error) {
-      answer.body.destroy();
+      discard(answer);
       if (error instanceof ChecksumMismatchError || error instanceof TooLongError) {
         this.options.warn(
           { crate: target.name, version: vers, upstream: shownUrl(url) },

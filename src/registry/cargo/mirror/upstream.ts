@@ -74,7 +74,7 @@ export class Upstream {
 export async function readBounded(answer: UpstreamAnswer, maxBytes: number): Promise<Buffer> {
   const declared = Number(answer.header("content-length") ?? "0");
   if (declared > maxBytes) {
-    answer.body.destroy();
+    discard(answer);
     throw new TooLongError(`the upstream's answer is ${declared} bytes, more than the ${maxBytes} allowed`);
   }
   const chunks: Buffer[] = [];
@@ -82,7 +82,7 @@ export async function readBounded(answer: UpstreamAnswer, maxBytes: number): Pro
   for await (const chunk of answer.body) {
     length += chunk.length;
     if (length > maxBytes) {
-      answer.body.destroy();
+      discard(answer);
       throw new TooLongError(`the upstream's answer is more than the ${maxBytes} bytes allowed`);
     }
     chunks.push(chunk);
@@ -90,7 +90,10 @@ export async function readBounded(answer: UpstreamAnswer, maxBytes: number): Pro
   return Buffer.concat(chunks, length);
 }
 
-/** Drops a body not needed (an error status or a 304). */
+/**
+ * Drops a body not needed (an error status, a 304, one too long): undici reads a little of it
+ * to keep the connection, else closes it. Never throws, never rejects.
+ */
 export function discard(answer: UpstreamAnswer): void {
-  answer.body.destroy();
+  answer.body.dump().catch(() => undefined);
 }
