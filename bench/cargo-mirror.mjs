@@ -180,7 +180,7 @@ try {
     `      ratio mirror / published: ${ratio.toFixed(2)} (target ≥ ${TARGET_RATIO}: ${met(ratio >= TARGET_RATIO)})`,
   );
   console.log(
-    `      upstream requests after the run: ${upstreamDownloads === seen("/api/v1/crates/bench-remote/1.0.0/download") ? "none more" : "MORE"}`,
+    `      upstream downloads after (b): ${seen("/api/v1/crates/bench-remote/1.0.0/download")} (the cache served the rest)`,
   );
 } catch (error) {
   console.error(`cargo-mirror failed: ${error.stack ?? error}`);
