@@ -60,9 +60,9 @@ export class Upstream {
     };
   }
 
-  /** Closes the connections. */
+  /** Closes the connections, aborting requests in flight: a stuck upstream must not hold a shutdown. */
   async close(): Promise<void> {
-    await this.#agent.close();
+    await this.#agent.destroy();
   }
 }
 
