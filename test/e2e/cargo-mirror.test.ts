@@ -51,6 +51,21 @@ async function startVigieWith(registry: readonly string[]): Promise<{ vigie: Vig
   return { vigie, directory };
 }
 
+/** A new token of root on the Vigie at `baseUrl`. */
+async function tokenOf(baseUrl: string): Promise<string> {
+  const answer = await fetch(`${baseUrl}/api/v1/registry/token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      name: `cargo-${Math.random().toString(36).slice(2, 8)}`,
+      user: ROOT.name,
+      password: ROOT.password,
+    }),
+  });
+  expect(answer.status).toBe(201);
+  return ((await answer.json()) as { token: string }).token;
+}
+
 /** A Cargo home whose crates.io is replaced by the mirror (`[source.crates-io] replace-with`). */
 function mirrorHome(directory: string, mirror: VigieProcess): CargoHome {
   const home = new CargoHome(directory, {});
@@ -100,13 +115,7 @@ describe.skipIf(CARGO === "")("the Cargo mirror with the stock cargo", () => {
     ({ vigie: upstream } = await startVigieWith(["cargo:", "  enabled: true"]));
     proxy = new CountingProxy(upstream.baseUrl);
     await proxy.start();
-    const token = await fetch(`${upstream.baseUrl}/api/v1/registry/token`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: "cargo", user: ROOT.name, password: ROOT.password }),
-    });
-    expect(token.status).toBe(201);
-    const { token: secret } = (await token.json()) as { token: string };
+    const secret = await tokenOf(upstream.baseUrl);
     const publisher = new CargoHome(join(work, "publisher"), { upstream: upstream.baseUrl });
     const crates = [
       library("mirror-a", "pub fn value() -> u32 {\n    7\n}\n"),
@@ -193,6 +202,46 @@ describe.skipIf(CARGO === "")("the Cargo mirror with the stock cargo", () => {
       });
       for (const result of await Promise.all(runs)) ok(result);
       expect(proxy.count(path)).toBe(1);
+    },
+    CARGO_TIMEOUT,
+  );
+
+  it(
+    "with auth-required, cargo sends the token of the registry that replaces crates.io",
+    async () => {
+      const { vigie: guarded } = await startVigieWith([
+        "cargo:",
+        "  auth-required: true",
+        "  mirror:",
+        "    enabled: true",
+        `    upstream-index: ${proxy.baseUrl}/api/v1/cargo/index/`,
+        `    upstream-download: ${proxy.baseUrl}/api/v1/crates`,
+      ]);
+      try {
+        const project = consumer(join(work, "guarded"), ["mirror-a"]);
+        // A registry (not a plain source) replaces crates.io: cargo then has a name to find its token by.
+        const home = new CargoHome(join(work, "home-guarded"), {});
+        appendFileSync(
+          join(home.home, "config.toml"),
+          [
+            "[registries.vigie-mirror]",
+            `index = "sparse+${guarded.baseUrl}/api/v1/mirror/index/"`,
+            'credential-provider = "cargo:token"',
+            "",
+            "[source.crates-io]",
+            'replace-with = "vigie-mirror"',
+            "",
+          ].join("\n"),
+        );
+        const refused = await home.run(["fetch"], { cwd: project });
+        expect(refused.code, outputOf(refused)).toBe(101);
+        // config.json answered 401 with Cargo's challenge: cargo asks for the registry's token.
+        expect(refused.stderr).toContain("no token found for `vigie-mirror`");
+        const token = await tokenOf(guarded.baseUrl);
+        ok(await home.run(["fetch"], { cwd: project, tokens: { "vigie-mirror": token } }));
+      } finally {
+        await stopVigie(guarded);
+      }
     },
     CARGO_TIMEOUT,
   );
