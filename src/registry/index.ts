@@ -62,6 +62,11 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
         path: "/api/v1/cargo/index/",
         ...(section.cargo.enabled ? {} : { enableWith: "registry.cargo.enabled: true" }),
       },
+      {
+        title: "Cargo mirror of crates.io (for cargo: sparse+ this address)",
+        path: "/api/v1/mirror/index/",
+        ...(section.cargo.mirror.enabled ? {} : { enableWith: "registry.cargo.mirror.enabled: true" }),
+      },
     ],
     commands: registryCommands,
     plugin: async (app, { context, section }) => {

@@ -13,6 +13,7 @@ import type { CargoSettings } from "../config.js";
 import { CrateFiles } from "../files.js";
 import { IndexCache } from "../index-cache.js";
 import { cargoAuthenticator } from "../routes/context.js";
+import { registerLoginPage } from "../routes/me.js";
 import { registerMirrorRoutes } from "../routes/mirror.js";
 import { CrateMirror } from "./crate-mirror.js";
 import { type IndexAnswer, IndexMirror, type MirroredIndex } from "./index-mirror.js";
@@ -103,6 +104,8 @@ export async function setUpCargoMirror(
     now,
   });
   const publicUrl = context.config.http["public-url"].replace(/\/$/, "");
+  // Cargo's 401 challenge names <public-url>/me: the mirror alone serves it too.
+  if (!settings.enabled) registerLoginPage(app, publicUrl);
   registerMirrorRoutes(app, {
     publicUrl,
     authRequired: settings["auth-required"],

@@ -205,6 +205,8 @@ describe("cargo mirror routes", () => {
         expect(answer.statusCode, url).toBe(401);
         expect(answer.headers["www-authenticate"]).toBe(`Cargo login_url="${PUBLIC_URL}/me"`);
       }
+      // The page the challenge names exists without the private registry too.
+      expect((await guarded.app.inject({ method: "GET", url: "/me" })).statusCode).toBe(200);
     } finally {
       await guarded.close();
     }
