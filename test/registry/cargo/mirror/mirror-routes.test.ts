@@ -112,11 +112,27 @@ describe("cargo mirror routes", () => {
     expect(existsSync(join(cache, "index", "3", "b", "bad"))).toBe(false);
   });
 
-  it("downloads a .crate once for 50 concurrent requests, then streams it from the cache", async () => {
+  /** Holds the upstream's answers until the returned function is called. */
+  const holdUpstream = (): (() => void) => {
     let release: () => void = () => {};
     upstream.gate = new Promise((resolve) => {
       release = resolve;
     });
+    return release;
+  };
+
+  it("asks the upstream once for an index file 20 requests want at once", async () => {
+    upstream.add("many", "0.1.0");
+    const release = holdUpstream();
+    const pending = Array.from({ length: 20 }, () => get("/api/v1/mirror/index/ma/ny/many"));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    release();
+    for (const answer of await Promise.all(pending)) expect(answer.statusCode, answer.body).toBe(200);
+    expect(upstream.count("/index/ma/ny/many")).toBe(1);
+  });
+
+  it("downloads a .crate once for 50 concurrent requests, then streams it from the cache", async () => {
+    const release = holdUpstream();
     const pending = Array.from({ length: 50 }, () => get("/api/v1/mirror/download/foo/1.0.0"));
     await new Promise((resolve) => setTimeout(resolve, 100));
     release();

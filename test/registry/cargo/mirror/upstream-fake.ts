@@ -25,7 +25,7 @@ export class FakeUpstream {
   failing = false;
   /** Versions (`name/vers`) whose download has one byte changed. */
   readonly corrupted = new Set<string>();
-  /** Downloads wait for this before answering. */
+  /** Index files and downloads wait for this before answering. */
   gate: Promise<void> = Promise.resolve();
   /** Extra index lines served for a crate name, verbatim. */
   readonly extraLines = new Map<string, string>();
@@ -86,11 +86,10 @@ export class FakeUpstream {
           return;
         }
         const etag = `"${createHash("sha256").update(body).digest("hex").slice(0, 16)}"`;
-        if (request.headers["if-none-match"] === etag) {
-          response.writeHead(304, { etag }).end();
-          return;
-        }
-        response.writeHead(200, { etag, "content-type": "text/plain" }).end(body);
+        void this.gate.then(() => {
+          if (request.headers["if-none-match"] === etag) response.writeHead(304, { etag }).end();
+          else response.writeHead(200, { etag, "content-type": "text/plain" }).end(body);
+        });
         return;
       }
       const download = /^\/dl\/([^/]+)\/([^/]+)\/download$/.exec(path);
