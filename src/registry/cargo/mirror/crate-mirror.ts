@@ -8,7 +8,9 @@
  */
 import { createHash } from "node:crypto";
 import type { ReadStream } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { errnoCode, errorMessage, NotFoundError, UnavailableError } from "../../../platform/errors.js";
+import { isPlainObject } from "../../../platform/validation.js";
 import type { CrateFiles } from "../files.js";
 import { canonicalCrateName } from "../names.js";
 import { type DownloadTarget, expandDownloadUrl } from "./download-url.js";
@@ -143,7 +145,7 @@ export class CrateMirror {
 /** The `dl` of a `config.json`. @throws Error when it has none */
 function dlOf(body: Buffer): string {
   const config: unknown = JSON.parse(body.toString("utf8"));
-  const dl = typeof config === "object" && config !== null ? (config as Record<string, unknown>).dl : undefined;
+  const dl = isPlainObject(config) ? config.dl : undefined;
   if (typeof dl !== "string" || !/^https?:\/\//.test(dl)) throw new Error("its config.json has no http(s) dl");
   return dl;
 }
@@ -164,7 +166,7 @@ async function openIfPresent(files: CrateFiles, canonical: string, vers: string)
  */
 async function copyChecked(
   answer: UpstreamAnswer,
-  handle: import("node:fs/promises").FileHandle,
+  handle: FileHandle,
   target: DownloadTarget,
   maxBytes: number,
 ): Promise<void> {

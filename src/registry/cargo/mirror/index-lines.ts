@@ -4,6 +4,7 @@
  * is kept and served: each line must name the crate asked for with a valid version, so that what
  * the network sent never becomes a path or a URL without being checked.
  */
+import { isPlainObject } from "../../../platform/validation.js";
 import { canonicalCrateName, crateName, quoted } from "../names.js";
 import { publishVersion } from "../publish.js";
 import type { DownloadTarget } from "./download-url.js";
@@ -31,8 +32,8 @@ function readLine(line: string, lowerName: string, number: number): DownloadTarg
   } catch {
     throw new BadIndexFileError(`line ${number} is not JSON`);
   }
-  if (typeof value !== "object" || value === null) throw new BadIndexFileError(`line ${number} is not an object`);
-  const { name, vers, cksum } = value as Record<string, unknown>;
+  if (!isPlainObject(value)) throw new BadIndexFileError(`line ${number} is not an object`);
+  const { name, vers, cksum } = value;
   let valid: string;
   try {
     valid = crateName(name);

@@ -103,7 +103,7 @@ describe("upstream index lines", () => {
     expect(() => checkIndexFile(file(line({ name: "../x" })), "foo-bar")).toThrow("line 1: invalid crate name");
     expect(() => checkIndexFile(file(line({ cksum: "ABC" })), "foo-bar")).toThrow("cksum is not a SHA-256");
     expect(() => checkIndexFile(file("<html>"), "foo-bar")).toThrow("line 1 is not JSON");
-    expect(() => checkIndexFile(file("[1]"), "foo-bar")).toThrow("line 1: invalid crate name");
+    expect(() => checkIndexFile(file("[1]"), "foo-bar")).toThrow("line 1 is not an object");
   });
 });
 
