@@ -15,7 +15,7 @@ import {
   type Validator,
   withDefault,
 } from "../../platform/validation.js";
-import { mirrorSection } from "./mirror/config.js";
+import { checkMirrorConfig, mirrorSection } from "./mirror/config.js";
 import { DEFAULT_MAX_FEATURES, DEFAULT_MAX_INDEX_LINE } from "./publish.js";
 
 /** The default largest `.crate` accepted (`max-crate-size`), in bytes: 10 MiB, crates.io's. */
@@ -69,11 +69,13 @@ const WILDCARD_HOSTS = new Set(["0.0.0.0", "[::]"]);
 
 /**
  * Refuses a Cargo registry whose public URL names a wildcard address: Cargo would be
- * told to download from `0.0.0.0`. Run by `vigie config check` and at start-up.
+ * told to download from `0.0.0.0`; and a mirror cache inside the crate storage. Run by
+ * `vigie config check` and at start-up.
  *
- * @throws ValidationError naming `http.public-url`
+ * @throws ValidationError naming `http.public-url` or `registry.cargo.mirror.cache`
  */
 export function checkCargoPublicUrl(settings: CargoSettings, platform: PlatformConfig): void {
+  checkMirrorConfig(settings.mirror, settings.storage);
   if (!settings.enabled && !settings.mirror.enabled) return;
   const url = new URL(platform.http["public-url"]);
   if (WILDCARD_HOSTS.has(url.hostname)) {

@@ -2,6 +2,7 @@
  * `registry.cargo.mirror` (docs/cargo.md, "Using the mirror for CI"; docs/configuration.md): a
  * caching mirror of a sparse index, crates.io's by default, off unless enabled.
  */
+import { isAbsolute, relative, resolve, sep } from "node:path";
 import type { Duration } from "../../../platform/duration.js";
 import {
   boolean,
@@ -72,3 +73,28 @@ export const mirrorSection = object(
 
 /** The validated `registry.cargo.mirror` section. */
 export type MirrorSettings = Infer<typeof mirrorSection>;
+
+/** Whether one directory is the other or lies inside it (after resolving both). */
+export function overlaps(first: string, second: string): boolean {
+  const inside = (child: string, parent: string) => {
+    const path = relative(resolve(parent), resolve(child));
+    return !(path === ".." || path.startsWith(`..${sep}`) || isAbsolute(path));
+  };
+  return inside(first, second) || inside(second, first);
+}
+
+/**
+ * Refuses, when both are written in the configuration, a mirror cache that is the crate storage,
+ * lies inside it or holds it (start-up checks the defaults too). Run by `vigie config check`.
+ * @throws ValidationError naming `registry.cargo.mirror.cache`
+ */
+export function checkMirrorConfig(mirror: MirrorSettings, storage: string | undefined): void {
+  if (!mirror.enabled || mirror.cache === undefined || storage === undefined) return;
+  if (overlaps(mirror.cache, storage)) {
+    throw new ValidationError(
+      "registry.cargo.mirror.cache",
+      "must be outside registry.cargo.storage, and not hold it (vigie registry check would take cached files for orphans)",
+      mirror.cache,
+    );
+  }
+}

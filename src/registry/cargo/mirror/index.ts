@@ -4,7 +4,7 @@
  * metrics, and registers its routes. Enabled by `registry.cargo.mirror.enabled`, with or without
  * the private registry.
  */
-import { join, relative, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { ConfigError } from "../../../platform/config.js";
 import type { ModuleContext } from "../../../platform/module.js";
@@ -15,6 +15,7 @@ import { IndexCache } from "../index-cache.js";
 import { cargoAuthenticator } from "../routes/context.js";
 import { registerLoginPage } from "../routes/me.js";
 import { registerMirrorRoutes } from "../routes/mirror.js";
+import { overlaps } from "./config.js";
 import { CrateMirror } from "./crate-mirror.js";
 import { type IndexAnswer, IndexMirror, type MirroredIndex } from "./index-mirror.js";
 import { registerMirrorMetrics } from "./metrics.js";
@@ -41,11 +42,7 @@ export function mirrorCache(settings: CargoSettings, dataDirectory: string): str
  * @throws ConfigError naming `registry.cargo.mirror.cache`
  */
 export function checkMirrorCache(cache: string, storage: string): void {
-  const inside = (child: string, parent: string) => {
-    const path = relative(resolve(parent), resolve(child));
-    return path === "" || (!path.startsWith("..") && !path.startsWith("/"));
-  };
-  if (inside(cache, storage) || inside(storage, cache)) {
+  if (overlaps(cache, storage)) {
     throw new ConfigError(
       `registry.cargo.mirror.cache (${resolve(cache)}) must be outside the crate storage (${resolve(storage)}), and not hold it`,
     );

@@ -237,5 +237,19 @@ describe("the mirror's cache directory", () => {
     expect(() => checkMirrorCache("/data/crates", "/data/crates")).toThrow();
     expect(() => checkMirrorCache("/data", "/data/crates")).toThrow();
     expect(() => checkMirrorCache("/data/crates-mirror", "/data/crates")).not.toThrow();
+    expect(() => checkMirrorCache("/data/crates2", "/data/crates")).not.toThrow();
+  });
+
+  it("is checked with the configuration when both directories are written there", async () => {
+    const registry = (cache: string) => ({
+      enabled: true,
+      cargo: { enabled: true, storage: "/srv/crates", mirror: { enabled: true, cache } },
+    });
+    const start = (cache: string) =>
+      startTestServer({ modules: [createRegistryModule()], config: { registry: registry(cache) } });
+    await expect(start("/srv/crates/cache")).rejects.toThrow(
+      "registry.cargo.mirror.cache: must be outside registry.cargo.storage, and not hold it",
+    );
+    await expect(start("/srv")).rejects.toThrow("registry.cargo.mirror.cache: must be outside registry.cargo.storage");
   });
 });
