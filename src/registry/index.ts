@@ -8,7 +8,7 @@
  */
 import { defineModule, type VigieModule } from "../platform/module.js";
 import { bootstrapAdminFrom, createBootstrapAdmin } from "./bootstrap.js";
-import { cargoMigrations, checkCargoPublicUrl, setUpCargo } from "./cargo/index.js";
+import { cargoMigrations, checkCargoPublicUrl, crateStorage, setUpCargo, setUpCargoMirror } from "./cargo/index.js";
 import { registryCommands } from "./commands.js";
 import { registryShape } from "./config.js";
 import { LastUsedRecorder } from "./last-used.js";
@@ -62,6 +62,11 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
         path: "/api/v1/cargo/index/",
         ...(section.cargo.enabled ? {} : { enableWith: "registry.cargo.enabled: true" }),
       },
+      {
+        title: "Cargo mirror of crates.io (for cargo: sparse+ this address)",
+        path: "/api/v1/mirror/index/",
+        ...(section.cargo.mirror.enabled ? {} : { enableWith: "registry.cargo.mirror.enabled: true" }),
+      },
     ],
     commands: registryCommands,
     plugin: async (app, { context, section }) => {
@@ -109,6 +114,10 @@ export function createRegistryModule(options: RegistryModuleOptions = {}): Vigie
         now,
       });
       if (section.cargo.enabled) await setUpCargo(app, context, section.cargo, users, section.streams, now);
+      if (section.cargo.mirror.enabled) {
+        const storage = crateStorage(section.cargo, context.database.dataDirectory);
+        await setUpCargoMirror(app, context, section.cargo, storage, now);
+      }
     },
   });
 }

@@ -18,6 +18,7 @@ import { openApiPath } from "../../src/platform/openapi.js";
 import { createRegistryModule } from "../../src/registry/index.js";
 import type { VigieServer } from "../../src/server.js";
 import { streamsModule } from "../../src/streams/index.js";
+import { FakeUpstream } from "../registry/cargo/mirror/upstream-fake.js";
 import { describedPaths, expectDescribedAnswer, expectDescribedStatus, type Paths } from "../support/openapi.js";
 import { freePort, temporaryDirectory } from "../support/process.js";
 import { startTestServer } from "../support/server.js";
@@ -44,12 +45,17 @@ const context: FuzzContext = {
   closedPort: await freePort(),
 };
 const routes = fuzzRoutes(context);
+/** The upstream of the Cargo mirror. */
+const upstream = new FakeUpstream();
 const directory = temporaryDirectory();
 const tlsDirectory = temporaryDirectory();
 // The file names the fuzzed checks use: some definitions with client certificates are then valid.
 for (const name of ["client.key", "client.pem", "ca.pem"]) writeFileSync(join(tlsDirectory, name), "not a real PEM\n");
 
 beforeAll(async () => {
+  await upstream.start();
+  upstream.add("fuzz-crate", "0.1.0");
+  upstream.add("Fuzz_Crate", "1.0.0+b");
   server = await startTestServer({
     modules: [
       createRegistryModule({ environment: { VIGIE_ADMIN_NAME: "root", VIGIE_ADMIN_PASSWORD: "fuzz-root-password" } }),
@@ -71,7 +77,18 @@ beforeAll(async () => {
         "status-page": { enabled: true },
       },
       streams: { directories: [directory] },
-      registry: { cargo: { enabled: true, storage: join(directory, "crates") } },
+      // The mirror's upstream is a fake on loopback: fuzzed requests never leave the machine.
+      registry: {
+        cargo: {
+          enabled: true,
+          storage: join(directory, "crates"),
+          mirror: {
+            enabled: true,
+            "upstream-index": upstream.indexUrl,
+            cache: join(directory, "crates-mirror"),
+          },
+        },
+      },
     },
   });
   const created = await server.app.inject({
@@ -93,6 +110,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
+  await upstream.stop();
   for (const path of [directory, tlsDirectory]) rmSync(path, { recursive: true, force: true });
 });
 

@@ -132,8 +132,8 @@ function requests(
 }
 
 /**
- * The Cargo registry's routes (docs/cargo.md): the sparse index, browsing, and Cargo's web API with
- * its own error format. Publish bodies are frames of fuzzed lengths, metadata and bytes.
+ * The Cargo registry's routes (docs/cargo.md): the sparse index, browsing, Cargo's web API with
+ * its own error format, and the mirror (whose upstream is a closed port). Publish bodies are frames of fuzzed lengths, metadata and bytes.
  */
 function cargoRoutes(
   context: FuzzContext,
@@ -183,6 +183,15 @@ function cargoRoutes(
     cargo("DELETE", "/api/v1/crates/:name/owners", { params: crate, payload: owners }),
     cargo("GET", "/api/v1/crates", { query: queryString(["q", "per_page"], segment(["fuzz", "10", "0"])) }),
     cargo("GET", "/api/v1/crates/:name/:version/download", { params: crate }),
+    route("GET", "/api/v1/mirror/index/config.json"),
+    {
+      method: "GET",
+      url: "/api/v1/mirror/index/*",
+      requests: requests(context, "/api/v1/mirror/index/:first/:second/:name", {
+        params: { first: ["1", "2", "3", "fu", ".."], second: ["a", "zz", "cr", "%2e%2e"], name: crate.name },
+      }),
+    },
+    route("GET", "/api/v1/mirror/download/:name/:version", { params: crate }),
   ];
 }
 

@@ -20,6 +20,7 @@ import {
 import { startTestServer } from "../support/server.js";
 import { temporaryDirectory } from "../support/temporary.js";
 import { publication } from "./cargo/frames.js";
+import { FakeUpstream } from "./cargo/mirror/upstream-fake.js";
 
 const ROOT_PASSWORD = "root-password-1";
 const CRATE = "demo";
@@ -33,16 +34,28 @@ let paths: Paths;
 /** `METHOD /path` of every route the registry module registers (the platform's left out). */
 let moduleRoutes: string[];
 let rootToken: string;
+/** The upstream of the Cargo mirror, on loopback, holding the crate the client publishes here too. */
+const upstream = new FakeUpstream();
 
 beforeAll(async () => {
   const platformOnly = await startTestServer({ modules: [] });
   const platform = new Set(platformOnly.routes.map((route) => `${route.method} ${openApiPath(route.url)}`));
   await platformOnly.close();
+  await upstream.start();
+  upstream.add(CRATE, VERSION);
+  const directory = temporaryDirectory();
   server = await startTestServer({
     modules: [createRegistryModule({ environment: { VIGIE_ADMIN_NAME: "root", VIGIE_ADMIN_PASSWORD: ROOT_PASSWORD } })],
     config: {
       http: { "public-url": "http://registry.test:8080" },
-      registry: { enabled: true, cargo: { enabled: true, storage: join(temporaryDirectory(), "crates") } },
+      registry: {
+        enabled: true,
+        cargo: {
+          enabled: true,
+          storage: join(directory, "crates"),
+          mirror: { enabled: true, "upstream-index": upstream.indexUrl, cache: join(directory, "mirror") },
+        },
+      },
     },
   });
   moduleRoutes = [
@@ -59,7 +72,10 @@ beforeAll(async () => {
   expect(created.statusCode).toBe(201);
   rootToken = created.json().token;
 });
-afterAll(() => server?.close());
+afterAll(async () => {
+  await server?.close();
+  await upstream.stop();
+});
 
 /** The operation of `METHOD /path`. */
 function operationOf(route: string): Operation {
@@ -145,7 +161,7 @@ async function callDescribed(route: string, payload?: unknown) {
 
 describe("the registry in GET /openapi.json", () => {
   it("describes every route of the module: summary, success answer", () => {
-    expect(moduleRoutes).toHaveLength(23);
+    expect(moduleRoutes).toHaveLength(26);
     for (const route of moduleRoutes) {
       const operation = operationOf(route);
       expect(operation.summary, route).not.toBe(route);
@@ -186,8 +202,8 @@ describe("the registry in GET /openapi.json", () => {
       "GET /registry/registry.js",
       "POST /api/v1/registry/token",
     ]);
-    // Reading the Cargo registry needs a token only with registry.cargo.auth-required.
-    expect(moduleRoutes.filter((route) => securityOf(route) === '"depends"')).toHaveLength(9);
+    // Reading the Cargo registry, its pages and its mirror needs a token only with registry.cargo.auth-required.
+    expect(moduleRoutes.filter((route) => securityOf(route) === '"depends"')).toHaveLength(12);
     expect(needsToken).toHaveLength(11);
     for (const route of needsToken) {
       const [method = "", path = ""] = route.split(" ");
@@ -226,7 +242,7 @@ describe("the registry in GET /openapi.json", () => {
     const missing = await server.app.inject({ method: "GET", url: "/registry/registry.js" });
     expectDescribedStatus(script, missing.statusCode);
     const reads = moduleRoutes.filter((route) => route.startsWith("GET ") && route !== "GET /registry/registry.js");
-    expect(reads).toHaveLength(12);
+    expect(reads).toHaveLength(15);
     const answers = new Map<string, unknown>();
     for (const route of reads) answers.set(route, await callDescribed(route));
     expect(answers.get("GET /api/v1/registry/user")).toMatchObject({
@@ -240,6 +256,11 @@ describe("the registry in GET /openapi.json", () => {
       api: "http://registry.test:8080",
     });
     expect(answers.get("GET /api/v1/cargo/index/{path}")).toContain(`"cksum":"${published.cksum}"`);
+    expect(answers.get("GET /api/v1/mirror/index/config.json")).toEqual({
+      dl: "http://registry.test:8080/api/v1/mirror/download/{crate}/{version}",
+    });
+    expect(answers.get("GET /api/v1/mirror/index/{path}")).toBe(upstream.indexFile(CRATE));
+    expect(answers.get("GET /api/v1/mirror/download/{name}/{version}")).toBe(`${CRATE}-${VERSION} crate bytes`);
 
     // Last, the changes without a body; the token before its user, which takes its tokens along.
     const rest = [

@@ -15,6 +15,7 @@ import {
   type Validator,
   withDefault,
 } from "../../platform/validation.js";
+import { checkMirrorConfig, mirrorSection } from "./mirror/config.js";
 import { DEFAULT_MAX_FEATURES, DEFAULT_MAX_INDEX_LINE } from "./publish.js";
 
 /** The default largest `.crate` accepted (`max-crate-size`), in bytes: 10 MiB, crates.io's. */
@@ -32,7 +33,7 @@ export const DEFAULT_INDEX_CACHE_SIZE = 64 * 1024 * 1024;
 
 /**
  * `registry.cargo`: `enabled`, `auth-required`, `max-crate-size` (bytes), `max-features`,
- * `max-index-line` (bytes), `index-cache-size` (bytes) and `storage` (a directory).
+ * `max-index-line` (bytes), `index-cache-size` (bytes), `storage` (a directory) and `mirror`.
  */
 export const cargoSection = object(
   {
@@ -54,6 +55,8 @@ export const cargoSection = object(
     "index-cache-size": withDefault(size(), DEFAULT_INDEX_CACHE_SIZE),
     /** Where the `.crate` files live; default `<data directory>/crates`. */
     storage: optional(string({ min: 1 })),
+    /** A caching mirror of crates.io (or another sparse index): docs/cargo.md. */
+    mirror: mirrorSection,
   },
   { unknownKeys: "reject", optional: true },
 );
@@ -66,17 +69,19 @@ const WILDCARD_HOSTS = new Set(["0.0.0.0", "[::]"]);
 
 /**
  * Refuses a Cargo registry whose public URL names a wildcard address: Cargo would be
- * told to download from `0.0.0.0`. Run by `vigie config check` and at start-up.
+ * told to download from `0.0.0.0`; and a mirror cache inside the crate storage. Run by
+ * `vigie config check` and at start-up.
  *
- * @throws ValidationError naming `http.public-url`
+ * @throws ValidationError naming `http.public-url` or `registry.cargo.mirror.cache`
  */
 export function checkCargoPublicUrl(settings: CargoSettings, platform: PlatformConfig): void {
-  if (!settings.enabled) return;
+  checkMirrorConfig(settings.mirror, settings.storage);
+  if (!settings.enabled && !settings.mirror.enabled) return;
   const url = new URL(platform.http["public-url"]);
   if (WILDCARD_HOSTS.has(url.hostname)) {
     throw new ValidationError(
       "http.public-url",
-      `must name an address clients can reach when registry.cargo is enabled (not ${url.hostname}): set http.public-url`,
+      `must name an address clients can reach when registry.cargo or its mirror is enabled (not ${url.hostname}): set http.public-url`,
       platform.http["public-url"],
     );
   }

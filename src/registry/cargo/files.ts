@@ -9,7 +9,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { createReadStream, type ReadStream } from "node:fs";
-import { link, open, readdir, rm, stat } from "node:fs/promises";
+import { type FileHandle, link, open, readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { makePrivateDirectory, PRIVATE_FILE_MODE } from "../../platform/private-files.js";
 
@@ -54,6 +54,17 @@ export class CrateFiles {
    * @returns false, writing nothing, when the version's file exists
    */
   async write(canonical: string, vers: string, bytes: Buffer): Promise<boolean> {
+    return this.writeWith(canonical, vers, (file) => file.writeFile(bytes));
+  }
+
+  /**
+   * Writes a version's file as {@link write} does, its bytes written by `fill` into the open
+   * temporary file (a body streamed from the network, checked as it comes). When `fill` throws,
+   * the temporary file is removed, nothing is linked, and its error is thrown.
+   *
+   * @returns false, writing nothing, when the version's file exists
+   */
+  async writeWith(canonical: string, vers: string, fill: (file: FileHandle) => Promise<void>): Promise<boolean> {
     const directory = join(this.directory, canonical);
     // Private crates are served to authenticated users only: their files are the owner's alone.
     await makePrivateDirectory(directory);
@@ -63,7 +74,7 @@ export class CrateFiles {
       const file = await open(temporary, "wx", PRIVATE_FILE_MODE);
       try {
         await file.chmod(PRIVATE_FILE_MODE);
-        await file.writeFile(bytes);
+        await fill(file);
         await file.sync();
       } finally {
         await file.close();

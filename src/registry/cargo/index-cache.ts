@@ -12,12 +12,12 @@ export interface RenderedIndex {
 }
 
 /**
- * Rendered index files by crate id, at most `maxBytes` of bodies and gzips together. Least recently
+ * Rendered index files by key (a crate id; the mirror's lower-cased crate names), at most `maxBytes` of bodies and gzips together. Least recently
  * used first out: {@link get} moves an entry to the back, {@link set} evicts from the front until
  * the new entry fits. A file larger than the whole bound is served without being kept.
  */
-export class IndexCache {
-  readonly #entries = new Map<number, RenderedIndex>();
+export class IndexCache<K = number, V extends RenderedIndex = RenderedIndex> {
+  readonly #entries = new Map<K, V>();
   #bytes = 0;
 
   /** @param maxBytes bytes of bodies and gzips kept (`registry.cargo.index-cache-size`); 0 keeps none */
@@ -34,7 +34,7 @@ export class IndexCache {
   }
 
   /** The file of a crate, marked as the most recently used. */
-  get(crateId: number): RenderedIndex | undefined {
+  get(crateId: K): V | undefined {
     const entry = this.#entries.get(crateId);
     if (entry !== undefined) {
       this.#entries.delete(crateId);
@@ -44,8 +44,8 @@ export class IndexCache {
   }
 
   /** Keeps a crate's file (replacing its older one), evicting the least recently used as needed. */
-  set(crateId: number, entry: RenderedIndex): void {
-    this.#remove(crateId);
+  set(crateId: K, entry: V): void {
+    this.delete(crateId);
     const weight = weightOf(entry);
     if (weight > this.maxBytes) return;
     for (const [oldest, old] of this.#entries) {
@@ -57,7 +57,8 @@ export class IndexCache {
     this.#bytes += weight;
   }
 
-  #remove(crateId: number): void {
+  /** Forgets a crate's file; a missing one is fine. */
+  delete(crateId: K): void {
     const old = this.#entries.get(crateId);
     if (old === undefined) return;
     this.#entries.delete(crateId);

@@ -22,6 +22,7 @@ import { CratePageStore } from "./storage-pages.js";
 export { type CheckReport, checkCrateFiles, hasDisagreements, ORPHAN_GRACE_MS, reportLines } from "./check.js";
 export { type CargoSettings, cargoSection, checkCargoPublicUrl } from "./config.js";
 export { CrateFiles } from "./files.js";
+export { setUpCargoMirror } from "./mirror/index.js";
 export { CargoStore, cargoMigrations } from "./storage.js";
 
 /** How often download counts are added to the database, in milliseconds. */

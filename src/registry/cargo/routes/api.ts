@@ -214,3 +214,23 @@ export const DOWNLOAD: RouteDescription = {
     schema: { type: "string", contentMediaType: "application/gzip", description: "the .crate: a gzipped tar" },
   },
 };
+
+export const MIRROR_CONFIG: RouteDescription = {
+  summary: "the mirror's config.json: cargo downloads through the mirror",
+  success: { schema: closed({ dl: HTTP_URL, "auth-required": { const: true } }, ["auth-required"]) },
+};
+
+export const MIRROR_INDEX_FILE: RouteDescription = {
+  summary:
+    "the upstream's index file of a crate, cached and revalidated after max-age (ETag, Last-Modified, gzip; Warning when stale)",
+  success: INDEX_FILE.success,
+  // 503: the upstream cannot answer and the file is not cached.
+  errors: [503],
+};
+
+export const MIRROR_DOWNLOAD: RouteDescription = {
+  summary: "the .crate of an upstream version, downloaded once, checked against the index's checksum, then cached",
+  success: DOWNLOAD.success,
+  // 503: the upstream cannot answer, or its file does not match the index's checksum.
+  errors: [503],
+};

@@ -66,9 +66,14 @@ function crateNotFound(name: string): NotFoundError {
   return new NotFoundError(`crate ${name} not found`);
 }
 
-/** Builds the access checks of the Cargo routes from their options. */
-export function cargoContext(options: CargoRoutesOptions): CargoContext {
-  const { settings, publicUrl, store, auth } = options;
+/** Reads a request's token for Cargo, as {@link CargoContext.authenticate}; the mirror's routes use it too. */
+export type CargoAuthenticate = CargoContext["authenticate"];
+
+/**
+ * The token check of Cargo's routes: 401 answers carry Cargo's `WWW-Authenticate` challenge,
+ * naming `<public-url>/me` as where a token is made.
+ */
+export function cargoAuthenticator(auth: Auth, publicUrl: string): CargoAuthenticate {
   const loginUrl = `${publicUrl}/me`;
   const challenge = { "www-authenticate": `Cargo login_url="${loginUrl}"` };
   // 401 with Cargo's challenge, which tells cargo where a token is made.
@@ -97,14 +102,20 @@ export function cargoContext(options: CargoRoutesOptions): CargoContext {
         throw unauthorized(`invalid token: create one (see ${loginUrl}) and run cargo login`);
     }
   };
+  return authenticate;
+}
 
+/** Builds the access checks of the Cargo routes from their options. */
+export function cargoContext(options: CargoRoutesOptions): CargoContext {
+  const { settings, publicUrl, store, auth } = options;
+  const authenticate = cargoAuthenticator(auth, publicUrl);
   return {
     ...options,
     authRequired: settings["auth-required"],
     authenticate,
     requireUser: async (request) => {
       const principal = await authenticate(request, true);
-      if (principal === undefined) throw unauthorized("missing token");
+      if (principal === undefined) throw new VigieError("VIGIE_ERR_UNAUTHORIZED", "missing token");
       return principal;
     },
     findCrate: async (name) => {

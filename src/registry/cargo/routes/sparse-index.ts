@@ -62,7 +62,7 @@ export function registerSparseIndex(app: FastifyInstance, context: CargoContext)
 }
 
 /** Whether an `Accept-Encoding` header takes gzip (RFC 9110 §12.5.3; `gzip;q=0` refuses it). */
-function acceptsGzip(header: string | undefined): boolean {
+export function acceptsGzip(header: string | undefined): boolean {
   if (header === undefined) return false;
   for (const part of header.split(",")) {
     const [coding, ...parameters] = part.trim().toLowerCase().split(";");
@@ -73,7 +73,7 @@ function acceptsGzip(header: string | undefined): boolean {
 }
 
 /** Whether `If-None-Match` or (without it) `If-Modified-Since` says the client's copy is current. */
-function notModified(request: FastifyRequest, etag: string, updatedAt: number): boolean {
+export function notModified(request: FastifyRequest, etag: string, updatedAt: number): boolean {
   const match = request.headers["if-none-match"];
   if (match !== undefined) return match.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
   const since = request.headers["if-modified-since"];
