@@ -41,7 +41,7 @@ export const STATUS_CSS = [
   "vector-effect:non-scaling-stroke}",
   ".notice{min-height:1.3em}footer{color:var(--mu);font-size:.875rem;padding:1rem}",
   ".incident{border-left:4px solid var(--dn);padding:.25rem 1rem;margin:.75rem 0}.incident.done{border-color:var(--up)}",
-  ".istate{font-weight:600;margin:.25rem 0}.timeline{margin:.25rem 0;padding-left:1.25rem}",
+  ".istate{font-weight:600;margin:.25rem 0}.timeline{margin:.25rem 0;padding:0;list-style:none}",
   ".timeline p{margin:0 0 .5rem;white-space:pre-line}footer a{color:var(--ac)}",
   ".vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}",
 ].join("");

@@ -513,7 +513,7 @@ function incidentView(incident: StatusIncident): ViewElement {
     h(
       "p",
       { class: "istate" },
-      open ? `${INCIDENT_TEXT[incident.status]}, since ` : "Resolved ",
+      open ? `${INCIDENT_TEXT[incident.status]}. Began ` : "Resolved ",
       h(
         "time",
         { datetime: open ? incident.started : (incident.resolved ?? "") },
@@ -523,7 +523,7 @@ function incidentView(incident: StatusIncident): ViewElement {
       ".",
     ),
     h(
-      "ol",
+      "ul",
       { class: "timeline" },
       ...incident.updates.map((update) =>
         h(
