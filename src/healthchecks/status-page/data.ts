@@ -275,12 +275,16 @@ export function assembleStatus(
 
 /**
  * Gathers the page's data at `nowMs` in one go: the checks the selectors select now, their latest
- * results and their history. (The routes cache the history longer than the states.)
+ * results and their history, and the page's `incidents` (none by default). (The routes cache the history longer than the states.)
  *
  * @throws Error when the history cannot be read (the database is down)
  */
-export async function collectStatus(sources: StatusSources, nowMs: number): Promise<StatusData> {
+export async function collectStatus(
+  sources: StatusSources,
+  nowMs: number,
+  incidents: readonly Incident[] = [],
+): Promise<StatusData> {
   const selected = selectChecks(sources.selectors, sources.checks());
   const names = selected.map((check) => check.definition.name);
-  return assembleStatus(sources, selected, await readHistories(sources, names, nowMs), nowMs);
+  return assembleStatus(sources, selected, await readHistories(sources, names, nowMs), nowMs, incidents);
 }
