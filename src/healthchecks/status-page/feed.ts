@@ -77,12 +77,34 @@ interface Entry {
   readonly content: string;
 }
 
+/**
+ * Characters of an entry's timeline at most: its newest updates that fit (at least one), so that a
+ * feed of 50 incidents stays around a megabyte whatever their timelines.
+ */
+export const MAX_ENTRY_TEXT = 20_000;
+
+/** The timeline as text, newest first, as many updates as fit in {@link MAX_ENTRY_TEXT}. */
+function timelineText(incident: Incident): string[] {
+  const lines: string[] = [];
+  let length = 0;
+  const newestFirst = [...incident.updates].reverse();
+  for (const update of newestFirst) {
+    const line = `${utc(update.timeMs)}, ${INCIDENT_TEXT[update.status]}:\n${update.message}`;
+    if (lines.length > 0 && length + line.length > MAX_ENTRY_TEXT) {
+      const left = newestFirst.length - lines.length;
+      lines.push(`${left} earlier update${left === 1 ? "" : "s"} left out.`);
+      break;
+    }
+    lines.push(line);
+    length += line.length;
+  }
+  return lines;
+}
+
 function incidentEntry(incident: Incident, shownChecks: ReadonlySet<string>): Entry {
   const resolved = resolvedMs(incident);
   const checks = incident.checks.filter((name) => shownChecks.has(name));
-  const timeline = [...incident.updates]
-    .reverse()
-    .map((update) => `${utc(update.timeMs)}, ${INCIDENT_TEXT[update.status]}:\n${update.message}`);
+  const timeline = timelineText(incident);
   return {
     id: `urn:uuid:${incident.id}`,
     title: `${resolved === undefined ? INCIDENT_TEXT[statusOf(incident)] : "Resolved"}: ${incident.title}`,

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Incident } from "../../../src/healthchecks/incidents/incident.js";
-import { nameUuid, renderFeed, xmlText } from "../../../src/healthchecks/status-page/feed.js";
+import { MAX_ENTRY_TEXT, nameUuid, renderFeed, xmlText } from "../../../src/healthchecks/status-page/feed.js";
 import { parseAtom } from "./atom.js";
 
 const NOW = Date.parse("2026-05-10T12:00:00.000Z");
@@ -61,6 +61,25 @@ describe("the Atom feed", () => {
     // The same window has the same id at each rendering; it was announced 7 days before it starts.
     expect(second?.id).toBe(parseAtom(renderFeed(PAGE, [], [window], new Set(), NOW + 60_000)).entries[0]?.id);
     expect(second?.updated).toBe("2026-05-04T02:00:00.000Z");
+  });
+
+  it("keeps the newest updates of a long timeline that fit in an entry", () => {
+    const updates = Array.from({ length: 30 }, (_, index) => ({
+      status: "monitoring" as const,
+      message: `${index} ${"x".repeat(9_000)}`,
+      timeMs: NOW - (30 - index) * 60_000,
+    }));
+    const incident: Incident = {
+      id: "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9",
+      title: "t",
+      checks: [],
+      pages: [],
+      updates,
+    };
+    const [entry] = parseAtom(renderFeed(PAGE, [incident], [], new Set(), NOW)).entries;
+    expect(entry?.content.length).toBeLessThanOrEqual(MAX_ENTRY_TEXT + 100);
+    expect(entry?.content).toContain("Monitoring:\n29 x");
+    expect(entry?.content).toContain("28 earlier updates left out.");
   });
 
   it("escapes text and keeps only what XML 1.0 can hold", () => {
