@@ -49,9 +49,11 @@ function rowAfter(update: IncidentUpdate) {
 /** The stored incidents. */
 export class IncidentStore {
   readonly #db: Kysely<Tables>;
+  readonly #postgres: boolean;
 
   constructor(database: Database) {
     this.#db = database.kysely.withTables<HealthcheckTables>();
+    this.#postgres = database.dialect === "postgres";
   }
 
   /**
@@ -90,15 +92,21 @@ export class IncidentStore {
   }
 
   /**
-   * Appends an update to the incident `id`, unless it has `maxUpdates` already. Two instances
-   * appending at once: the primary key (id, seq) refuses the second, which the caller may retry.
+   * Appends an update to the incident `id`, unless it has `maxUpdates` already. Appends to one
+   * incident are serialised: PostgreSQL locks its row (from any instance), SQLite runs one write
+   * transaction at a time.
    *
    * @returns `missing` when no such incident, `full` at the bound, `added` otherwise
    * @throws Error when the database fails
    */
   async addUpdate(id: string, update: IncidentUpdate, maxUpdates: number): Promise<"added" | "missing" | "full"> {
     return this.#db.transaction().execute(async (trx) => {
-      const found = await trx.selectFrom("healthcheck_incident").select("id").where("id", "=", id).executeTakeFirst();
+      const found = await trx
+        .selectFrom("healthcheck_incident")
+        .select("id")
+        .where("id", "=", id)
+        .$if(this.#postgres, (query) => query.forUpdate())
+        .executeTakeFirst();
       if (found === undefined) return "missing";
       const counted = await trx
         .selectFrom("healthcheck_incident_update")
