@@ -533,7 +533,7 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     }),
     route("GET", "/maintenance"),
     route("DELETE", "/maintenance/:name", { params: { name: ["fuzz-window", "nowhere"] } }),
-    // Incidents (docs/healthchecks.md): the status page of the fuzz is the one at /status (slug "").
+    // Incidents (docs/healthchecks.md): the status pages of the fuzz are "" (/status) and "ops".
     route("POST", "/incident", {
       payload: jsonPayload(
         mutated(
@@ -569,6 +569,12 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     }),
     route("GET", "/status/data"),
     route("GET", "/status/feed.atom"),
+    // A second page (healthchecks.status-pages), with the same parameter.
+    route("GET", "/status/ops", {
+      query: queryString(["refresh"], fc.oneof(fc.integer({ min: -5, max: 5_000 }).map(String), segment())),
+    }),
+    route("GET", "/status/ops/data"),
+    route("GET", "/status/ops/feed.atom"),
     route("GET", "/status/status.js"),
     // Badges (docs/healthchecks.md): public, every subject in SVG and in JSON.
     ...["status", "uptime/1h", "uptime/24h", "uptime/7d", "uptime/30d", "response-time"].flatMap((subject) =>

@@ -93,8 +93,8 @@ const pageList: Validator<ConfiguredStatusPage[]> = described(
 );
 
 /**
- * The two keys of the section, sharing the state of one parse: `status-pages` is refused when
- * `status-page` was written. The platform validates a section's keys in the order of its shape
+ * The two keys of the section, sharing the state of one parse: a non-empty `status-pages` is
+ * refused when `status-page` was written. The platform validates a section's keys in the order of its shape
  * (config.ts), so `status-page` must come before `status-pages`, and `reset` runs at the start of
  * each parse.
  */
@@ -107,15 +107,17 @@ export function statusPageKeys() {
     }, schemaOf(singleShape)),
     singleShape(undefined, ""),
   );
+  // An empty list is the default (what `vigie init` writes beside `status-page`): not a conflict.
   const several = withDefault<ConfiguredStatusPage[]>(
     described((value, path) => {
-      if (singleWritten) {
+      const pages = pageList(value, path);
+      if (singleWritten && pages.length > 0) {
         throw new ValidationError(
           path,
           'cannot be set together with healthchecks.status-page: keep one of them (a page with slug "" is /status)',
         );
       }
-      return pageList(value, path);
+      return pages;
     }, schemaOf(pageList)),
     [],
   );

@@ -40,8 +40,11 @@ describe("healthchecks.status-pages", () => {
     expect(refusal({ "status-page": { enabled: true }, "status-pages": [{ slug: "" }] })).toContain(
       "healthchecks.status-pages: cannot be set together with healthchecks.status-page",
     );
-    // Written but disabled: still both keys.
-    expect(refusal({ "status-page": { enabled: false }, "status-pages": [] })).toContain("cannot be set together");
+    // Written but disabled: still both keys; an empty list is the default, as `vigie init` writes it.
+    expect(refusal({ "status-page": { enabled: false }, "status-pages": [{ slug: "ops" }] })).toContain(
+      "cannot be set together",
+    );
+    expect(refusal({ "status-page": { enabled: false }, "status-pages": [] })).toBe("accepted");
     expect(refusal({ "status-pages": [{ slug: "Ops" }] })).toContain(
       'healthchecks.status-pages[0].slug: must be "" or 1 to 64 characters of a-z 0-9 -',
     );
