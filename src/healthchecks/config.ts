@@ -5,7 +5,6 @@
 import type { Duration } from "../platform/duration.js";
 import {
   array,
-  boolean,
   described,
   duration,
   integer,
@@ -32,7 +31,7 @@ import {
 } from "./definition.js";
 import { maintenanceWindows } from "./maintenance/config.js";
 import { redactSecrets } from "./redaction.js";
-import { selectorText as statusSelector } from "./status-page/selectors.js";
+import { statusPageKeys } from "./status-page/pages.js";
 
 /** `healthchecks.min-interval` when not set. */
 export const DEFAULT_MIN_INTERVAL: Duration = { text: "1s", milliseconds: 1_000 };
@@ -82,11 +81,14 @@ const allowApiCommands: Validator<AllowApiCommands> = (value, path) => {
 function buildShape() {
   let rules: DefinitionRules = { minInterval: DEFAULT_MIN_INTERVAL };
   let names = new Map<string, string>();
+  // `status-pages` is refused beside `status-page` (status-page/pages.ts).
+  const pageKeys = statusPageKeys();
 
   const minInterval: Validator<Duration> = (value, path) => {
     const parsed = value === undefined ? DEFAULT_MIN_INTERVAL : duration()(value, path);
     rules = { minInterval: parsed };
     names = new Map();
+    pageKeys.reset();
     return parsed;
   };
 
@@ -135,14 +137,8 @@ function buildShape() {
       { retention: withDefault(duration(0), DEFAULT_HISTORY_RETENTION) },
       { unknownKeys: "reject", optional: true },
     ),
-    "status-page": object(
-      {
-        enabled: withDefault(boolean(), false),
-        title: withDefault(string({ min: 1, max: 200 }), "Status"),
-        checks: withDefault<string[]>(array(statusSelector), []),
-      },
-      { unknownKeys: "reject", optional: true },
-    ),
+    "status-page": pageKeys.single,
+    "status-pages": pageKeys.several,
     maintenance: maintenanceWindows,
     "max-concurrency": withDefault(integer(1, 1_000_000), DEFAULT_MAX_CONCURRENCY),
     "allow-api-commands": withDefault<AllowApiCommands>(allowApiCommands, "auto"),

@@ -17,6 +17,8 @@ import { configuredChecks, type HealthchecksSection, healthchecksShape } from ".
 import type { DefinitionRules } from "./definition.js";
 import { Executor } from "./execute.js";
 import { ResultHistory } from "./history.js";
+import { Incidents } from "./incidents/index.js";
+import { registerIncidentRoutes } from "./incidents/routes.js";
 import { Maintenance } from "./maintenance/index.js";
 import { registerMaintenanceRoutes } from "./maintenance/routes.js";
 import { HealthcheckMetrics, HistoryMetrics } from "./metrics.js";
@@ -24,6 +26,7 @@ import { ResultPublisher } from "./result-events.js";
 import { ResultStore } from "./results.js";
 import { registerHealthcheckRoutes } from "./routes.js";
 import { Scheduler, wallClockPhaseDelay } from "./scheduler.js";
+import { statusPagesOf } from "./status-page/pages.js";
 import { checkStatusPage, registerStatusPage } from "./status-page/routes.js";
 import { HealthcheckStore, healthcheckMigrations } from "./storage.js";
 import { checkTlsDirectory, TlsDirectoryError } from "./tls-files.js";
@@ -113,6 +116,18 @@ function newHistory(context: ModuleContext, retentionMs: number): ResultHistory 
 }
 
 /**
+ * The status pages of the configuration, their selectors checked against `catalog` (a
+ * configuration error, after the catalog is stopped), and the incidents they show.
+ */
+function statusPagesWiring(section: HealthchecksSection, catalog: Catalog, context: ModuleContext) {
+  const pages = statusPagesOf(section);
+  checkStatusPage(pages, catalog);
+  const slugs: ReadonlySet<string> = new Set(pages.map((page) => page.slug));
+  const hasCheck = (name: string) => catalog.get(name) !== undefined;
+  return { pages, slugs, incidents: new Incidents(context.database, { hasCheck, pages: slugs }) };
+}
+
+/**
  * The module, for the `modules` list of src/server.ts. Its plugin builds the scheduler and the
  * catalog, restores the stored checks and schedules the configured ones, re-reads the configured
  * ones on SIGHUP, and serves the routes of routes.ts (behind the API guard with
@@ -130,7 +145,7 @@ export const healthchecksModule = defineModule({
     {
       title: "status page",
       path: "/status",
-      ...(section["status-page"].enabled ? {} : { enableWith: "healthchecks.status-page.enabled: true" }),
+      ...(statusPagesOf(section).length > 0 ? {} : { enableWith: "healthchecks.status-page.enabled: true" }),
     },
   ],
   // The outputs the file's alerts name are declared (`vigie config check` reports one that is not).
@@ -200,8 +215,7 @@ export const healthchecksModule = defineModule({
     await catalog.start(configuredChecks(section));
     alerts.start(configuredChecks(section), () => catalog.stop());
     await compareFileChecks(cluster, section, context.logger);
-    const statusPage = section["status-page"];
-    checkStatusPage(statusPage, catalog);
+    const { pages, slugs, incidents } = statusPagesWiring(section, catalog, context);
     history.start();
 
     let closed = false;
@@ -242,16 +256,19 @@ export const healthchecksModule = defineModule({
       });
       alerts.routes(api);
       registerMaintenanceRoutes(api, { maintenance, checks: () => catalog.list() });
+      registerIncidentRoutes(api, { incidents, pages: slugs });
     });
     await registerStatusPage(app, {
       catalog,
       results,
       ...freshen,
       history,
-      settings: statusPage,
+      pages,
       retentionMs,
       calendar: maintenance.calendar,
+      incidents,
+      publicUrl: context.config.http["public-url"],
     });
-    await registerBadgeRoutes(app, { catalog, results, ...freshen, history, settings: statusPage });
+    await registerBadgeRoutes(app, { catalog, results, ...freshen, history, pages });
   },
 });

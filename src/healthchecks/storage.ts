@@ -10,6 +10,8 @@
  *   (check id, time), written in batches by history.ts.
  * - `healthcheck_alert_state`, `healthcheck_alert_history`: the alerts' state and the notifications
  *   they sent (alerts/store.ts holds their migration and queries).
+ * - `healthcheck_incident`, `healthcheck_incident_page`, `healthcheck_incident_update`: incidents,
+ *   the pages showing them and their timelines (incidents/storage.ts holds their queries).
  */
 
 import { type Generated, type Kysely, type Migration, sql } from "kysely";
@@ -72,6 +74,30 @@ export type HealthcheckTables = {
     end_time: number;
     created_at: number;
   };
+  /** Incidents (docs/healthchecks.md); incidents/storage.ts holds their queries. */
+  healthcheck_incident: {
+    /** A lower-case UUID. */
+    id: string;
+    title: string;
+    /** The names of the checks it concerns, a JSON array of strings. */
+    checks: string;
+    /** The status of the latest update. */
+    status: string;
+    /** Milliseconds since the epoch: the first update, the latest one, and the resolving one (NULL while open). */
+    created_at: number;
+    updated_at: number;
+    resolved_at: number | null;
+  };
+  /** One row per page showing an incident. */
+  healthcheck_incident_page: { incident_id: string; slug: string };
+  /** The timeline of each incident: `seq` 0 is the message it was created with. */
+  healthcheck_incident_update: {
+    incident_id: string;
+    seq: number;
+    time: number;
+    status: string;
+    message: string;
+  };
 };
 
 /** Migrations by name, `healthchecks-<number>-<what>`. */
@@ -124,6 +150,22 @@ export const healthcheckMigrations: Readonly<Record<string, Migration>> = {
         // Nullable and NULL outside maintenance: a NULL costs a bit of the row's null bitmap, which
         // fits in the padding of PostgreSQL's 23-byte row header, so the usual row grows by nothing.
         "alter table healthcheck_history add column maintenance smallint",
+      ]),
+  },
+  // Incidents (docs/healthchecks.md): queries in incidents/storage.ts. Lengths as the API bounds them.
+  "healthchecks-0006-incidents": {
+    up: (db) =>
+      runDdl(db, [
+        `create table healthcheck_incident (id varchar(36) primary key, title varchar(255) not null,
+          checks text not null, status varchar(16) not null, created_at bigint not null,
+          updated_at bigint not null, resolved_at bigint)`,
+        "create index healthcheck_incident_updated on healthcheck_incident (updated_at)",
+        // By slug first: a page reads its incidents.
+        `create table healthcheck_incident_page (incident_id varchar(36) not null, slug varchar(64) not null,
+          constraint healthcheck_incident_page_pkey primary key (slug, incident_id))`,
+        `create table healthcheck_incident_update (incident_id varchar(36) not null, seq integer not null,
+          time bigint not null, status varchar(16) not null, message text not null,
+          constraint healthcheck_incident_update_pkey primary key (incident_id, seq))`,
       ]),
   },
 };

@@ -66,7 +66,18 @@ const PAGES: Record<string, Page> = {
       ].join("\n"),
     },
   },
-  "docs/healthchecks.md": { isolated: true },
+  "docs/healthchecks.md": {
+    // Two status pages, for the incident examples (pages "" and "internal").
+    config: {
+      healthchecks: {
+        "status-pages": [
+          { slug: "", title: "Acme status" },
+          { slug: "internal", title: "Acme internal" },
+        ],
+      },
+    },
+    isolated: true,
+  },
   "docs/registry.md": {
     files: { "ci.password": "a-password-for-ci\n" },
     before: {

@@ -70,11 +70,11 @@ beforeAll(async () => {
         websites: [{ name: "blog", "allowed-origins": ["http://evil.example"], articles: ["post"] }],
       },
       // No command checks from the fuzz: it must never run an executable.
-      // The status page shows every check (no selector), so that the fuzzed ones reach it too.
+      // The status pages show every check (no selector), so that the fuzzed ones reach them too.
       healthchecks: {
         "allow-api-commands": false,
         "tls-directory": tlsDirectory,
-        "status-page": { enabled: true },
+        "status-pages": [{ slug: "" }, { slug: "ops", title: "Operations" }],
       },
       streams: { directories: [directory] },
       // The mirror's upstream is a fake on loopback: fuzzed requests never leave the machine.

@@ -338,6 +338,9 @@ const otlp: fc.Arbitrary<Payload> = fc.oneof(
  * Values of the history route's `since`, `until` and `limit`: RFC 3339 times (valid ones, some
  * with offsets, and broken ones), integers around the bounds and huge, and fuzzed segments.
  */
+/** An incident id of the right shape (it may or may not exist when the request comes). */
+const FUZZ_INCIDENT = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+
 const historyValue: fc.Arbitrary<string> = fc.oneof(
   fc
     .date({ min: new Date(-62_000_000_000_000), max: new Date(253_000_000_000_000), noInvalidDate: true })
@@ -548,11 +551,48 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     }),
     route("GET", "/maintenance"),
     route("DELETE", "/maintenance/:name", { params: { name: ["fuzz-window", "nowhere"] } }),
+    // Incidents (docs/healthchecks.md): the status pages of the fuzz are "" (/status) and "ops".
+    route("POST", "/incident", {
+      payload: jsonPayload(
+        mutated(
+          { title: "Fuzz outage", status: "investigating", message: "Looking.", checks: ["fuzz-check"], pages: [""] },
+          {
+            status: fc.constantFrom("investigating", "identified", "monitoring", "resolved", "fixed"),
+            checks: fc.array(segment(["fuzz-check", "nowhere"]), { maxLength: 3 }),
+            pages: fc.array(segment(["", "ops", "data"]), { maxLength: 3 }),
+          },
+        ),
+      ),
+    }),
+    route("POST", "/incident/:id/update", {
+      params: { id: [FUZZ_INCIDENT, "nowhere"] },
+      payload: jsonPayload(
+        mutated(
+          { status: "monitoring", message: "A fix is out." },
+          { status: fc.constantFrom("investigating", "resolved", "closed") },
+        ),
+      ),
+    }),
+    route("GET", "/incident", {
+      query: queryString(
+        ["status-page", "since", "limit"],
+        fc.oneof(historyValue, fc.integer().map(String), segment()),
+      ),
+    }),
+    route("GET", "/incident/:id", { params: { id: [FUZZ_INCIDENT, "nowhere"] } }),
+    route("DELETE", "/incident/:id", { params: { id: [FUZZ_INCIDENT, "nowhere"] } }),
     // The public status page (docs/healthchecks.md): its one parameter is ?refresh=<seconds>.
     route("GET", "/status", {
       query: queryString(["refresh"], fc.oneof(fc.integer({ min: -5, max: 5_000 }).map(String), segment())),
     }),
     route("GET", "/status/data"),
+    route("GET", "/status/feed.atom"),
+    // A second page (healthchecks.status-pages), with the same parameter.
+    route("GET", "/status/ops", {
+      query: queryString(["refresh"], fc.oneof(fc.integer({ min: -5, max: 5_000 }).map(String), segment())),
+    }),
+    route("GET", "/status/ops/data"),
+    route("GET", "/status/ops/feed.atom"),
     route("GET", "/status/status.js"),
     // Badges (docs/healthchecks.md): public, every subject in SVG and in JSON.
     ...["status", "uptime/1h", "uptime/24h", "uptime/7d", "uptime/30d", "response-time"].flatMap((subject) =>

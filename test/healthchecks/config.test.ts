@@ -45,6 +45,7 @@ describe("the healthchecks section", () => {
       streams: [],
       history: { retention: { text: "168h", milliseconds: 604_800_000 } },
       "status-page": { enabled: false, title: "Status", checks: [] },
+      "status-pages": [],
       "default-alerts": [],
       maintenance: [],
       "http-checks": [],

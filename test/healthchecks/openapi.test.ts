@@ -32,7 +32,10 @@ import { startTestServer } from "../support/server.js";
 import { until } from "../support/until.js";
 import { type Listening, listen } from "./local-servers.js";
 
-const MODULE_PATHS = /^\/(healthcheck|result|status|maintenance)(\/|$)/;
+const MODULE_PATHS = /^\/(healthcheck|result|status|maintenance|incident)(\/|$)/;
+
+/** The id of the incident the document's example created, for the paths that name one. */
+let incidentId = "";
 
 let web: Listening;
 let server: VigieServer;
@@ -79,7 +82,7 @@ function local(example: unknown): unknown {
 }
 
 async function call(method: string, path: string, payload?: unknown) {
-  const url = path.replace("{name}", encodeURIComponent(EXAMPLE_NAME()));
+  const url = path.replace("{name}", encodeURIComponent(EXAMPLE_NAME())).replace("{id}", incidentId);
   const response = await server.app.inject({
     method: method.toUpperCase() as "GET" | "POST" | "DELETE",
     url,
@@ -171,7 +174,9 @@ describe("the healthchecks routes in GET /openapi.json", () => {
     const posts = moduleOperations()
       .filter(([method, , operation]) => method === "post" && operation.requestBody !== undefined)
       // The bulk payload replaces every API check: it goes first.
-      .sort(([, a], [, b]) => Number(b === "/healthcheck/bulk") - Number(a === "/healthcheck/bulk"));
+      .sort(([, a], [, b]) => Number(b === "/healthcheck/bulk") - Number(a === "/healthcheck/bulk"))
+      // An incident's update needs the incident.
+      .sort(([, a], [, b]) => Number(a === "/incident/{id}/update") - Number(b === "/incident/{id}/update"));
     expect(posts.map(([, path]) => path)).toContain("/healthcheck/http");
     for (const [method, path, operation] of posts) {
       const example = operation.requestBody?.content["application/json"]?.example;
@@ -179,6 +184,7 @@ describe("the healthchecks routes in GET /openapi.json", () => {
       const answer = await call(method, path, local(example));
       expect(answer.status, `${path}: ${JSON.stringify(answer.body)}`).toBe(successStatus(operation));
       expectDescribedAnswer(operation, answer.status, answer.mediaType, answer.body);
+      if (path === "/incident") incidentId = (answer.body as { id: string }).id;
     }
 
     const checkName = EXAMPLE_NAME();
@@ -196,6 +202,8 @@ describe("the healthchecks routes in GET /openapi.json", () => {
       [
         "/healthcheck",
         "/healthcheck/{name}",
+        "/incident",
+        "/incident/{id}",
         "/maintenance",
         "/result",
         "/result/{name}",
@@ -203,6 +211,7 @@ describe("the healthchecks routes in GET /openapi.json", () => {
         "/result/{name}/uptime",
         "/status",
         "/status/data",
+        "/status/feed.atom",
         "/status/status.js",
       ].sort(),
     );

@@ -20,6 +20,8 @@ import { AlertStore } from "./store.js";
 export interface AlertSettings {
   readonly "default-alerts": readonly AlertPolicy[];
   readonly "status-page": { readonly enabled: boolean };
+  /** Several pages: notifications link the one at `/status` (slug `""`) when there is one. */
+  readonly "status-pages"?: readonly { readonly slug: string }[];
 }
 
 /** Options of {@link ModuleAlerts}. */
@@ -54,7 +56,9 @@ export class ModuleAlerts {
       defaultAlerts: section["default-alerts"],
       definitionOf: (name) => catalog().get(name)?.definition,
       ...(options.inMaintenance === undefined ? {} : { inMaintenance: options.inMaintenance }),
-      url: publicUrl + (section["status-page"].enabled ? "/status" : ""),
+      url:
+        publicUrl +
+        (section["status-page"].enabled || section["status-pages"]?.some((page) => page.slug === "") ? "/status" : ""),
       logger: context.logger,
       historyRetentionMs: options.retentionMs,
       ...(context.cluster === undefined ? {} : { runsHere: (name: string) => catalog().runsHere(name) }),

@@ -12,7 +12,6 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { NotFoundError } from "../../platform/errors.js";
-import type { HealthchecksSection } from "../config.js";
 import { parseSelector, type SelectableCheck } from "../status-page/selectors.js";
 import { type BadgeHistory, BadgeReadings, type BadgeResults } from "./readings.js";
 import { BADGE_FORMATS, type BadgeFormat, badgeDescription } from "./routes-api.js";
@@ -36,8 +35,8 @@ export interface BadgeRoutesOptions {
   readonly history: BadgeHistory;
   /** Cluster mode: brings the results of checks other instances run up to date (at most 1 s old). */
   readonly freshen?: () => Promise<void>;
-  /** `healthchecks.status-page`: the checks it shows have badges when it is enabled. */
-  readonly settings: HealthchecksSection["status-page"];
+  /** The selectors of each status page: the checks any page shows have badges. */
+  readonly pages: readonly { readonly checks: readonly string[] }[];
   /** How long a reading of a check's history serves its badges, in milliseconds (readings.ts). */
   readonly historyCacheMs?: number;
 }
@@ -83,8 +82,11 @@ function sendCacheable(request: FastifyRequest, reply: FastifyReply, format: Bad
  * in each format of {@link BADGE_FORMATS}. A window other than those has no route (the usual 404).
  */
 export async function registerBadgeRoutes(app: FastifyInstance, options: BadgeRoutesOptions): Promise<void> {
-  const { catalog, settings } = options;
-  const page: BadgePage = { enabled: settings.enabled, selectors: settings.checks.map(parseSelector) };
+  const { catalog } = options;
+  const page: BadgePage[] = options.pages.map((shown) => ({
+    enabled: true,
+    selectors: shown.checks.map(parseSelector),
+  }));
   const readings = new BadgeReadings({
     results: options.results,
     history: options.history,

@@ -41,13 +41,17 @@ export interface BadgePage {
 }
 
 /**
- * Whether `check` has badges: it is labelled `public: "true"`, or the status page is enabled and
- * shows it (one of its selectors selects it, or it has none and shows every check).
+ * Whether `check` has badges: it is labelled `public: "true"`, or a status page (`pages`, one or
+ * several) is enabled and shows it (one of its selectors selects it, or it has none and shows
+ * every check).
  */
-export function hasBadge(check: SelectableCheck, page: BadgePage): boolean {
+export function hasBadge(check: SelectableCheck, pages: BadgePage | readonly BadgePage[]): boolean {
   if (check.definition.labels?.[PUBLIC_LABEL] === "true") return true;
-  if (!page.enabled) return false;
-  return page.selectors.length === 0 || page.selectors.some((selector) => selects(selector, check));
+  const list: readonly BadgePage[] = "enabled" in pages ? [pages] : pages;
+  return list.some(
+    (page) =>
+      page.enabled && (page.selectors.length === 0 || page.selectors.some((selector) => selects(selector, check))),
+  );
 }
 
 /** The colour of an uptime ratio (0 to 1): 99.9 % and more brightgreen, 99 % green, 95 % yellow, less red. */

@@ -1,7 +1,8 @@
 /**
  * The status page's refresh script (docs/healthchecks.md), bundled by esbuild into
  * `dist/healthchecks/browser/status.js` and served at `/status/status.js`. Every
- * `data-refresh-ms` milliseconds (30 s by default) it reads `/status/data`, renders the view of
+ * `data-refresh-ms` milliseconds (30 s by default) it reads the page's data (`data-source`,
+ * `/status/data` or `/status/<slug>/data`), incidents included, renders the view of
  * status-view.ts (the one the server rendered the page with) and patches `<main>` in place: no
  * reload, no node replaced when only its text or attributes changed, so a reader's place is kept.
  * State changes and failed refreshes are written to the page's `role="status"` region, which
@@ -90,6 +91,9 @@ function start(): void {
   const main = document.getElementById("status");
   const notice = document.getElementById("notice");
   if (main === null || notice === null) return;
+  // Each page names its own data (`/status/ops/data`); anything else falls back to the first page's.
+  const source = main.dataset.source;
+  const dataUrl = source !== undefined && /^\/status(\/[a-z0-9-]{1,64})?\/data$/.test(source) ? source : DATA_URL;
   const asked = Number(main.dataset.refreshMs);
   const refreshMs = Number.isInteger(asked) && asked >= 1_000 ? asked : DEFAULT_REFRESH_MS;
   let states = shownStates(main);
@@ -108,7 +112,7 @@ function start(): void {
   const refresh = async () => {
     let data: unknown;
     try {
-      const response = await fetch(DATA_URL, { cache: "no-store", headers: { accept: "application/json" } });
+      const response = await fetch(dataUrl, { cache: "no-store", headers: { accept: "application/json" } });
       if (!response.ok) throw new Error(`status ${response.status}`);
       data = await response.json();
     } catch {

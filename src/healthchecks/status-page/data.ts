@@ -5,7 +5,9 @@
  * they are read nowhere here.
  */
 import type { ResultHistory } from "../history.js";
+import type { Incident } from "../incidents/index.js";
 import type { HealthcheckResult } from "../results.js";
+import { pageIncidents } from "./page-incidents.js";
 import { type SelectableCheck, type StatusSelector, selectChecks } from "./selectors.js";
 import {
   type StatusCheck,
@@ -70,6 +72,8 @@ export interface StatusWindows {
 /** Where the page's data comes from. */
 export interface StatusSources {
   readonly title: string;
+  /** Plain text under the title; none when absent. */
+  readonly description?: string;
   readonly selectors: readonly StatusSelector[];
   /** The registered checks, read at each call (checks come and go). */
   readonly checks: () => readonly StatusCandidate[];
@@ -215,13 +219,15 @@ export function shownWindows(
 /**
  * The page's data at `nowMs`: the `selected` checks with their latest state (read now), grouped by
  * their `group` label (groups in the order of their first check, checks without a group last), and
- * what `histories` says of each (a check it does not know has no history yet).
+ * what `histories` says of each (a check it does not know has no history yet), and the page's
+ * `incidents` as it shows them (page-incidents.ts).
  */
 export function assembleStatus(
-  sources: Pick<StatusSources, "title" | "results" | "retentionMs" | "maintenance">,
+  sources: Pick<StatusSources, "title" | "description" | "results" | "retentionMs" | "maintenance">,
   selected: readonly StatusCandidate[],
   histories: ReadonlyMap<string, CheckHistory>,
   nowMs: number,
+  incidents: readonly Incident[] = [],
 ): StatusData {
   const { results, retentionMs } = sources;
   const periods = shownPeriods(retentionMs);
@@ -254,8 +260,11 @@ export function assembleStatus(
   }
   const groups: StatusGroup[] = [...named.entries()].map(([name, members]) => ({ name, checks: members }));
   if (ungrouped.length > 0) groups.push({ name: null, checks: ungrouped });
+  const shownChecks = new Set(selected.map((check) => check.definition.name));
   return {
     title: sources.title,
+    description: sources.description ?? "",
+    incidents: pageIncidents(incidents, shownChecks, nowMs),
     generated: new Date(nowMs).toISOString(),
     periods,
     days: days.length,
@@ -266,12 +275,16 @@ export function assembleStatus(
 
 /**
  * Gathers the page's data at `nowMs` in one go: the checks the selectors select now, their latest
- * results and their history. (The routes cache the history longer than the states.)
+ * results and their history, and the page's `incidents` (none by default). (The routes cache the history longer than the states.)
  *
  * @throws Error when the history cannot be read (the database is down)
  */
-export async function collectStatus(sources: StatusSources, nowMs: number): Promise<StatusData> {
+export async function collectStatus(
+  sources: StatusSources,
+  nowMs: number,
+  incidents: readonly Incident[] = [],
+): Promise<StatusData> {
   const selected = selectChecks(sources.selectors, sources.checks());
   const names = selected.map((check) => check.definition.name);
-  return assembleStatus(sources, selected, await readHistories(sources, names, nowMs), nowMs);
+  return assembleStatus(sources, selected, await readHistories(sources, names, nowMs), nowMs, incidents);
 }

@@ -40,6 +40,9 @@ export const STATUS_CSS = [
   ".rt path{fill:none;stroke:var(--ac);stroke-width:2;stroke-linecap:round;stroke-linejoin:round;",
   "vector-effect:non-scaling-stroke}",
   ".notice{min-height:1.3em}footer{color:var(--mu);font-size:.875rem;padding:1rem}",
+  ".incident{border-left:4px solid var(--dn);padding:.25rem 1rem;margin:.75rem 0}.incident.done{border-color:var(--up)}",
+  ".istate{font-weight:600;margin:.25rem 0}.timeline{margin:.25rem 0;padding:0;list-style:none}",
+  ".timeline p{margin:0 0 .5rem;white-space:pre-line}footer a{color:var(--ac)}",
   ".vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}",
 ].join("");
 
@@ -100,6 +103,8 @@ export interface StatusPageOptions {
   readonly refreshMs: number;
   /** Whether the refresh script is there to load (it is built apart, into dist). */
   readonly script: boolean;
+  /** The page's path (`/status`, `/status/ops`): its data and feed are below it. Default `/status`. */
+  readonly path?: string;
 }
 
 /**
@@ -112,25 +117,29 @@ export interface StatusPageOptions {
  */
 export function statusPageRenderer(
   data: StatusData,
-  options: Pick<StatusPageOptions, "script">,
+  options: Pick<StatusPageOptions, "script" | "path">,
 ): (refreshMs: number) => string {
   const title = escapeHtml(data.title);
+  const path = escapeHtml(options.path ?? "/status");
   const before = [
     '<!doctype html><html lang="en"><head><meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width,initial-scale=1">',
     `<title>${title}</title><link rel="icon" href="data:,"><style>${STATUS_CSS}</style>`,
+    `<link rel="alternate" type="application/atom+xml" title="${title}" href="${path}/feed.atom">`,
     options.script ? `<script src="${STATUS_SCRIPT_PATH}" defer></script>` : "",
     `</head><body><header><h1>${title}</h1>`,
+    data.description === "" ? "" : renderHtml(h("p", { class: "desc" }, data.description)),
     // Announces state changes and refresh failures; the script writes it (status.ts).
     '<p id="notice" class="notice" role="status"></p>',
     maintenanceHtml(data.maintenance),
     "</header>",
-    '<main id="status" data-refresh-ms="',
+    `<main id="status" data-source="${path}/data" data-refresh-ms="`,
   ].join("");
   const after = [
     '">',
     statusView(data).map(renderHtml).join(""),
-    "</main><footer>Times are in UTC.</footer></body></html>",
+    `</main><footer>Times are in UTC. <a href="${path}/feed.atom">Atom feed</a> of incidents and maintenance.</footer>`,
+    "</body></html>",
   ].join("");
   return (refreshMs) => `${before}${Math.round(refreshMs)}${after}`;
 }

@@ -3,7 +3,7 @@
  * public, whatever `security.require-token` says.
  */
 import type { RouteDescription } from "../../platform/openapi.js";
-import { UPTIME_PERIODS } from "./view.js";
+import { INCIDENT_STATES, UPTIME_PERIODS } from "./view.js";
 
 const RATIO = { type: ["number", "null"], minimum: 0, maximum: 1 };
 const TIME = { type: "string", format: "date-time" };
@@ -59,11 +59,45 @@ const STATUS_MAINTENANCE = {
   additionalProperties: false,
 };
 
+const INCIDENT_STATE = { type: "string", enum: [...INCIDENT_STATES] };
+
+/** An incident as the page shows it: a few updates, long messages cut. */
+const STATUS_INCIDENT = {
+  type: "object",
+  properties: {
+    id: { type: "string", format: "uuid" },
+    title: { type: "string" },
+    status: INCIDENT_STATE,
+    started: TIME,
+    resolved: { anyOf: [TIME, { type: "null" }] },
+    checks: { type: "array", items: { type: "string" }, description: "the shown checks it concerns" },
+    updates: {
+      type: "array",
+      description: "newest first: the last 5 of an open incident, the last one of a resolved one",
+      items: {
+        type: "object",
+        properties: { time: TIME, status: INCIDENT_STATE, message: { type: "string" } },
+        required: ["time", "status", "message"],
+        additionalProperties: false,
+      },
+    },
+    earlier: { type: "integer", minimum: 0, description: "older updates left out" },
+  },
+  required: ["id", "title", "status", "started", "resolved", "checks", "updates", "earlier"],
+  additionalProperties: false,
+};
+
 /** `GET /status/data`: what the page shows. */
 const STATUS_DATA = {
   type: "object",
   properties: {
     title: { type: "string" },
+    description: { type: "string" },
+    incidents: {
+      type: "array",
+      items: STATUS_INCIDENT,
+      description: "open ones first, then those resolved within 14 days",
+    },
     generated: TIME,
     periods: { type: "array", items: { type: "string", enum: [...UPTIME_PERIODS] } },
     days: { type: "integer", minimum: 0 },
@@ -78,7 +112,7 @@ const STATUS_DATA = {
       },
     },
   },
-  required: ["title", "generated", "periods", "days", "maintenance", "groups"],
+  required: ["title", "description", "incidents", "generated", "periods", "days", "maintenance", "groups"],
   additionalProperties: false,
 };
 
@@ -102,6 +136,12 @@ export function pageDescription(minSeconds: number, maxSeconds: number): RouteDe
 export const STATUS_DATA_ROUTE: RouteDescription = {
   summary: "the data of the status page, as JSON",
   success: { schema: STATUS_DATA },
+  security: "none",
+};
+
+export const STATUS_FEED_ROUTE: RouteDescription = {
+  summary: "the Atom feed (RFC 4287) of a status page: its incidents and maintenance windows",
+  success: { mediaType: "application/atom+xml", schema: { type: "string" } },
   security: "none",
 };
 

@@ -1,8 +1,9 @@
 /**
- * The public status page (docs/healthchecks.md): `GET /status` (HTML, complete without
- * JavaScript), `GET /status/data` (the same data as JSON, which the page's script reads to refresh
- * itself) and `GET /status/status.js` (that script). No token: index.ts registers them outside the
- * API guard, and only when `healthchecks.status-page.enabled`.
+ * The public status pages (docs/healthchecks.md): for each page, `GET /status` or
+ * `GET /status/<slug>` (HTML, complete without JavaScript), `<page>/data` (the same data as JSON,
+ * which the page's script reads to refresh itself) and `<page>/feed.atom` (its incidents and
+ * maintenance windows, RFC 4287); and `GET /status/status.js` (that script). No token: index.ts
+ * registers them outside the API guard, and only when a page is configured.
  *
  * They show the selected checks' names, descriptions, states, uptime and response times, nothing
  * else (status-data.ts reads nothing else), under a Content-Security-Policy that lets the page
@@ -14,12 +15,14 @@ import { NotFoundError } from "../../platform/errors.js";
 import { queryInteger, queryOf } from "../../platform/query.js";
 import { ValidationError } from "../../platform/validation.js";
 import type { Catalog } from "../catalog.js";
-import type { HealthchecksSection } from "../config.js";
 import type { ResultHistory } from "../history.js";
+import type { Incident } from "../incidents/index.js";
 import type { ResultStore } from "../results.js";
 import { assembleStatus, type CheckHistory, readHistories, type StatusSources, type StatusWindows } from "./data.js";
+import { ATOM_MEDIA_TYPE, renderFeed } from "./feed.js";
 import { STATUS_CSP, STATUS_SCRIPT_PATH, statusPageRenderer } from "./html.js";
-import { pageDescription, STATUS_DATA_ROUTE, STATUS_SCRIPT_ROUTE } from "./routes-api.js";
+import { pagePath, type StatusPageSettings } from "./pages.js";
+import { pageDescription, STATUS_DATA_ROUTE, STATUS_FEED_ROUTE, STATUS_SCRIPT_ROUTE } from "./routes-api.js";
 import { loadStatusScript } from "./script.js";
 import { parseSelector, selectChecks, unmatchedReason } from "./selectors.js";
 
@@ -47,11 +50,16 @@ export interface StatusRoutesOptions {
   /** Cluster mode: brings the results of checks other instances run up to date (at most 1 s old). */
   readonly freshen?: () => Promise<void>;
   readonly history: ResultHistory;
-  readonly settings: HealthchecksSection["status-page"];
+  /** The pages: `healthchecks.status-pages`, or the one of `healthchecks.status-page` (pages.ts). */
+  readonly pages: readonly StatusPageSettings[];
   /** `healthchecks.history.retention`, in milliseconds (0: no history, no bar, no chart). */
   readonly retentionMs: number;
   /** The maintenance windows the page lists (ongoing, and within 7 days); none without it. */
   readonly calendar?: StatusWindows;
+  /** The incidents each page shows, read from the database; none without it. */
+  readonly incidents?: PageIncidentSource;
+  /** `http.public-url`, for the absolute links of the Atom feeds; default `http://localhost`. */
+  readonly publicUrl?: string;
   /**
    * How often the page refreshes itself, in milliseconds; default {@link DEFAULT_REFRESH_MS}. A
    * view's `?refresh=<seconds>` (1 to 3600) overrides it, for a wall screen or a browser test.
@@ -59,8 +67,8 @@ export interface StatusRoutesOptions {
   readonly refreshMs?: number;
   /**
    * How long one computation of the answers serves every request, in milliseconds; default
-   * {@link DEFAULT_CACHE_MS}: states are at most this old. The page is public: however many
-   * requests come, it is rendered at most once per this delay.
+   * {@link DEFAULT_CACHE_MS}: states and incidents are at most this old. The page is public:
+   * however many requests come, it is rendered at most once per this delay.
    */
   readonly cacheMs?: number;
   /**
@@ -71,34 +79,40 @@ export interface StatusRoutesOptions {
   readonly historyCacheMs?: number;
 }
 
-/**
- * Checks at start-up that each selector of `healthchecks.status-page.checks` selects at least one
- * registered check (a configuration-file check or a stored API check). An empty list selects every
- * check and passes. Later, checks come and go without error: the selectors are evaluated again at
- * each render.
- *
- * @throws ValidationError `healthchecks.status-page.checks[1]: selects no healthcheck: no check has
- *   the label team=web`, or `... no check is named website`
- */
-export function checkStatusSelectors(settings: HealthchecksSection["status-page"], catalog: Catalog): void {
-  const checks = catalog.list();
-  settings.checks.forEach((text, index) => {
-    const reason = unmatchedReason(parseSelector(text), checks);
-    if (reason !== undefined) throw new ValidationError(`healthchecks.status-page.checks[${index}]`, reason, text);
-  });
+/** Where a page reads its incidents (incidents/index.ts `Incidents` fits). */
+export interface PageIncidentSource {
+  /** The open incidents of the page `slug` and those resolved within 14 days. */
+  forPage(slug: string, nowMs: number): Promise<Incident[]>;
 }
 
 /**
- * At start-up, when the page is enabled: {@link checkStatusSelectors}, its refusal a configuration
- * error (`vigie serve` exits with code 2) after `catalog` is stopped.
+ * Checks at start-up that each selector of each page selects at least one registered check (a
+ * configuration-file check or a stored API check). An empty list selects every check and passes.
+ * Later, checks come and go without error: the selectors are evaluated again at each render.
+ *
+ * @throws ValidationError `healthchecks.status-pages[0].checks[1]: selects no healthcheck: no check
+ *   has the label team=web`, or `... no check is named website`
+ */
+export function checkStatusSelectors(pages: readonly StatusPageSettings[], catalog: Catalog): void {
+  const checks = catalog.list();
+  for (const page of pages) {
+    page.checks.forEach((text, index) => {
+      const reason = unmatchedReason(parseSelector(text), checks);
+      if (reason !== undefined) throw new ValidationError(`${page.key}.checks[${index}]`, reason, text);
+    });
+  }
+}
+
+/**
+ * At start-up: {@link checkStatusSelectors}, its refusal a configuration error (`vigie serve` exits
+ * with code 2) after `catalog` is stopped.
  *
  * @throws ConfigError `invalid configuration: healthchecks.status-page.checks[1]: selects no
  *   healthcheck: ...`
  */
-export function checkStatusPage(settings: HealthchecksSection["status-page"], catalog: Catalog): void {
-  if (!settings.enabled) return;
+export function checkStatusPage(pages: readonly StatusPageSettings[], catalog: Catalog): void {
   try {
-    checkStatusSelectors(settings, catalog);
+    checkStatusSelectors(pages, catalog);
   } catch (error) {
     catalog.stop();
     if (error instanceof ValidationError) throw new ConfigError(configErrorMessage(error));
@@ -128,10 +142,11 @@ class Expiring<T> {
   }
 }
 
-/** The answers of one moment: the data as JSON, and the page for any refresh interval. */
+/** The answers of one moment: the data as JSON, the page for any refresh interval, the feed. */
 interface Snapshot {
   readonly json: string;
   readonly page: (refreshMs: number) => string;
+  readonly feed: () => string;
 }
 
 /**
@@ -154,30 +169,27 @@ function publicHeaders(reply: FastifyReply): FastifyReply {
   });
 }
 
-/**
- * Registers `GET /status`, `GET /status/data` and `GET /status/status.js` on `app` (public: no
- * guard). Reads the built script once; without it (the sources run without `npm run build`) the
- * page is served without its script, which logs one warning here, and the script's route answers 404.
- */
-export async function registerStatusRoutes(app: FastifyInstance, options: StatusRoutesOptions): Promise<void> {
-  const { catalog, results, history, settings, retentionMs } = options;
-  const defaultRefreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
-  const script = await loadStatusScript();
-  if (script === undefined) {
-    app.log.warn("the status page's script is not built (npm run build): the page will not refresh by itself");
-  }
+/** The answers of one page, each computed at most once per `cacheMs` (`options.cacheMs`). */
+function pageSnapshots(
+  options: StatusRoutesOptions,
+  page: StatusPageSettings,
+  script: boolean,
+): () => Promise<Snapshot> {
+  const path = pagePath(page.slug);
   const sources: StatusSources = {
-    title: settings.title,
-    selectors: settings.checks.map(parseSelector),
-    checks: () => catalog.list(),
-    results,
-    history,
-    retentionMs,
+    title: page.title,
+    description: page.description,
+    selectors: page.checks.map(parseSelector),
+    checks: () => options.catalog.list(),
+    results: options.results,
+    history: options.history,
+    retentionMs: options.retentionMs,
     ...(options.calendar === undefined ? {} : { maintenance: options.calendar }),
   };
+  const feedPage = { title: page.title, description: page.description, url: `${publicUrlOf(options)}${path}` };
   const snapshots = new Expiring<Snapshot>(options.cacheMs ?? DEFAULT_CACHE_MS);
   const histories = new Expiring<Map<string, CheckHistory>>(options.historyCacheMs ?? DEFAULT_HISTORY_CACHE_MS);
-  const snapshot = () => {
+  return () => {
     const nowMs = Date.now();
     return snapshots.get("", nowMs, async () => {
       await options.freshen?.();
@@ -185,22 +197,73 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
       const selected = selectChecks(sources.selectors, sources.checks());
       const names = selected.map((check) => check.definition.name);
       // Names hold no control character: joined by a newline, they make an unambiguous key.
-      const read = await histories.get(names.join("\n"), nowMs, () => readHistories(sources, names, nowMs));
-      const data = assembleStatus(sources, selected, read, nowMs);
-      return { json: JSON.stringify(data), page: statusPageRenderer(data, { script: script !== undefined }) };
+      const [read, incidents] = await Promise.all([
+        histories.get(names.join("\n"), nowMs, () => readHistories(sources, names, nowMs)),
+        options.incidents?.forPage(page.slug, nowMs) ?? [],
+      ]);
+      const data = assembleStatus(sources, selected, read, nowMs, incidents);
+      let feed: string | undefined;
+      return {
+        json: JSON.stringify(data),
+        page: statusPageRenderer(data, { script, path }),
+        feed: () => {
+          feed ??= renderFeed(feedPage, incidents, data.maintenance, new Set(names), nowMs);
+          return feed;
+        },
+      };
     });
   };
+}
 
-  app.get("/status", { config: { openapi: pageDescription(MIN_REFRESH_S, MAX_REFRESH_S) } }, async (request, reply) => {
+/** `http.public-url` without its trailing slash. */
+function publicUrlOf(options: StatusRoutesOptions): string {
+  return (options.publicUrl ?? "http://localhost").replace(/\/$/, "");
+}
+
+/** Registers `<page>`, `<page>/data` and `<page>/feed.atom` of one page on `app`. */
+function registerPageRoutes(
+  app: FastifyInstance,
+  options: StatusRoutesOptions,
+  page: StatusPageSettings,
+  script: boolean,
+): void {
+  const path = pagePath(page.slug);
+  const defaultRefreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
+  const snapshot = pageSnapshots(options, page, script);
+  const description = {
+    ...pageDescription(MIN_REFRESH_S, MAX_REFRESH_S),
+    summary: `the public status page "${page.title}" (HTML, complete without JavaScript)`,
+  };
+
+  app.get(path, { config: { openapi: description } }, async (request, reply) => {
     const refreshMs = refreshOf(request.query, defaultRefreshMs);
-    const { page } = await snapshot();
-    return publicHeaders(reply).type("text/html; charset=utf-8").send(page(refreshMs));
+    const { page: render } = await snapshot();
+    return publicHeaders(reply).type("text/html; charset=utf-8").send(render(refreshMs));
   });
 
-  app.get("/status/data", { config: { openapi: STATUS_DATA_ROUTE } }, async (_request, reply) => {
+  app.get(`${path}/data`, { config: { openapi: STATUS_DATA_ROUTE } }, async (_request, reply) => {
     const { json } = await snapshot();
     return publicHeaders(reply).type("application/json; charset=utf-8").send(json);
   });
+
+  app.get(`${path}/feed.atom`, { config: { openapi: STATUS_FEED_ROUTE } }, async (_request, reply) => {
+    const { feed } = await snapshot();
+    return publicHeaders(reply).type(ATOM_MEDIA_TYPE).send(feed());
+  });
+}
+
+/**
+ * Registers the routes of every page of `options.pages` on `app` (public: no guard) and the
+ * script they share, `GET /status/status.js`. Reads the built script once; without it (the sources
+ * run without `npm run build`) the pages are served without their script, which logs one warning
+ * here, and the script's route answers 404.
+ */
+export async function registerStatusRoutes(app: FastifyInstance, options: StatusRoutesOptions): Promise<void> {
+  const script = await loadStatusScript();
+  if (script === undefined) {
+    app.log.warn("the status page's script is not built (npm run build): the page will not refresh by itself");
+  }
+  for (const page of options.pages) registerPageRoutes(app, options, page, script !== undefined);
 
   app.get(STATUS_SCRIPT_PATH, { config: { openapi: STATUS_SCRIPT_ROUTE } }, async (request, reply) => {
     if (script === undefined) throw new NotFoundError("the status page script is not built");
@@ -212,9 +275,9 @@ export async function registerStatusRoutes(app: FastifyInstance, options: Status
 
 /**
  * Registers the routes of {@link registerStatusRoutes} in a plugin of their own, outside the API
- * guard, when `healthchecks.status-page.enabled`; nothing otherwise.
+ * guard, when there is a page; nothing otherwise.
  */
 export async function registerStatusPage(app: FastifyInstance, options: StatusRoutesOptions): Promise<void> {
-  if (!options.settings.enabled) return;
+  if (options.pages.length === 0) return;
   await app.register(async (page) => registerStatusRoutes(page, options));
 }

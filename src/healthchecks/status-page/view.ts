@@ -69,9 +69,46 @@ export interface StatusMaintenance {
   readonly checks: readonly string[];
 }
 
+/** The statuses of an incident, in the order they usually come. */
+export const INCIDENT_STATES = ["investigating", "identified", "monitoring", "resolved"] as const;
+
+/** One of {@link INCIDENT_STATES}. */
+export type IncidentState = (typeof INCIDENT_STATES)[number];
+
+/** An entry of an incident's timeline as the page shows it. */
+export interface StatusIncidentUpdate {
+  /** RFC 3339. */
+  readonly time: string;
+  readonly status: IncidentState;
+  /** Plain text (rendered as text, never as HTML); long ones cut with `…`. */
+  readonly message: string;
+}
+
+/** An incident as the page shows it. */
+export interface StatusIncident {
+  readonly id: string;
+  readonly title: string;
+  /** The status of its latest update. */
+  readonly status: IncidentState;
+  /** RFC 3339: its first update. */
+  readonly started: string;
+  /** RFC 3339 when resolved; null while open. */
+  readonly resolved: string | null;
+  /** The shown checks it concerns. */
+  readonly checks: readonly string[];
+  /** Newest first; the page shows a few (the API and the feed have all). */
+  readonly updates: readonly StatusIncidentUpdate[];
+  /** How many older updates the page leaves out. */
+  readonly earlier: number;
+}
+
 /** What `GET /status/data` answers, and what the page shows. */
 export interface StatusData {
   readonly title: string;
+  /** Plain text under the title; `""` for none. */
+  readonly description: string;
+  /** Open incidents first, then those resolved within 14 days; each most recently updated first. */
+  readonly incidents: readonly StatusIncident[];
   /** When the data was computed (RFC 3339): the page's "now". */
   readonly generated: string;
   /** The uptime periods shown: those the history retention covers. */
@@ -120,6 +157,29 @@ function isCheck(value: unknown): value is StatusCheck {
   );
 }
 
+const isIncidentState = (value: unknown): value is IncidentState => INCIDENT_STATES.some((state) => state === value);
+const isStrings = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.every((item) => typeof item === "string");
+
+function isIncidentUpdate(value: unknown): value is StatusIncidentUpdate {
+  return isObject(value) && isTime(value.time) && isIncidentState(value.status) && typeof value.message === "string";
+}
+
+function isIncident(value: unknown): value is StatusIncident {
+  return (
+    isObject(value) &&
+    typeof value.id === "string" &&
+    typeof value.title === "string" &&
+    isIncidentState(value.status) &&
+    isTime(value.started) &&
+    (value.resolved === null || isTime(value.resolved)) &&
+    isStrings(value.checks) &&
+    Array.isArray(value.updates) &&
+    value.updates.every(isIncidentUpdate) &&
+    typeof value.earlier === "number"
+  );
+}
+
 function isGroup(value: unknown): value is StatusGroup {
   return (
     isObject(value) &&
@@ -137,6 +197,9 @@ export function isStatusData(value: unknown): value is StatusData {
   return (
     isObject(value) &&
     typeof value.title === "string" &&
+    typeof value.description === "string" &&
+    Array.isArray(value.incidents) &&
+    value.incidents.every(isIncident) &&
     isTime(value.generated) &&
     Array.isArray(value.periods) &&
     value.periods.every(isPeriod) &&
@@ -343,9 +406,11 @@ function daysBar(check: StatusCheck): ViewElement | undefined {
         // A day without data has no title: it is the grey of absence, counted in the summary,
         // and untitled it weighs 20 bytes rather than 45 (a new check has 90 of them).
         if (day.ratio === null) return h("li", { class: "u0" });
-        const title = `${day.day} ${formatPercent(day.ratio)}`;
+        // Nor has a day at 100%, the plain colour of most days, also counted in the summary:
+        // untitled it weighs 9 bytes rather than 34, which leaves the page room for incidents.
         const level = dayLevel(day.ratio);
-        return h("li", level === undefined ? { title } : { class: level, title });
+        if (level === undefined) return h("li", {});
+        return h("li", { class: level, title: `${day.day} ${formatPercent(day.ratio)}` });
       }),
     ),
     h(
@@ -431,14 +496,84 @@ function overall(data: StatusData): ViewElement {
   return h("p", { class: `summary ${state}` }, h("span", { "aria-hidden": "true" }, STATE_SYMBOL[state]), ` ${text}`);
 }
 
+/** What the page says of each incident status. */
+export const INCIDENT_TEXT: Readonly<Record<IncidentState, string>> = {
+  investigating: "Investigating",
+  identified: "Identified",
+  monitoring: "Monitoring",
+  resolved: "Resolved",
+};
+
+function incidentView(incident: StatusIncident): ViewElement {
+  const open = incident.resolved === null;
+  return h(
+    "article",
+    { class: open ? "incident" : "incident done", "data-id": incident.id },
+    h("h3", {}, incident.title),
+    h(
+      "p",
+      { class: "istate" },
+      open ? `${INCIDENT_TEXT[incident.status]}. Began ` : "Resolved ",
+      h(
+        "time",
+        { datetime: open ? incident.started : (incident.resolved ?? "") },
+        formatUtc(open ? incident.started : (incident.resolved ?? "")),
+      ),
+      incident.checks.length > 0 && `. Affects ${incident.checks.join(", ")}`,
+      ".",
+    ),
+    h(
+      "ul",
+      { class: "timeline" },
+      ...incident.updates.map((update) =>
+        h(
+          "li",
+          {},
+          h("strong", {}, INCIDENT_TEXT[update.status]),
+          " ",
+          h("time", { datetime: update.time }, formatUtc(update.time)),
+          h("p", {}, update.message),
+        ),
+      ),
+    ),
+    incident.earlier > 0 &&
+      h("p", { class: "desc" }, `${incident.earlier} earlier update${incident.earlier === 1 ? "" : "s"} in the feed.`),
+  );
+}
+
 /**
- * The content of the page's `<main>`: the overall state, a section per group (a heading each;
+ * The incidents at the top of `<main>`: a section of the open ones, then one of those resolved
+ * within 14 days; nothing without incidents. Messages are text nodes: never parsed as HTML.
+ */
+export function incidentsView(data: StatusData): ViewElement[] {
+  const open = data.incidents.filter((incident) => incident.resolved === null);
+  const resolved = data.incidents.filter((incident) => incident.resolved !== null);
+  const sections: ViewElement[] = [];
+  if (open.length > 0) {
+    sections.push(h("section", { class: "incidents" }, h("h2", {}, "Current incidents"), ...open.map(incidentView)));
+  }
+  if (resolved.length > 0) {
+    sections.push(
+      h(
+        "section",
+        { class: "incidents" },
+        h("h2", {}, "Resolved incidents, last 14 days"),
+        ...resolved.map(incidentView),
+      ),
+    );
+  }
+  return sections;
+}
+
+/**
+ * The content of the page's `<main>`: the incidents, the overall state, a section per group (a heading each;
  * checks without a group under "Services", or "Other services" after named groups), each check
  * with its state in words, since when, uptime percentages, daily bar and response-time chart, and
  * when the data was computed.
  */
 export function statusView(data: StatusData): ViewNode[] {
   return [
+    ...incidentsView(data),
     overall(data),
     ...data.groups.map((group) =>
       h(

@@ -11,6 +11,7 @@
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { Incident, IncidentStatus } from "../../../src/healthchecks/incidents/index.js";
 import { healthchecksModule } from "../../../src/healthchecks/index.js";
 import { collectStatus, lastDays, type StatusHistory } from "../../../src/healthchecks/status-page/data.js";
 import { renderStatusPage, STATUS_CSP } from "../../../src/healthchecks/status-page/html.js";
@@ -236,8 +237,27 @@ describe("the status page of a server with checks", () => {
     expect(bytes).toBeLessThan(30_000);
   });
 
-  it("stays under 30 kB for four checks with 90 days of history and a full chart", async () => {
+  it("stays under 30 kB for four checks with 90 days of history, a full chart and incidents", async () => {
     const nowMs = Date.now();
+    // An open incident with five updates of 300 characters, and two resolved ones.
+    const message = (index: number) =>
+      `Update ${index}: ${"the orders take longer than usual to confirm ".repeat(7)}`.slice(0, 300);
+    const incident = (id: string, statuses: IncidentStatus[]): Incident => ({
+      id,
+      title: `Orders are slow (${id})`,
+      checks: ["website", "api"],
+      pages: [""],
+      updates: statuses.map((status, index) => ({
+        status,
+        message: message(index),
+        timeMs: nowMs - 3_600_000 + index,
+      })),
+    });
+    const incidents = [
+      incident("open", ["investigating", "identified", "monitoring", "monitoring", "monitoring"]),
+      incident("done-1", ["investigating", "identified", "resolved"]),
+      incident("done-2", ["investigating", "resolved"]),
+    ];
     const history: StatusHistory = {
       uptime: async () => ({ "1h": 1, "24h": 0.9993, "7d": 0.9997, "30d": 0.9999, incidents: [] }),
       daily: async (names, days) =>
@@ -265,7 +285,9 @@ describe("the status page of a server with checks", () => {
         retentionMs: 90 * 86_400_000,
       },
       nowMs,
+      incidents,
     );
+    expect(data.incidents.map((shown) => shown.updates.length)).toEqual([5, 1, 1]);
     const page = renderStatusPage(data, { refreshMs: 30_000, script: true });
     const script = await get(server, "/status/status.js");
     const bytes = Buffer.byteLength(page) + Buffer.byteLength(script.body);

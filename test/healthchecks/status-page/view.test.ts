@@ -32,7 +32,7 @@ describe("the view and its HTML", () => {
       "<h2>Front end</h2>",
       "<h2>Other services</h2>",
     ]);
-    expect(html).toContain('<main id="status" data-refresh-ms="30000">');
+    expect(html).toContain('<main id="status" data-source="/status/data" data-refresh-ms="30000">');
     expect(html).toContain('<script src="/status/status.js" defer></script>');
     expect(html).toContain('role="status"');
     expect(html).toContain('<p class="state down"><span aria-hidden="true">✕</span> Down</p>');
@@ -157,7 +157,7 @@ describe("the view and its HTML", () => {
     const data = await collectStatus(sources(), NOW);
     const html = renderStatusPage(data, { refreshMs: 30_000, script: true });
     expect(html).toContain(
-      `<main id="status" data-refresh-ms="30000">${statusView(data).map(renderHtml).join("")}</main>`,
+      `<main id="status" data-source="/status/data" data-refresh-ms="30000">${statusView(data).map(renderHtml).join("")}</main>`,
     );
   });
 });
