@@ -94,14 +94,17 @@ const message = v.string({ min: 1, max: MAX_MESSAGE, trim: true });
 const checkName = v.string({ min: 1, max: 255 });
 const slug = v.string({ max: 64 });
 
-/** `POST /incident`: `checks` and `pages` default to none; `pages` empty shows it nowhere. */
+/**
+ * `POST /incident`: `checks` defaults to none; `pages` omitted means every configured page (the
+ * usual case: one public page), an empty list no page at all.
+ */
 export const incidentBody = v.object(
   {
     title: v.required(title),
     status: v.required(status),
     message: v.required(message),
     checks: v.withDefault<string[]>(v.array(checkName, { max: MAX_INCIDENT_CHECKS }), []),
-    pages: v.withDefault<string[]>(v.array(slug, { max: 100 }), []),
+    pages: v.optional(v.array(slug, { max: 100 })),
   },
   { unknownKeys: "reject" },
 );
@@ -130,7 +133,10 @@ export interface IncidentNames {
  * Checks the names `input` refers to: every check registered, every page configured, none twice.
  * @throws ValidationError `checks[1]: no healthcheck is named website`, `pages[0]: no status page has the slug ops`
  */
-export function checkNames(input: Pick<IncidentInput, "checks" | "pages">, names: IncidentNames): void {
+export function checkNames(
+  input: { readonly checks: readonly string[]; readonly pages: readonly string[] },
+  names: IncidentNames,
+): void {
   const unique = (list: readonly string[], field: string) =>
     list.forEach((item, index) => {
       if (list.indexOf(item) !== index)

@@ -54,7 +54,8 @@ export class Incidents {
    *   ConflictError when {@link MAX_INCIDENTS} are stored
    */
   async create(input: IncidentInput, nowMs: number = Date.now()): Promise<string> {
-    checkNames(input, this.#names);
+    const pages = input.pages ?? [...this.#names.pages];
+    checkNames({ checks: input.checks, pages }, this.#names);
     if ((await this.#store.count()) >= MAX_INCIDENTS) {
       throw new ConflictError(`at most ${MAX_INCIDENTS} incidents are kept: delete old ones first`);
     }
@@ -63,7 +64,7 @@ export class Incidents {
       id,
       title: input.title,
       checks: input.checks,
-      pages: input.pages,
+      pages,
       updates: [{ status: input.status, message: input.message, timeMs: nowMs }],
     });
     return id;

@@ -70,7 +70,6 @@ describe("incidents", () => {
       status: "investigating",
       message: "m",
       checks: [],
-      pages: [],
     });
     expect(() => updateBody({ status: "resolved" }, "")).toThrow("message: is required");
     expect(() => updateBody({ status: "resolved", message: "" }, "")).toThrow("message: must not be empty");

@@ -152,6 +152,16 @@ describe("incidents through the API", () => {
     expect(await api.get("/incident/not-a-uuid")).toMatchObject({ status: 404 });
   });
 
+  it("puts an incident posted without pages on every page, and one with no pages on none", async () => {
+    const { pages: _pages, ...everywhere } = incident();
+    const all = (await api.post("/incident", everywhere)).body as { id: string };
+    const none = (await api.post("/incident", incident({ pages: [] }))).body as { id: string };
+    expect((await api.get(`/incident/${all.id}`)).body).toMatchObject({ pages: ["", "internal"] });
+    expect((await api.get(`/incident/${none.id}`)).body).toMatchObject({ pages: [] });
+    expect((await api.call("DELETE", `/incident/${all.id}`)).status).toBe(200);
+    expect((await api.call("DELETE", `/incident/${none.id}`)).status).toBe(200);
+  });
+
   it("refuses an update past the bound of the timeline with a 409", async () => {
     const { id } = (await api.post("/incident", incident({ pages: [] }))).body as { id: string };
     for (let index = 1; index < MAX_UPDATES; index += 1) {
