@@ -6,6 +6,7 @@ import { constantTimeEqual } from "../platform/auth.js";
 import { defineModule } from "../platform/module.js";
 import { ADMIN_PAGE_PATH } from "./admin-page.js";
 import { listQuestion, mathQuestion, type Question } from "./challenge.js";
+import { commentsCommands } from "./commands.js";
 import { CommentPublisher } from "./comment-events.js";
 import { COMMENTS_ENVIRONMENT, commentsConfigShape, refuseBoth } from "./config.js";
 import { LIST_CACHE_SHARED_TTL_MS, ListCache } from "./list-cache.js";
@@ -27,6 +28,7 @@ export const commentsModule = defineModule({
   configShape: commentsConfigShape,
   environment: COMMENTS_ENVIRONMENT,
   migrations: commentsMigrations,
+  commands: commentsCommands,
   generatedSecrets: [
     { key: "admin-token-file", file: "admin-token" },
     { key: "challenge.secret-file", file: "challenge-secret" },
