@@ -72,7 +72,7 @@ export function decodeCharacterReferences(text: string): string {
 }
 
 /** Tags after which the text goes on a new line, or a new paragraph. */
-const LINE_TAGS = new Set(["br", "li", "tr", "div"]);
+const LINE_TAGS = new Set(["br", "tr", "div"]);
 const PARAGRAPH_TAGS = new Set(["p", "blockquote", "pre", "ul", "ol", "table", "h1", "h2", "h3", "h4", "h5", "h6"]);
 /** Elements whose content is not text a reader saw. */
 const HIDDEN_TAGS = new Set(["script", "style", "template"]);
@@ -112,7 +112,7 @@ export function htmlToText(html: string, keepLineBreaks = false): string {
     } else if (name === "a") {
       const link = links.pop();
       if (link !== undefined) text += linkSuffix(text.slice(link.start), link.href);
-    } else if (name === "li" && !closing) text += "\n- ";
+    } else if (name === "li") text += closing ? "" : "\n- ";
     else if (LINE_TAGS.has(name)) text += "\n";
     else if (PARAGRAPH_TAGS.has(name)) text += "\n\n";
   }

@@ -97,14 +97,19 @@ export function importedId(website: string, source: string, sourceId: string): s
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** The path of a URL (`https://blog.example.org/posts/a/` → `/posts/a/`); a bare path as it is. */
+/**
+ * The path of a URL as a browser's `location.pathname` gives it, percent-encoded
+ * (`https://blog.example.org/caf%C3%A9/` and `/café/` → `/caf%C3%A9/`): a bare path, or `host/path`
+ * (Commento), is resolved against a placeholder origin.
+ */
 function pathOf(url: string): string {
+  const slash = url.indexOf("/");
+  const absolute = /^[A-Za-z][A-Za-z0-9+.-]*:/.test(url);
+  const path = absolute || slash <= 0 ? url : url.slice(slash);
   try {
-    return new URL(url).pathname;
+    return new URL(path, "http://host.invalid").pathname;
   } catch {
-    // Not an absolute URL: a path, or `host/path` (Commento); keep from the first slash.
-    const slash = url.indexOf("/");
-    return slash < 0 ? url : url.slice(slash);
+    return path;
   }
 }
 
