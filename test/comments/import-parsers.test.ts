@@ -4,8 +4,7 @@
  * non-ASCII text, and what is skipped (spam, deleted, pingbacks).
  */
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import Sqlite from "better-sqlite3";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { disqusItems } from "../../src/comments/import/disqus.js";
 import { htmlToText } from "../../src/comments/import/html-text.js";
@@ -21,9 +20,7 @@ import {
 import { commentoItems, remark42Items } from "../../src/comments/import/json-items.js";
 import { wordpressItems } from "../../src/comments/import/wordpress.js";
 import { temporaryDirectory } from "../support/temporary.js";
-
-/** The fixtures' directory. */
-export const FIXTURES = resolve(import.meta.dirname, "../fixtures/comments-import");
+import { FIXTURES, issoDatabase } from "./import-support.js";
 
 async function collect(items: AsyncIterable<ImportItem>): Promise<ImportItem[]> {
   const all: ImportItem[] = [];
@@ -33,15 +30,6 @@ async function collect(items: AsyncIterable<ImportItem>): Promise<ImportItem[]> 
 
 const comments = (items: ImportItem[]) => items.filter((item): item is SourceComment => item.kind === "comment");
 const skipped = (items: ImportItem[]) => items.flatMap((item) => (item.kind === "skipped" ? [item.reason] : [])).sort();
-
-/** Builds an Isso database from the SQL fixture. */
-export function issoDatabase(): string {
-  const file = join(temporaryDirectory("vigie-isso-"), "comments.db");
-  const database = new Sqlite(file);
-  database.exec(readFileSync(join(FIXTURES, "isso.sql"), "utf8"));
-  database.close();
-  return file;
-}
 
 describe("HTML to text", () => {
   it("keeps paragraphs, line breaks, list items and link URLs, and decodes references", () => {

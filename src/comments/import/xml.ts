@@ -75,10 +75,20 @@ export async function* xmlRecords(path: string, selection: RecordSelection): Asy
     if (selection.skipText?.has(tag.name)) skipping--;
     if (open.length === 0) ready.push(element);
   });
-  for await (const chunk of createReadStream(path, { encoding: "utf8", highWaterMark: 64 * 1024 })) {
-    parser.write(chunk as string);
+  // The records completed before an error are handed out first, so that the batches before the
+  // error are written whatever the chunk the error falls in.
+  const step = function* (feed: () => void): Generator<XmlElement> {
+    let failure: unknown;
+    try {
+      feed();
+    } catch (error) {
+      failure = error;
+    }
     yield* ready.splice(0);
+    if (failure !== undefined) throw failure;
+  };
+  for await (const chunk of createReadStream(path, { encoding: "utf8", highWaterMark: 64 * 1024 })) {
+    yield* step(() => parser.write(chunk as string));
   }
-  parser.close();
-  yield* ready.splice(0);
+  yield* step(() => parser.close());
 }
