@@ -148,4 +148,21 @@ describe.each(DATABASE_KINDS)("the comments import on $kind", ({ kind, skip }) =
       added: 0,
     });
   });
+
+  it.skipIf(skip)("keeps the import identity unique per website (migration comments-0003)", async () => {
+    const server = await servers.start();
+    const db = server.context.database;
+    const query =
+      db.dialect === "sqlite"
+        ? sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'comments_comment'`
+        : sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'comments_comment'`;
+    expect((await query.execute(db.kysely)).rows.map((row) => row.name)).toContain("comments_comment_source");
+    // The same source id in two websites: two comments; twice in one: the second is refused.
+    const insert = (id: string, website: string) =>
+      sql`insert into comments_comment (id, website, article, author, content, approved, created_at, source, source_id)
+        values (${id}, ${website}, 'a', 'x', 'y', 1, 0, 'disqus', '1')`.execute(db.kysely);
+    await insert("00000000-0000-4000-8000-000000000001", "one");
+    await insert("00000000-0000-4000-8000-000000000002", "two");
+    await expect(insert("00000000-0000-4000-8000-000000000003", "one")).rejects.toThrow();
+  });
 });

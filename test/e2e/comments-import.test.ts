@@ -37,7 +37,7 @@ describe("vigie comments import and export (real process)", () => {
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toBe(
       [
-        "posts-caf-C3-A9-cr-C3-A8me: 1 comments (0 replies, 0 approved), 1 new",
+        "posts-caf-C3-A9-cr-C3-A8me: 1 comment (0 replies, 0 approved), 1 new",
         "posts-first-post: 3 comments (2 replies, 3 approved), 3 new",
         "4 comments read, would add 4, 0 already imported",
         "skipped: 1 deleted, 1 spam",

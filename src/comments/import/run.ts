@@ -153,6 +153,11 @@ export async function runImport(
   return report();
 }
 
+/** `1 comment`, `3 comments`. */
+function counted(count: number, one: string, other = `${one}s`): string {
+  return `${count} ${count === 1 ? one : other}`;
+}
+
 /** The lines a run prints: per article for a dry run, then the totals and what was skipped. */
 export function reportLines(report: ImportReport, settings: ImportSettings): string[] {
   const lines: string[] = [];
@@ -162,12 +167,12 @@ export function reportLines(report: ImportReport, settings: ImportSettings): str
       const entry = report.articles.get(name);
       if (entry === undefined) continue;
       lines.push(
-        `${name}: ${entry.comments} comments (${entry.replies} replies, ${entry.approved} approved), ${entry.fresh} new`,
+        `${name}: ${counted(entry.comments, "comment")} (${counted(entry.replies, "reply", "replies")}, ${entry.approved} approved), ${entry.fresh} new`,
       );
     }
   }
   const verb = settings.dryRun ? "would add" : "added";
-  lines.push(`${report.read} comments read, ${verb} ${report.added}, ${report.existing} already imported`);
+  lines.push(`${counted(report.read, "comment")} read, ${verb} ${report.added}, ${report.existing} already imported`);
   if (report.read > 0 && report.added === 0) lines.push("nothing new: every comment of the file is already there");
   const skips = [...report.skipped.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
   if (skips.length > 0) lines.push(`skipped: ${skips.map(([reason, count]) => `${count} ${reason}`).join(", ")}`);
