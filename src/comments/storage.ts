@@ -1,6 +1,7 @@
 /**
- * The comments module's storage: its tables, its migrations and every SQL
- * statement of the module, the same on SQLite and PostgreSQL. Timestamps are BIGINT milliseconds
+ * The comments module's storage: its tables and the SQL of the API, the same on SQLite and
+ * PostgreSQL (the migrations are in storage-migrations.ts, the import's and export's SQL in
+ * storage-import.ts). Timestamps are BIGINT milliseconds
  * since the Unix epoch; booleans are INTEGER 0/1 so that both databases store and return the same
  * values. Adding a comment is one transaction: the single use of its challenge, the rate limit, the
  * comment and its `new-comment` event, so none of them exists without the others.
