@@ -522,6 +522,16 @@ export class CommentStore {
   }
 
   /**
+   * SQLite's `PRAGMA data_version`: a number that changes when another connection, so another
+   * process (`vigie comments import`), commits to the database file; `undefined` on PostgreSQL.
+   */
+  async dataVersion(): Promise<number | undefined> {
+    if (this.#postgres) return undefined;
+    const { rows } = await sql<{ data_version: number }>`pragma data_version`.execute(this.#db);
+    return rows[0]?.data_version;
+  }
+
+  /**
    * Forgets what no longer matters: used signatures whose challenge expired, rate-limit hits older
    * than the rate-limit window.
    * @param now milliseconds since the epoch

@@ -32,6 +32,10 @@ describe("vigie comments import and export (real process)", () => {
     );
     const run = (args: string[]) => runCli(["comments", ...args, "-c", configFile], { cwd: directory });
     const disqus = join(FIXTURES, "disqus.xml");
+    // The server runs during the import, its list of the article already cached (empty).
+    vigie = await startVigie({ configFile, port, cwd: directory });
+    const listUrl = `${vigie.baseUrl}/api/v1/comment/blog/posts-first-post`;
+    expect(await (await fetch(listUrl)).json()).toEqual([]);
 
     const dry = await run(["import", "--format", "disqus", "--website", "blog", "--dry-run", disqus]);
     expect(dry.code, dry.stderr).toBe(0);
@@ -51,6 +55,10 @@ describe("vigie comments import and export (real process)", () => {
     const first = await run(["import", "--format", "disqus", "--website", "blog", disqus]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toContain("4 comments read, added 4, 0 already imported");
+    // The running server sees another process's write within a second or so.
+    await expect
+      .poll(async () => ((await (await fetch(listUrl)).json()) as unknown[]).length, { timeout: 5000 })
+      .toBe(3);
     const again = await run(["import", "--format", "disqus", "--website", "blog", disqus]);
     expect(again.stdout).toContain("4 comments read, added 0, 4 already imported");
     expect(again.stdout).toContain("nothing new");
@@ -76,8 +84,7 @@ describe("vigie comments import and export (real process)", () => {
     expect(lines[1]).toContain('"email":"ann@example.org"');
     expect((await run(["export", "--website", "blog", "--out", out])).code).toBe(2);
 
-    vigie = await startVigie({ configFile, port, cwd: directory });
-    const list = (await (await fetch(`${vigie.baseUrl}/api/v1/comment/blog/posts-first-post`)).json()) as {
+    const list = (await (await fetch(listUrl)).json()) as {
       author: string;
       parent?: string;
       id: string;
