@@ -81,12 +81,13 @@ export function itemsOf(format: ImportFormat, file: string): AsyncGenerator<Impo
   }
 }
 
-/** Counts one dry-run batch per article. */
+/** Counts one dry-run batch per article. @returns how many of its rows would be added */
 async function tally(
   target: ImportTarget,
   rows: readonly ImportRow[],
   articles: Map<string, ArticleTally>,
-): Promise<void> {
+): Promise<number> {
+  let fresh = 0;
   const existing = await target.existingIds(rows.map((row) => row.id));
   for (const row of rows) {
     let entry = articles.get(row.article);
@@ -99,10 +100,12 @@ async function tally(
     if (row.approved) entry.approved++;
     if (!existing.has(row.id)) {
       entry.fresh++;
+      fresh++;
       // Two rows of one file with the same id: only the first would be added.
       existing.add(row.id);
     }
   }
+  return fresh;
 }
 
 /** The row of an item, or why it is skipped. */
@@ -131,11 +134,7 @@ export async function runImport(
   let added = 0;
   const report = (): ImportReport => ({ read, added, existing: read - batch.length - added, skipped, articles });
   const flush = async () => {
-    if (settings.dryRun) {
-      const before = [...articles.values()].reduce((sum, entry) => sum + entry.fresh, 0);
-      await tally(target, batch, articles);
-      added += [...articles.values()].reduce((sum, entry) => sum + entry.fresh, 0) - before;
-    } else added += await target.insertBatch(settings.website, batch);
+    added += settings.dryRun ? await tally(target, batch, articles) : await target.insertBatch(settings.website, batch);
     batch = [];
     onBatch(report());
   };
