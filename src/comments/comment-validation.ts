@@ -5,6 +5,7 @@
  */
 import { isHostName } from "../platform/hosts.js";
 import {
+  boolean,
   described,
   isPlainObject,
   object,
@@ -31,6 +32,10 @@ export const CONTENT_RULE = `must be a non-empty string of at most ${CONTENT_MAX
 export const ANSWER_RULE = `must be a string of at most ${ANSWER_MAX_LENGTH} characters`;
 export const SIGNATURE_RULE = "must be 64 hexadecimal characters";
 export const TIMESTAMP_RULE = "must be an integer number of milliseconds (a number or a string of digits)";
+/** The most characters of `email` (RFC 5321 §4.5.3.1.3: a path of 256 less its angle brackets). */
+export const EMAIL_MAX_LENGTH = 254;
+export const EMAIL_RULE = `must be an e-mail address (name@example.org) of at most ${EMAIL_MAX_LENGTH} characters`;
+export const PARENT_RULE = "must be the id (a UUID) of an approved comment of this article";
 /** PostgreSQL cannot store U+0000 in text; no legitimate form sends it. */
 export const NUL_RULE = "must not contain NUL characters";
 
@@ -40,6 +45,12 @@ export interface CommentFields extends ChallengeResponse {
   /** As given; `undefined` when absent, `null` or blank. */
   readonly authorWebsite: string | undefined;
   readonly content: string;
+  /** The id of the comment answered, lower-cased; `undefined` for a top-level comment. */
+  readonly parent: string | undefined;
+  /** The commenter's address, stored and never shown; `undefined` when absent or blank. */
+  readonly email: string | undefined;
+  /** Whether the commenter asks to be told of replies (default false). */
+  readonly notifyReplies: boolean;
 }
 
 function codePoints(text: string): number {
@@ -74,6 +85,23 @@ function trimmedText(max: number, rule: string): Validator<string> {
 const URI_CHARACTERS = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
 
 /**
+ * Whether `text` (trimmed, not blank) is an `author-website` the API accepts: a bare domain or an
+ * http(s) URL with a host, of at most 200 characters of RFC 3986. The import uses it too.
+ */
+export function isAcceptableAuthorWebsite(text: string): boolean {
+  if (text.length > AUTHOR_WEBSITE_MAX_LENGTH || !URI_CHARACTERS.test(text)) return false;
+  // A bare domain: at least two labels (`example.org`), no scheme, port or path.
+  if (isHostName(text, { minLabels: 2 })) return true;
+  if (!/^https?:\/\//i.test(text)) return false;
+  try {
+    const url = new URL(text);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+/**
  * `author-website`: a bare domain or an `http://` / `https://` URL with a host;
  * any other scheme (`javascript:`, `ftp://`) is refused. A blank string counts as absent, as an
  * empty form field would send it. Returned as given (trimmed), not normalised.
@@ -82,19 +110,7 @@ const authorWebsite: Validator<string | undefined> = (value, path) => {
   if (typeof value !== "string") throw new ValidationError(path, AUTHOR_WEBSITE_RULE, value);
   const text = value.trim();
   if (text === "") return undefined;
-  if (text.length > AUTHOR_WEBSITE_MAX_LENGTH || !URI_CHARACTERS.test(text)) {
-    throw new ValidationError(path, AUTHOR_WEBSITE_RULE, value);
-  }
-  // A bare domain: at least two labels (`example.org`), no scheme, port or path.
-  if (isHostName(text, { minLabels: 2 })) return text;
-  if (/^https?:\/\//i.test(text)) {
-    try {
-      const url = new URL(text);
-      if ((url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "") return text;
-    } catch {
-      // not a URL: refused below
-    }
-  }
+  if (isAcceptableAuthorWebsite(text)) return text;
   throw new ValidationError(path, AUTHOR_WEBSITE_RULE, value);
 };
 
@@ -104,6 +120,45 @@ const AUTHOR_WEBSITE_SCHEMA = {
   maxLength: AUTHOR_WEBSITE_MAX_LENGTH,
   description: "a bare domain (example.org) or an http:// or https:// URL; blank or null for none",
 };
+
+/**
+ * A sane address: one `@`, a local part and a domain of at least two labels, no white space, no
+ * characters that would need quoting in a header (`<>()[],;:\"`), at most 254 characters. Not the
+ * whole of RFC 5322 (quoted local parts, address literals), which no comment form needs.
+ */
+const EMAIL =
+  /^[^\s@<>()[\],;:\\"\p{Cc}]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/u;
+
+/** Whether `text` is an e-mail address {@link email} accepts (the import uses it too). */
+export function isEmailAddress(text: string): boolean {
+  return text.length <= EMAIL_MAX_LENGTH && EMAIL.test(text);
+}
+
+/** `email`: absent, `null` or blank for none; otherwise an address as {@link isEmailAddress}. */
+const email: Validator<string | undefined> = described(
+  (value, path) => {
+    if (value === null) return undefined;
+    // The address is not kept in the error: it is never echoed, nor logged.
+    if (typeof value !== "string") throw new ValidationError(path, EMAIL_RULE);
+    const text = value.trim();
+    if (text === "") return undefined;
+    if (!isEmailAddress(text)) throw new ValidationError(path, EMAIL_RULE);
+    return text;
+  },
+  { type: ["string", "null"], maxLength: EMAIL_MAX_LENGTH, description: "never returned; blank or null for none" },
+);
+
+const UUID_TEXT = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** `parent`: absent or `null` for a top-level comment, else a UUID (lower-cased, as ids are stored). */
+const parent: Validator<string | undefined> = described(
+  (value, path) => {
+    if (value === null) return undefined;
+    if (typeof value !== "string" || !UUID_TEXT.test(value)) throw new ValidationError(path, PARENT_RULE, value);
+    return value.toLowerCase();
+  },
+  { type: ["string", "null"], pattern: UUID_TEXT.source },
+);
 
 const answer: Validator<string> = described(
   (value, path) => {
@@ -153,14 +208,17 @@ const commentObject = object(
     answer: required(answer),
     signature: required(signature),
     timestamp: required(timestamp),
+    parent: optional(parent),
+    email: optional(email),
+    "notify-replies": optional(boolean()),
   },
   { unknownKeys: "ignore" },
 );
 
 /**
  * The body of `POST /api/v1/comment/<website>/<article>`, checked field by field in the order of
- * the fields documented in docs/api.md (author, author-website, content, answer, signature,
- * timestamp); the route checks with it and the API description shows its schema.
+ * the fields documented in docs/comments.md (author, author-website, content, answer, signature,
+ * timestamp, parent, email, notify-replies); the route checks with it and the API description shows its schema.
  *
  * @throws ValidationError with the field name as path (`author`), or the given path when the body
  *   is not a JSON object; `fieldError()` turns it into the 400 answer
@@ -175,6 +233,9 @@ export const commentBody: Validator<CommentFields> = described((body, path) => {
     answer: fields.answer,
     signature: fields.signature,
     timestamp: fields.timestamp,
+    parent: fields.parent,
+    email: fields.email,
+    notifyReplies: fields["notify-replies"] ?? false,
   };
 }, schemaOf(commentObject));
 

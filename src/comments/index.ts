@@ -2,10 +2,12 @@
  * The comments module: comments on the articles of static websites, a signed
  * challenge against spam, admin moderation and an event log.
  */
+import type { FastifyInstance } from "fastify";
 import { constantTimeEqual } from "../platform/auth.js";
 import { defineModule } from "../platform/module.js";
 import { ADMIN_PAGE_PATH } from "./admin-page.js";
 import { listQuestion, mathQuestion, type Question } from "./challenge.js";
+import { commentsCommands } from "./commands.js";
 import { CommentPublisher } from "./comment-events.js";
 import { COMMENTS_ENVIRONMENT, commentsConfigShape, refuseBoth } from "./config.js";
 import { LIST_CACHE_SHARED_TTL_MS, ListCache } from "./list-cache.js";
@@ -17,6 +19,29 @@ import { resolveSecrets } from "./secrets.js";
 import { CommentStore, commentsMigrations } from "./storage.js";
 import { Websites } from "./websites.js";
 
+/** How often, in milliseconds, the SQLite data version is read. */
+const DATA_VERSION_INTERVAL_MS = 1000;
+
+/**
+ * On SQLite, clears the cache of public lists when another process wrote to the database (`vigie
+ * comments import` while the server runs): one `PRAGMA data_version` a second, a read of the
+ * connection's own page cache state, so imported comments show within a second.
+ */
+function clearOnOtherWriters(app: FastifyInstance, store: CommentStore, lists: ListCache): void {
+  let seen: number | undefined;
+  const timer = setInterval(() => {
+    store.dataVersion().then(
+      (version) => {
+        if (seen !== undefined && version !== seen) lists.clear();
+        seen = version;
+      },
+      (error: unknown) => app.log.debug({ err: error }, "comments: reading the data version failed"),
+    );
+  }, DATA_VERSION_INTERVAL_MS);
+  timer.unref();
+  app.addHook("onClose", async () => clearInterval(timer));
+}
+
 /**
  * The comments module, for the `modules` list of `src/server.ts`. Its plugin resolves the secrets,
  * then registers the public routes (challenge, post, list, count), the admin routes, which share
@@ -27,6 +52,7 @@ export const commentsModule = defineModule({
   configShape: commentsConfigShape,
   environment: COMMENTS_ENVIRONMENT,
   migrations: commentsMigrations,
+  commands: commentsCommands,
   generatedSecrets: [
     { key: "admin-token-file", file: "admin-token" },
     { key: "challenge.secret-file", file: "challenge-secret" },
@@ -61,6 +87,7 @@ export const commentsModule = defineModule({
       ttlMs: context.database.dialect === "postgres" ? LIST_CACHE_SHARED_TTL_MS : undefined,
       observer: metrics.listCache,
     });
+    if (context.database.dialect === "sqlite") clearOnOtherWriters(app, store, lists);
     const questions: readonly Question[] = section.challenge.questions;
     registerPublicRoutes(app, {
       websites,

@@ -11,8 +11,10 @@
  * bounds is reported to {@link ListCacheObserver.dropped} (a metric).
  *
  * Instances: an in-process cache cannot see the writes of another Vigie instance.
- * On SQLite only one process serves the database, and every write goes through this process's
- * routes, which invalidate: entries live until invalidated or dropped (no TTL). On PostgreSQL several
+ * On SQLite only one process serves the database, and every write of the API goes through this
+ * process's routes, which invalidate: entries live until invalidated or dropped (no TTL); a write of
+ * another process (`vigie comments import`) clears the whole cache within a second (see
+ * {@link ListCache.clear}, called by the module when SQLite's data version changes). On PostgreSQL several
  * instances may share the database, so an entry lives at most {@link LIST_CACHE_SHARED_TTL_MS}
  * (1 s): a comment approved or deleted through another instance shows on this one within a second;
  * writes through this instance show at once. The admin routes never use this cache: every change
@@ -189,6 +191,16 @@ export class ListCache {
   invalidate(website: string, article: string): void {
     this.#generation++;
     this.#remove(keyOf(website, article));
+  }
+
+  /**
+   * Forgets every list: another process wrote to the database (`vigie comments import` on SQLite),
+   * and which articles it changed is not known.
+   */
+  clear(): void {
+    this.#generation++;
+    this.#entries.clear();
+    this.#bytes = 0;
   }
 
   #keep(key: string, entry: Entry): void {

@@ -16,6 +16,8 @@ export interface Comment {
   readonly approved: boolean;
   /** Creation time, milliseconds since the Unix epoch. */
   readonly timestamp: number;
+  /** The id of the comment this one replies to; absent for a top-level comment. */
+  readonly parent?: string;
 }
 
 /** The only event type so far. */

@@ -1,19 +1,21 @@
 /**
- * The comments module's storage: its tables, its migrations and every SQL
- * statement of the module, the same on SQLite and PostgreSQL. Timestamps are BIGINT milliseconds
+ * The comments module's storage: its tables and the SQL of the API, the same on SQLite and
+ * PostgreSQL (the migrations are in storage-migrations.ts, the import's and export's SQL in
+ * storage-import.ts). Timestamps are BIGINT milliseconds
  * since the Unix epoch; booleans are INTEGER 0/1 so that both databases store and return the same
  * values. Adding a comment is one transaction: the single use of its challenge, the rate limit, the
  * comment and its `new-comment` event, so none of them exists without the others.
  */
 
 import { createHash, randomUUID } from "node:crypto";
-import { type Kysely, type Migration, type SelectQueryBuilder, sql } from "kysely";
+import { type Kysely, type SelectQueryBuilder, sql } from "kysely";
 import type { Database, PlatformTables } from "../platform/database.js";
-import { runDdl } from "../platform/ddl.js";
 import { InvalidError, RateLimitedError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
 import { CHALLENGE_ALREADY_USED } from "./challenge.js";
 import { type Comment, type CommentEvent, NEW_COMMENT, newCommentMessage } from "./resources.js";
+
+export { commentsMigrations } from "./storage-migrations.js";
 
 /** One comment: `comments_comment`. */
 export interface CommentTable {
@@ -31,6 +33,16 @@ export interface CommentTable {
   approved: number;
   /** Milliseconds since the epoch; the `timestamp` of the API. */
   created_at: number;
+  /** The id of the comment this one answers, or null; that comment may have been deleted since. */
+  parent: string | null;
+  /** The commenter's e-mail address, or null: never returned by a route nor put in an event. */
+  email: string | null;
+  /** 1 when the commenter asked to be told of replies. */
+  notify_replies: number;
+  /** Where an imported comment came from (`disqus` …), or null for a posted one. */
+  source: string | null;
+  /** The comment's id in its source, or null. */
+  source_id: string | null;
 }
 
 /** One entry of a website's event log: `comments_event`. Kept when its comment is deleted. */
@@ -81,45 +93,6 @@ export type CommentTables = {
 
 /** A Kysely instance (or transaction) that knows the platform's and the comments module's tables. */
 export type CommentsDb = Kysely<PlatformTables & CommentTables>;
-
-/** Migrations by name, `comments-<number>-<what>`. */
-export const commentsMigrations: Readonly<Record<string, Migration>> = {
-  "comments-0001-comments-events-challenges": {
-    up: (db) =>
-      runDdl(db, [
-        // author: escaped text can be up to six times longer than the 100 characters posted.
-        `create table comments_comment (id varchar(36) primary key, website varchar(64) not null,
-          article varchar(200) not null, author text not null, author_website varchar(200), content text not null,
-          approved integer not null check (approved in (0, 1)), created_at bigint not null)`,
-        // Listing an article is one range scan in this index, already in the order of the answer.
-        "create index comments_comment_article on comments_comment (website, article, created_at, id)",
-        `create table comments_event (id varchar(36) primary key, website varchar(64) not null,
-          article varchar(200) not null, comment_id varchar(36) not null, type varchar(32) not null,
-          message text not null, created_at bigint not null)`,
-        "create index comments_event_website on comments_event (website, created_at, id)",
-        "create table comments_used_challenge (signature char(64) primary key, expires_at bigint not null)",
-        // For the purge of expired signatures.
-        "create index comments_used_challenge_expires_at on comments_used_challenge (expires_at)",
-        // client_address is text: behind a proxy it comes from X-Forwarded-For, in no guaranteed form.
-        `create table comments_rate_limit_hit (website varchar(64) not null, client_address text not null,
-          at bigint not null)`,
-        "create index comments_rate_limit_hit_key_at on comments_rate_limit_hit (website, client_address, at)",
-        // For the purge of hits older than the window.
-        "create index comments_rate_limit_hit_at on comments_rate_limit_hit (at)",
-      ]),
-  },
-  // The moderation page lists a website's comments across its articles, newest first: without
-  // these, each page would read and sort every comment of the website.
-  "comments-0002-website-pages": {
-    up: (db) =>
-      runDdl(db, [
-        // Pending (or approved) comments of a website: `approved = 0` is what the page asks most.
-        "create index comments_comment_website_approved on comments_comment (website, approved, created_at, id)",
-        // Every comment of a website, approved or not.
-        "create index comments_comment_website on comments_comment (website, created_at, id)",
-      ]),
-  },
-};
 
 /**
  * The PostgreSQL advisory-lock key of a (website, client address) pair: the first 8 bytes of a
@@ -192,14 +165,31 @@ export interface NewComment {
   readonly clientAddress: string;
   /** Milliseconds since the epoch: the comment's timestamp. */
   readonly now: number;
+  /** The id of an approved comment of the same article that this one answers (checked by the caller). */
+  readonly parent?: string | undefined;
+  /** The commenter's e-mail address, stored only. */
+  readonly email?: string | undefined;
+  /** Whether the commenter asked to be told of replies. */
+  readonly notifyReplies?: boolean | undefined;
 }
 
-type CommentRow = Pick<CommentTable, "id" | "content" | "author" | "author_website" | "approved" | "created_at">;
+/** The columns of a comment that routes return: never the e-mail address nor the import identity. */
+export const COMMENT_COLUMNS = [
+  "id",
+  "content",
+  "author",
+  "author_website",
+  "approved",
+  "created_at",
+  "parent",
+] as const;
 
-const COMMENT_COLUMNS = ["id", "content", "author", "author_website", "approved", "created_at"] as const;
+/** A row of {@link COMMENT_COLUMNS}. */
+export type CommentRow = Pick<CommentTable, (typeof COMMENT_COLUMNS)[number]>;
 const EVENT_COLUMNS = ["id", "created_at", "article", "comment_id", "type", "message"] as const;
 
-function toComment(row: CommentRow): Comment {
+/** The API's comment of a row: `author-website` and `parent` only when set. */
+export function toComment(row: CommentRow): Comment {
   const comment: Comment = {
     id: row.id,
     content: row.content,
@@ -207,6 +197,7 @@ function toComment(row: CommentRow): Comment {
     ...(row.author_website === null ? {} : { "author-website": row.author_website }),
     approved: row.approved === 1,
     timestamp: row.created_at,
+    ...(row.parent === null ? {} : { parent: row.parent }),
   };
   return comment;
 }
@@ -325,6 +316,9 @@ export class CommentStore {
           content: input.content,
           approved: input.approved ? 1 : 0,
           created_at: input.now,
+          parent: input.parent ?? null,
+          email: input.email ?? null,
+          notify_replies: input.notifyReplies === true ? 1 : 0,
         })
         .execute();
       await trx
@@ -347,6 +341,7 @@ export class CommentStore {
       author_website: input.authorWebsite ?? null,
       approved: input.approved ? 1 : 0,
       created_at: input.now,
+      parent: input.parent ?? null,
     });
   }
 
@@ -524,6 +519,16 @@ export class CommentStore {
       .returning(EVENT_COLUMNS)
       .execute();
     return rows.map(toEvent).sort(byTimestampThenId);
+  }
+
+  /**
+   * SQLite's `PRAGMA data_version`: a number that changes when another connection, so another
+   * process (`vigie comments import`), commits to the database file; `undefined` on PostgreSQL.
+   */
+  async dataVersion(): Promise<number | undefined> {
+    if (this.#postgres) return undefined;
+    const { rows } = await sql<{ data_version: number }>`pragma data_version`.execute(this.#db);
+    return rows[0]?.data_version;
   }
 
   /**

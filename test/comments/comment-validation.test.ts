@@ -35,7 +35,23 @@ describe("parseCommentFields", () => {
       answer: "10",
       signature: SIGNATURE,
       timestamp: 1_700_000_000_000,
+      parent: undefined,
+      email: undefined,
+      notifyReplies: false,
     });
+  });
+
+  it("parent, email and notify-replies: optional; parent lower-cased, email trimmed", () => {
+    const parent = "6F1C0E2A-1B2C-4D3E-8F40-5A6B7C8D9E0F";
+    expect(parseCommentFields({ ...valid, parent, email: " ann@example.org ", "notify-replies": true })).toMatchObject({
+      parent: parent.toLowerCase(),
+      email: "ann@example.org",
+      notifyReplies: true,
+    });
+    expect(messageOf({ ...valid, email: "ann@example" })).toMatch(/^field email: must be an e-mail address/);
+    expect(messageOf({ ...valid, email: "ann@exa mple.org" })).toMatch(/^field email: /);
+    expect(messageOf({ ...valid, email: "ann@exam\u0000ple.org" })).toMatch(/^field email: /);
+    expect(messageOf({ ...valid, parent: "x" })).toMatch(/^field parent: /);
   });
 
   it("refuses a body that is not an object", () => {

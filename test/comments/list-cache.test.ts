@@ -67,6 +67,18 @@ describe("ListCache", () => {
     expect(reports).toEqual({ hit: 1, miss: 1, dropped: 0 });
   });
 
+  it("reads every article again after clear (another process wrote)", async () => {
+    const { cache, load, readsOf } = counted();
+    await load("blog", "post");
+    await load("blog", "other");
+    cache.clear();
+    expect(cache.size).toBe(0);
+    expect(cache.bytes).toBe(0);
+    expect((await load("blog", "post")).body).toContain('"read":2');
+    expect((await load("blog", "other")).body).toContain('"read":2');
+    expect(readsOf("blog", "other")).toBe(2);
+  });
+
   it("reads again after invalidate, for that article only", async () => {
     const { cache, load, readsOf } = counted();
     await load("blog", "post");

@@ -374,6 +374,69 @@ describe.skipIf(!HAS_CHROMIUM)("the comment widget in Chromium", () => {
     expect(lists[1]).toMatch(/^\?limit=5\d&before=\d+$/);
   });
 
+  it("shows replies as threads, a deleted parent as deleted, and answers a comment with Reply", async () => {
+    /** Posts a comment of the article "threads", approves it and returns its id. */
+    const approved = async (author: string, parent?: string): Promise<string> => {
+      const fields = { author, content: `by ${author}`, ...(parent === undefined ? {} : { parent }) };
+      expect(await site.post("blog", "threads", fields)).toBe(201);
+      await site.approveAll("blog", "threads");
+      return (await site.comments("blog", "threads")).at(-1)?.id ?? "";
+    };
+    const ann = await approved("Ann");
+    const bob = await approved("Bob", ann);
+    const cy = await approved("Cy", bob);
+    await approved("Dee", cy);
+    const gone = await approved("Gone");
+    await approved("Eve", gone);
+    const deleted = await fetch(`${site.api}/api/admin/comment/blog/threads/${gone}`, {
+      method: "DELETE",
+      headers: { authorization: site.adminToken },
+    });
+    expect(deleted.status).toBe(200);
+
+    const { page, errors } = await open(site.pageUrl("/posts/threads/", { article: "threads" }));
+    // Replies count: 5 comments left (the deleted one does not).
+    expect(await countHeading(page)).toBe("5 comments");
+    const items = page.locator(".vigie li");
+    expect(await items.count()).toBe(6);
+    const lines = [];
+    for (let index = 0; index < 6; index++) {
+      const item = items.nth(index);
+      lines.push([
+        await computed(item, "margin-left"),
+        // The first line without its date: the author, and whom a deep reply answers.
+        ((await item.innerText()).split("\n")[0] ?? "").replace(/ .*?(?= ·|$)/, ""),
+      ]);
+    }
+    // 1.5em per level, on the page's 17px.
+    expect(lines).toEqual([
+      ["0px", "Ann"],
+      ["25.5px", "Bob"],
+      ["51px", "Cy"],
+      // Deeper than three levels: at the third, saying whom it answers.
+      ["51px", "Dee · in reply to Cy"],
+      ["0px", "Deleted"],
+      ["25.5px", "Eve"],
+    ]);
+
+    // Reply moves the form under Bob's comment; the button then cancels.
+    const bobItem = items.nth(1);
+    await bobItem.getByRole("button", { name: "Reply" }).click();
+    expect(await items.nth(4).locator("em").innerText()).toBe("Deleted comment");
+    expect(await bobItem.locator("form").count()).toBe(1);
+    expect(await focusedName(page)).toBe("content");
+    await bobItem.getByRole("button", { name: "Cancel reply" }).click();
+    expect(await bobItem.locator("form").count()).toBe(0);
+    await bobItem.getByRole("button", { name: "Reply" }).click();
+    await screenshot(page, site.artifacts, "comments-widget-thread.png");
+    await fillAndPost(page, { author: "Fay", content: "An answer to Bob" });
+    await expect.poll(() => formStatus(page).innerText()).toBe("Thank you! Your comment is awaiting moderation.");
+    expect((await site.comments("blog", "threads")).at(-1)).toMatchObject({ author: "Fay", parent: bob });
+    // The form is back at the end.
+    expect(await page.locator(".vigie > form").count()).toBe(1);
+    expect(errors).toEqual([]);
+  });
+
   it("speaks French with data-lang=fr", async () => {
     const { page } = await open(site.pageUrl("/posts/en-francais/", { lang: "fr" }));
     await expect.poll(() => page.locator(".vigie h2").innerText()).toBe("0 commentaire");

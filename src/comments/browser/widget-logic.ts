@@ -203,3 +203,57 @@ export function isPosted(comment: Comment, author: string, content: string, sinc
     decodeEntities(comment.content) === content.trim()
   );
 }
+
+/**
+ * One line of the thread view: a comment, or (`comment` undefined) a deleted comment that has
+ * replies; its indentation, 0 for a top-level comment up to {@link MAX_DEPTH}; and, for a reply
+ * deeper than that (shown at the last level), the HTML-escaped name of the author it answers.
+ */
+export interface ThreadLine {
+  readonly comment: Comment | undefined;
+  readonly depth: number;
+  readonly replyTo: string | undefined;
+}
+
+/** The deepest indentation: top level, replies, replies to replies; deeper ones stay there. */
+export const MAX_DEPTH = 2;
+
+/**
+ * The comments shown (oldest first) as threads: each reply under its parent, oldest first, depth
+ * first. A reply whose parent is not among them shows under a "deleted" line when the list is
+ * `complete` (the parent was deleted), or as a top-level comment when older pages may still hold
+ * the parent. A comment in a cycle of parents (possible only in imported data) shows at the top.
+ */
+export function threadLines(comments: readonly Comment[], complete: boolean): ThreadLine[] {
+  const ids = new Set(comments.map((comment) => comment.id));
+  const children = new Map<string, Comment[]>();
+  // A root is a comment, or the id of a deleted parent, placed where its first reply was.
+  const roots: (Comment | string)[] = [];
+  for (const comment of comments) {
+    const parent = comment.parent;
+    if (parent === undefined || (!ids.has(parent) && !complete)) {
+      roots.push(comment);
+      continue;
+    }
+    let replies = children.get(parent);
+    if (replies === undefined) {
+      if (!ids.has(parent)) roots.push(parent);
+      replies = [];
+      children.set(parent, replies);
+    }
+    replies.push(comment);
+  }
+  const lines: ThreadLine[] = [];
+  const seen = new Set<string>();
+  const visit = (node: Comment | string, level: number, parentAuthor: string | undefined): void => {
+    const comment = typeof node === "string" ? undefined : node;
+    const id = comment?.id ?? (node as string);
+    if (seen.has(id)) return;
+    seen.add(id);
+    lines.push({ comment, depth: Math.min(level, MAX_DEPTH), replyTo: level > MAX_DEPTH ? parentAuthor : undefined });
+    for (const reply of children.get(id) ?? []) visit(reply, level + 1, comment?.author);
+  };
+  for (const root of roots) visit(root, 0, undefined);
+  for (const comment of comments) visit(comment, 0, undefined);
+  return lines;
+}

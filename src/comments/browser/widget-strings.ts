@@ -29,6 +29,14 @@ export interface Strings {
   readonly published: string;
   /** The list or the question could not be fetched (network, server down, CORS). */
   readonly offline: string;
+  /** The button under each comment that moves the form under it. */
+  readonly reply: string;
+  /** The button that puts the form back at the end. */
+  readonly cancel: string;
+  /** Before the author of the comment answered, for replies deeper than the indentation. */
+  readonly inReply: string;
+  /** A deleted comment that has replies. */
+  readonly deleted: string;
 }
 
 /** The tables, complete for every language (a test checks it). */
@@ -48,6 +56,10 @@ export const STRINGS: Readonly<Record<Lang, Strings>> = {
     pending: "Thank you! Your comment is awaiting moderation.",
     published: "Thank you! Your comment is published.",
     offline: "The comment server cannot be reached. Please try again later.",
+    reply: "Reply",
+    cancel: "Cancel reply",
+    inReply: "in reply to",
+    deleted: "Deleted comment",
   },
   fr: {
     title: "Commentaires",
@@ -64,6 +76,10 @@ export const STRINGS: Readonly<Record<Lang, Strings>> = {
     pending: "Merci ! Votre commentaire attend la modération.",
     published: "Merci ! Votre commentaire est publié.",
     offline: "Le serveur de commentaires est injoignable. Réessayez plus tard.",
+    reply: "Répondre",
+    cancel: "Annuler la réponse",
+    inReply: "en réponse à",
+    deleted: "Commentaire supprimé",
   },
 };
 

@@ -33,6 +33,8 @@ import {
   nextPage,
   pageQuery,
   placeError,
+  type ThreadLine,
+  threadLines,
 } from "./widget-logic.js";
 import { countText, type Lang, langOf, questionText, STRINGS } from "./widget-strings.js";
 import { WIDGET_CSS } from "./widget-style.js";
@@ -104,6 +106,16 @@ interface View {
   readonly send: HTMLButtonElement;
   /** What became of the comment sent, announced. */
   readonly status: HTMLElement;
+  readonly lang: Lang;
+  /** The comment the form answers (its `parent`) and its "Reply" button, while the form is under it. */
+  replying?: Replying | undefined;
+}
+
+/** The comment the form answers: its id, its list item and its button. */
+interface Replying {
+  readonly id: string;
+  readonly li: HTMLLIElement;
+  readonly button: HTMLButtonElement;
 }
 
 /** Appends to `form` a field `name` of widget `id`: its label, its control and its error. */
@@ -172,11 +184,39 @@ function buildView(lang: Lang): View {
   status.setAttribute("role", "status");
   form.append(send, status);
   root.append(heading, note, older, list, form);
-  return { root, heading, note, older, list, form, fields, send, status };
+  return { root, heading, note, older, list, form, fields, send, status, lang };
 }
 
-/** The list item of a comment: its author (a link to their website, if any), its time and its text. */
-function item(comment: Comment): HTMLLIElement {
+/**
+ * Moves the form under a comment to answer it, its "Reply" button then reading "Cancel reply"; or
+ * (`target` undefined) back to the end of the widget.
+ */
+function moveForm(view: View, target?: Replying): void {
+  const text = STRINGS[view.lang];
+  if (view.replying !== undefined) view.replying.button.textContent = text.reply;
+  view.replying = target;
+  if (target === undefined) view.root.append(view.form);
+  else {
+    target.button.textContent = text.cancel;
+    target.li.append(view.form);
+    view.fields.content.control.focus();
+  }
+}
+
+/**
+ * The list item of a line of the thread, indented by its depth: a deleted comment, or a comment
+ * with its author (a link to their website, if any), its time, the author it answers when deeper
+ * than the indentation, its text and a "Reply" button.
+ */
+function item(view: View, lang: Lang, line: ThreadLine): HTMLLIElement {
+  const text = STRINGS[lang];
+  const li = h("li");
+  li.style.marginLeft = `${line.depth * 1.5}em`;
+  const comment = line.comment;
+  if (comment === undefined) {
+    li.append(h("em", "", text.deleted));
+    return li;
+  }
   const href = authorHref(comment["author-website"]);
   const name = decodeEntities(comment.author);
   let who: HTMLElement;
@@ -193,8 +233,13 @@ function item(comment: Comment): HTMLLIElement {
   time.dateTime = date.toISOString();
   const head = h("p");
   head.append(who, " ", time);
-  const li = h("li");
-  li.append(head, h("p", "v-c", decodeEntities(comment.content)));
+  if (line.replyTo !== undefined) head.append(` · ${text.inReply} ${decodeEntities(line.replyTo)}`);
+  const reply = h("button", "v-o", text.reply);
+  reply.type = "button";
+  reply.addEventListener("click", () =>
+    moveForm(view, view.replying?.id === comment.id ? undefined : { id: comment.id, li, button: reply }),
+  );
+  li.append(head, h("p", "v-c", decodeEntities(comment.content)), reply);
   return li;
 }
 
@@ -208,6 +253,11 @@ function commentList(settings: Settings, view: View): () => Promise<readonly Com
   const { heading, note, older, list } = view;
   const url = `${settings.api}comment/${settings.website}/${encodeURIComponent(article)}`;
   let shown: Comment[] = [];
+  // The whole list is drawn again from the comments shown: an older page may hold a parent.
+  const draw = () => {
+    moveForm(view);
+    list.replaceChildren(...threadLines(shown, older.hidden).map((line) => item(view, lang, line)));
+  };
   const page = async (): Promise<void> => {
     const { body } = await request(`${url}?${pageQuery(shown)}`);
     if (!isCommentList(body)) {
@@ -216,8 +266,8 @@ function commentList(settings: Settings, view: View): () => Promise<readonly Com
     }
     const { fresh, more } = nextPage(body, shown);
     shown = [...fresh, ...shown];
-    list.prepend(...fresh.map(item));
     older.hidden = !more;
+    draw();
   };
   let paging = false;
   older.addEventListener("click", async () => {
@@ -230,7 +280,7 @@ function commentList(settings: Settings, view: View): () => Promise<readonly Com
   });
   return async () => {
     shown = [];
-    list.replaceChildren();
+    draw();
     note.textContent = "";
     const [counts] = await Promise.all([fillCounts(settings, [article]), page()]);
     const count = counts.get(article) ?? (older.hidden ? shown.length : undefined);
@@ -306,6 +356,7 @@ async function post(settings: Settings, view: View, asking: Asking, load: () => 
     timestamp: asked.timestamp,
   };
   if (website.value.trim() !== "") fieldsSent["author-website"] = website.value.trim();
+  if (view.replying !== undefined) fieldsSent.parent = view.replying.id;
   const { status: code, body } = await request(
     `${settings.api}comment/${settings.website}/${encodeURIComponent(settings.article)}`,
     {

@@ -25,6 +25,7 @@ const COMMENT_PROPERTIES = {
   "author-website": { type: "string", minLength: 1, description: "present only when given" },
   approved: { type: "boolean" },
   timestamp: TIME_SCHEMA,
+  parent: { ...UUID_SCHEMA, description: "the comment replied to; absent for a top-level comment" },
 } as const;
 
 /** A comment as every route answers it (resources.ts): never the client address. */

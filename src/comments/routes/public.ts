@@ -20,7 +20,7 @@ import {
   verifyChallenge,
 } from "../challenge.js";
 import type { CommentPublisher } from "../comment-events.js";
-import { type CommentFields, commentBody } from "../comment-validation.js";
+import { type CommentFields, commentBody, PARENT_RULE } from "../comment-validation.js";
 import { type CachedList, ifNoneMatchHolds, type ListCache, listEntityTag } from "../list-cache.js";
 import type { CommentMetrics } from "../metrics.js";
 import type { Comment } from "../resources.js";
@@ -162,7 +162,7 @@ function registerCountRoute(app: FastifyInstance, options: PublicRoutesOptions, 
 
 /**
  * `POST /api/v1/comment/<website>/<article>`. Order of checks: fields (400), website and article
- * (404), challenge (400), challenge already used (400), rate limit (429), then store.
+ * (404), challenge (400), parent (400), challenge already used (400), rate limit (429), then store.
  */
 function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
   const { websites, metrics, challenge } = options;
@@ -187,6 +187,7 @@ function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, c
         metrics.rejected(website.name, "challenge");
         throw new InvalidError(failure);
       }
+      await checkParent(options, website, article, fields.parent);
       const comment = await storeComment(options, request, website, article, fields, time);
       metrics.added(website.name);
       options.publisher?.publish({
@@ -220,6 +221,24 @@ function parseCounted(body: unknown, websiteName: string, options: PublicRoutesO
 }
 
 /**
+ * Checks that the comment answered (`parent`) is an approved comment of the same article; a reply
+ * whose parent is deleted afterwards is kept (the widget shows that parent as deleted).
+ * @throws InvalidError `field parent: …` (400), counted as an invalid comment
+ */
+async function checkParent(
+  options: PublicRoutesOptions,
+  website: Website,
+  article: string,
+  parent: string | undefined,
+): Promise<void> {
+  if (parent === undefined) return;
+  const answered = await options.store.get(website.name, article, parent);
+  if (answered?.approved === true) return;
+  options.metrics.rejected(website.name, "invalid");
+  throw new InvalidError(`field parent: ${PARENT_RULE}`);
+}
+
+/**
  * Stores a comment whose challenge was verified, counting refusals, and invalidates the cached
  * list of its article.
  * @throws InvalidError when the challenge was used already; RateLimitedError (429 with `Retry-After`)
@@ -246,6 +265,9 @@ async function storeComment(
       challengeExpiresAt: challengeExpiresAt(challenge, fields.timestamp),
       clientAddress: request.ip,
       now: time,
+      parent: fields.parent,
+      email: fields.email,
+      notifyReplies: fields.notifyReplies,
     });
   } catch (error) {
     if (error instanceof RateLimitedError) metrics.rejected(website.name, "rate_limit");

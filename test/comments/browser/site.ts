@@ -39,6 +39,7 @@ export interface ApiComment {
   readonly "author-website"?: string;
   readonly approved: boolean;
   readonly timestamp: number;
+  readonly parent?: string;
 }
 
 /** The running Vigie and static site. */
@@ -62,7 +63,7 @@ export interface CommentsSite {
   post(
     website: string,
     article: string,
-    fields: { author: string; content: string; "author-website"?: string },
+    fields: { author: string; content: string; "author-website"?: string; parent?: string },
   ): Promise<number>;
   /** Every comment of an article (admin route), oldest first. */
   comments(website: string, article: string): Promise<ApiComment[]>;

@@ -18,6 +18,7 @@ import {
   PAGE_SIZE,
   pageQuery,
   placeError,
+  threadLines,
 } from "../../../src/comments/browser/widget-logic.js";
 import { escapeHtml } from "../../../src/platform/html.js";
 
@@ -292,5 +293,33 @@ describe("isPosted", () => {
   it("does not take an older identical comment, nor another one", () => {
     expect(isPosted(stored, "Ann & Bob", "<b>hi</b>\nthere", 2_500)).toBe(false);
     expect(isPosted(stored, "Ann", "<b>hi</b>\nthere", 1_500)).toBe(false);
+  });
+});
+
+describe("threadLines", () => {
+  const at = (id: string, parent?: string) => ({
+    id,
+    author: `by-${id}`,
+    content: id,
+    approved: true,
+    timestamp: Number(id.replace(/\D/g, "")),
+    ...(parent === undefined ? {} : { parent }),
+  });
+  const shape = (lines: ReturnType<typeof threadLines>) =>
+    lines.map((line) => `${line.comment?.id ?? "deleted"}@${line.depth}${line.replyTo ? `>${line.replyTo}` : ""}`);
+
+  it("puts replies under their parent, depth first, at most three levels deep", () => {
+    const comments = [at("c1"), at("c2", "c1"), at("c3"), at("c4", "c2"), at("c5", "c4"), at("c6", "c1")];
+    expect(shape(threadLines(comments, true))).toEqual(["c1@0", "c2@1", "c4@2", "c5@2>by-c4", "c6@1", "c3@0"]);
+  });
+
+  it("shows a missing parent as deleted when the list is complete, as top level when older pages remain", () => {
+    const comments = [at("c2", "gone"), at("c3", "gone"), at("c4")];
+    expect(shape(threadLines(comments, true))).toEqual(["deleted@0", "c2@1", "c3@1", "c4@0"]);
+    expect(shape(threadLines(comments, false))).toEqual(["c2@0", "c3@0", "c4@0"]);
+  });
+
+  it("shows every comment once, even in a cycle of parents", () => {
+    expect(shape(threadLines([at("c1", "c2"), at("c2", "c1")], true))).toEqual(["c1@0", "c2@1"]);
   });
 });
