@@ -3,7 +3,10 @@
  * unit tests run them under Node: the session kept in `sessionStorage`, the name of the registry
  * token it creates, the list of websites typed by the moderator, the order of the pending list.
  */
+import { sessionTokenName } from "../../platform/browser/session.js";
 import { type Comment, isComment } from "./widget-logic.js";
+
+export { parseSession, type Session, TOKEN_VALIDITY_DAYS } from "../../platform/browser/session.js";
 
 /** A comment of the admin list of a website, with its website added by the page. */
 export interface ModeratedComment extends Comment {
@@ -11,24 +14,10 @@ export interface ModeratedComment extends Comment {
   readonly article: string;
 }
 
-/**
- * A signed-in moderator, as kept in `sessionStorage` (never a cookie: nothing is sent without the
- * page's script asking). `tokenName` is set when the token is a registry token the page created
- * from a user name and password, which signing out deletes; the comments admin token is not.
- */
-export interface Session {
-  readonly token: string;
-  readonly user?: string;
-  readonly tokenName?: string;
-}
-
 /** The `sessionStorage` key of the session. */
 export const SESSION_KEY = "vigie-comments-admin";
 /** The `localStorage` key of the websites typed (names only, no secret: kept across sessions). */
 export const WEBSITES_KEY = "vigie-comments-websites";
-
-/** The validity, in days, of the registry token a sign-in creates. */
-export const TOKEN_VALIDITY_DAYS = 1;
 
 /** A website name: 1–64 characters of `A-Z a-z 0-9 . _ -`. */
 const WEBSITE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -37,33 +26,10 @@ const WEBSITE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 export function isWebsiteName(text: string): boolean {
   return WEBSITE_NAME.test(text);
 }
-/**
- * The name of the registry token a sign-in creates: `comments-admin-` and 16 hex digits of the
- * random bytes given (8 bytes from `crypto.getRandomValues`), so that two tabs never collide.
- */
-export function tokenName(random: Uint8Array): string {
-  return `comments-admin-${Array.from(random, (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
-}
 
-/** The session kept as `text`, or `undefined` when there is none or it is not one. */
-export function parseSession(text: string | null): Session | undefined {
-  if (text === null) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== "object" || value === null) return undefined;
-  const token: unknown = Reflect.get(value, "token");
-  const user: unknown = Reflect.get(value, "user");
-  const name: unknown = Reflect.get(value, "tokenName");
-  if (typeof token !== "string" || token === "") return undefined;
-  return {
-    token,
-    ...(typeof user === "string" ? { user } : {}),
-    ...(typeof name === "string" ? { tokenName: name } : {}),
-  };
+/** The name of the registry token a sign-in creates: `comments-admin-` and 16 hex digits. */
+export function tokenName(random: Uint8Array): string {
+  return sessionTokenName("comments-admin-", random);
 }
 
 /**

@@ -4,8 +4,7 @@
  * `/status/status.js`; and the Content-Security-Policy that allows nothing else (no request leaves
  * for another origin, no inline script).
  */
-import { createHash } from "node:crypto";
-import { escapeHtml } from "../../platform/html.js";
+import { escapeHtml, inlineStylePageCsp } from "../../platform/html.js";
 import { formatUtc, h, type StatusData, type StatusMaintenance, statusView, type ViewNode } from "./view.js";
 
 /** Where the page loads its refresh script from. */
@@ -46,24 +45,8 @@ export const STATUS_CSS = [
   ".vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}",
 ].join("");
 
-/** The hash of {@link STATUS_CSS} that the Content-Security-Policy allows (CSP Level 2 hash source). */
-const STYLE_HASH = `'sha256-${createHash("sha256").update(STATUS_CSS).digest("base64")}'`;
-
-/**
- * The Content-Security-Policy of the page and its data: nothing by default; the script of this
- * origin, the inline style by its hash, requests to this origin only, images of this origin or
- * `data:` (the empty favicon), no base URL, no form, no framing.
- */
-export const STATUS_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  `style-src ${STYLE_HASH}`,
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
+/** The Content-Security-Policy of the page and its data: its inline style allowed by its hash. */
+export const STATUS_CSP = inlineStylePageCsp(STATUS_CSS, "'none'");
 
 /** Serialises a view node as HTML, escaping every text and attribute value (platform/html.ts). */
 export function renderHtml(node: ViewNode): string {

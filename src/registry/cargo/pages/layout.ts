@@ -3,8 +3,7 @@
  * style, the optional script, and the Content-Security-Policy that allows nothing else (no request
  * leaves for another origin, no inline script, forms only to this origin).
  */
-import { createHash } from "node:crypto";
-import { escapeHtml } from "../../../platform/html.js";
+import { escapeHtml, inlineStylePageCsp } from "../../../platform/html.js";
 
 /** Where the pages load their script from (only the sign-in of a private registry needs it). */
 export const PAGES_SCRIPT_PATH = "/registry/registry.js";
@@ -36,24 +35,8 @@ export const PAGES_CSS = [
   ".vh{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}",
 ].join("");
 
-/** The hash of {@link PAGES_CSS} that the Content-Security-Policy allows (CSP Level 2 hash source). */
-const STYLE_HASH = `'sha256-${createHash("sha256").update(PAGES_CSS).digest("base64")}'`;
-
-/**
- * The Content-Security-Policy of every page: nothing by default; the script of this origin, the
- * inline style by its hash, requests and form submissions to this origin only, images of this
- * origin or `data:` (the empty favicon), no base URL, no framing.
- */
-export const PAGES_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  `style-src ${STYLE_HASH}`,
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
+/** The Content-Security-Policy of the page: its inline style allowed by its hash. */
+export const PAGES_CSP = inlineStylePageCsp(PAGES_CSS, "'self'");
 
 /** What {@link pageHtml} wraps. */
 export interface PageFrame {
