@@ -82,11 +82,14 @@ const allowApiCommands: Validator<AllowApiCommands> = (value, path) => {
 function buildShape() {
   let rules: DefinitionRules = { minInterval: DEFAULT_MIN_INTERVAL };
   let names = new Map<string, string>();
+  /** Heartbeat ping keys given in the file, with where each is. */
+  let keys = new Map<string, string>();
 
   const minInterval: Validator<Duration> = (value, path) => {
     const parsed = value === undefined ? DEFAULT_MIN_INTERVAL : duration()(value, path);
     rules = { minInterval: parsed };
     names = new Map();
+    keys = new Map();
     return parsed;
   };
 
@@ -114,7 +117,8 @@ function buildShape() {
           { unknownKeys: "reject", tlsFiles: "paths" },
           itemPath,
         );
-        const { name, "one-off": oneOff }: Definition = definition;
+        const parsed: Definition = definition;
+        const { name, "one-off": oneOff } = parsed;
         if (oneOff) {
           throw new ValidationError(`${itemPath}.one-off`, "must be false in the configuration file", true);
         }
@@ -123,6 +127,13 @@ function buildShape() {
           throw new ValidationError(`${itemPath}.name`, `must be unique (${previous} has the same name)`, name);
         }
         names.set(name, itemPath);
+        if (parsed.kind === "heartbeat" && parsed.key !== undefined) {
+          // Ping keys are unique like names (an API heartbeat with the file's key is a 409).
+          const owner = keys.get(parsed.key);
+          if (owner !== undefined)
+            throw new ValidationError(`${itemPath}.key`, `must be unique (${owner} has the same key)`);
+          keys.set(parsed.key, itemPath);
+        }
         return definition;
       });
     };
@@ -154,6 +165,7 @@ function buildShape() {
     "dns-checks": checks("dns"),
     "tls-checks": checks("tls"),
     "command-checks": checks("command"),
+    "heartbeat-checks": checks("heartbeat"),
   } satisfies Shape;
 }
 

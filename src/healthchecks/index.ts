@@ -1,6 +1,7 @@
 /**
  * The healthchecks module (docs/healthchecks.md): periodic and one-off checks of kinds http, tcp, dns,
- * tls and command, with their latest results, behind `/healthcheck` and `/result`.
+ * tls and command, heartbeat checks that jobs ping (`/ping/<key>`), with their latest results,
+ * behind `/healthcheck` and `/result`.
  */
 import { type Cluster, changedNames, shardOf } from "../platform/cluster/index.js";
 import { ConfigError, configErrorMessage } from "../platform/config.js";
@@ -15,6 +16,9 @@ import { differingChecks, fingerprintOf, SharedResults } from "./cluster.js";
 import { configuredChecks, type HealthchecksSection, healthchecksShape } from "./config.js";
 import type { DefinitionRules } from "./definition.js";
 import { Executor } from "./execute.js";
+import { registerPingRoutes } from "./heartbeat/routes.js";
+import { HeartbeatStore } from "./heartbeat/store.js";
+import { ModuleHeartbeats, PING_TOPIC } from "./heartbeat/wiring.js";
 import { ResultHistory } from "./history.js";
 import { Maintenance } from "./maintenance/index.js";
 import { registerMaintenanceRoutes } from "./maintenance/routes.js";
@@ -165,6 +169,18 @@ export const healthchecksModule = defineModule({
       retentionMs,
       inMaintenance: maintenance.inMaintenance,
     });
+    // Heartbeat checks (docs/healthchecks.md): judged by the tracker, pinged through /ping/<key>.
+    const heartbeats = new ModuleHeartbeats({
+      store: new HeartbeatStore(context.database),
+      catalog: () => catalog,
+      logger: context.logger,
+      latest: (name) => results.get(name),
+      onLatest: (result) => shared?.record(result),
+      ...(cluster === undefined
+        ? {}
+        : { cluster: { publish: (names) => void cluster.changes.publish(PING_TOPIC, { names }) } }),
+    });
+    await heartbeats.load();
     const catalog: Catalog = new Catalog({
       storage,
       scheduler,
@@ -174,6 +190,8 @@ export const healthchecksModule = defineModule({
       logger: context.logger,
       rules,
       inMaintenance: maintenance.inMaintenance,
+      heartbeats,
+      onLog: (registration, result, timeMs) => history.record(registration.definition.name, result, timeMs),
       onResult: (registration, result, timeMs) => {
         history.record(registration.definition.name, result, timeMs);
         publisher.publish(registration.definition, result, registration.labels, timeMs);
@@ -193,10 +211,14 @@ export const healthchecksModule = defineModule({
       shared.start();
       cluster.changes.on(CHANGE_TOPIC, (data) => catalog.sync(changedNames(data)));
       cluster.changes.onResync(() => catalog.sync(undefined));
+      cluster.changes.on(PING_TOPIC, (data) => heartbeats.takePings(changedNames(data)));
+      cluster.changes.onResync(() => heartbeats.takePings(undefined));
       cluster.shards.listen({ gained: () => catalog.rebalance(), lost: () => catalog.rebalance() });
     }
-    await catalog.start(configuredChecks(section));
+    await catalog.start(await heartbeats.withKeys(configuredChecks(section)));
     alerts.start(configuredChecks(section), () => catalog.stop());
+    // Deadlines passed while the server was down are judged now, once alerts are ready.
+    heartbeats.start();
     await compareFileChecks(cluster, section, context.logger);
     const statusPage = section["status-page"];
     checkStatusPage(statusPage, catalog);
@@ -206,6 +228,7 @@ export const healthchecksModule = defineModule({
     app.addHook("onClose", async () => {
       closed = true;
       catalog.stop();
+      await heartbeats.close();
       await executor.close();
       await history.close();
       await shared?.close();
@@ -214,7 +237,7 @@ export const healthchecksModule = defineModule({
     onReload(async (fresh) => {
       if (closed) return;
       maintenance.reload(fresh.maintenance);
-      await alerts.reload(fresh, (configured) => catalog.reload(configured));
+      await alerts.reload(fresh, async (configured) => catalog.reload(await heartbeats.withKeys(configured)));
       await compareFileChecks(cluster, fresh, context.logger);
     });
 
@@ -237,6 +260,8 @@ export const healthchecksModule = defineModule({
           context.config.security["require-token"],
         ),
         references: alerts.references,
+        heartbeatState: (name) => heartbeats.stateOf(name),
+        heartbeatKeyHolder: (key) => heartbeats.nameOf(key),
       });
       alerts.routes(api);
       registerMaintenanceRoutes(api, { maintenance, checks: () => catalog.list() });
@@ -250,6 +275,8 @@ export const healthchecksModule = defineModule({
       retentionMs,
       calendar: maintenance.calendar,
     });
+    // Public: the key is the capability (docs/healthchecks.md), no token.
+    await registerPingRoutes(app, heartbeats);
     await registerBadgeRoutes(app, { catalog, results, ...freshen, history, settings: statusPage });
   },
 });

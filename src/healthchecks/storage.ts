@@ -10,6 +10,8 @@
  *   (check id, time), written in batches by history.ts.
  * - `healthcheck_alert_state`, `healthcheck_alert_history`: the alerts' state and the notifications
  *   they sent (alerts/store.ts holds their migration and queries).
+ * - `healthcheck_heartbeat`, `healthcheck_heartbeat_ping`: the heartbeats' state and generated keys,
+ *   and the pings waiting for their owner in cluster mode (heartbeat/store.ts).
  */
 
 import { type Generated, type Kysely, type Migration, sql } from "kysely";
@@ -18,6 +20,7 @@ import { runDdl } from "../platform/ddl.js";
 import { errnoCode } from "../platform/errors.js";
 import { alertMigration } from "./alerts/store.js";
 import { type Definition, toJson } from "./definition.js";
+import { heartbeatMigration } from "./heartbeat/store.js";
 
 /** The module's tables. Times are milliseconds since the epoch. */
 export type HealthcheckTables = {
@@ -48,7 +51,10 @@ export type HealthcheckTables = {
     duration: number;
     /** The (redacted) failure message; NULL for a success. */
     message: string | null;
-    /** 1 for a result of a maintenance window (left out of uptime); NULL otherwise. */
+    /**
+     * 1 for a result of a maintenance window, 2 for a heartbeat's log ping (its body in `message`,
+     * not a failure): both left out of uptime and incidents. NULL otherwise.
+     */
     maintenance: number | null;
   };
   /**
@@ -126,6 +132,9 @@ export const healthcheckMigrations: Readonly<Record<string, Migration>> = {
         "alter table healthcheck_history add column maintenance smallint",
       ]),
   },
+  // healthchecks-0006 is the incidents' migration. Heartbeats (docs/healthchecks.md): tables and
+  // queries in heartbeat/store.ts.
+  "healthchecks-0007-heartbeats": { up: heartbeatMigration },
 };
 
 type Tables = PlatformTables & HealthcheckTables;
