@@ -29,6 +29,7 @@ import {
   ValidationError,
   type Validator,
   withDefault,
+  withDefaultFrom,
 } from "../platform/validation.js";
 import { alertsValidator, dependsOnValidator, HEARTBEAT_THRESHOLDS } from "./alerts/fields.js";
 import {
@@ -204,12 +205,15 @@ const HTTP_SHAPE = {
 function heartbeatShape(context: ShapeContext) {
   const grace = withDefault(atLeastMinInterval(context.minInterval), DEFAULT_GRACE);
   const zone = withDefault(timeZone, "UTC");
-  const oneOff: Validator<false> = described(
-    (value, path) => {
-      if (value === undefined || value === false) return false;
-      throw new ValidationError(path, "must be false for heartbeat checks", value);
-    },
-    { type: "boolean", const: false, default: false },
+  const oneOff: Validator<false> = withDefault(
+    described(
+      (value, path) => {
+        if (value === false) return false;
+        throw new ValidationError(path, "must be false for heartbeat checks", value);
+      },
+      { type: "boolean", const: false },
+    ),
+    false,
   );
   return {
     name: required(name),
@@ -226,10 +230,11 @@ function heartbeatShape(context: ShapeContext) {
       zone(context.input.timezone, childPath(context.path, "timezone")),
     ),
     grace,
-    "max-duration": described((value, path) => {
-      if (value === undefined) return grace(context.input.grace, childPath(context.path, "grace"));
-      return positive(value, path);
-    }, schemaOf(positive)),
+    "max-duration": withDefaultFrom(
+      positive,
+      () => grace(context.input.grace, childPath(context.path, "grace")),
+      "how long a started run may take; default: the grace",
+    ),
     key: optional(heartbeatKey),
   };
 }

@@ -22,7 +22,7 @@ import { describedPaths, expectDescribedAnswer, expectDescribedStatus, type Path
 import { freePort, temporaryDirectory } from "../support/process.js";
 import { startTestServer } from "../support/server.js";
 import { rawUpgrade } from "../support/websocket.js";
-import { type FuzzContext, type FuzzRequest, type FuzzRoute, fuzzRoutes } from "./routes.js";
+import { FUZZ_HEARTBEAT_KEY, type FuzzContext, type FuzzRequest, type FuzzRoute, fuzzRoutes } from "./routes.js";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_123);
@@ -85,6 +85,13 @@ beforeAll(async () => {
     (await server.app.inject({ method: "POST", url: "/api/v1/stream/fuzz", payload: { config } })).statusCode,
   ).toBe(201);
   adminToken = created.json().token;
+  // A heartbeat whose key the ping routes are fuzzed with (docs/healthchecks.md).
+  const heartbeat = await server.app.inject({
+    method: "POST",
+    url: "/healthcheck/heartbeat",
+    payload: { name: "fuzz-heartbeat", period: "1h", key: FUZZ_HEARTBEAT_KEY },
+  });
+  expect(heartbeat.statusCode).toBe(201);
   described = await describedPaths(server.app);
   await server.app.listen({ host: "127.0.0.1", port: 0 });
   const address = server.app.server.address();
@@ -124,6 +131,10 @@ async function send(route: FuzzRoute, request: FuzzRequest) {
 /** Whether an answer keeps the rules: a 2xx or 3xx, or a 4xx with `{"error": "<sentence>"}`. */
 function checkAnswer(route: FuzzRoute, status: number, text: string): void {
   if (status < 400) return;
+  if (route.plainTextErrors === true && status < 500 && !text.startsWith("{")) {
+    if (text.trim() === "") throw new Error(`answer ${status} without a sentence`);
+    return;
+  }
   let body: unknown;
   try {
     body = JSON.parse(text);

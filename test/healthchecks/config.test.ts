@@ -52,6 +52,7 @@ describe("the healthchecks section", () => {
       "dns-checks": [],
       "tls-checks": [],
       "command-checks": [],
+      "heartbeat-checks": [],
     });
   });
 

@@ -106,6 +106,8 @@ interface Entry extends HeapItem {
   runs: OpenRun[];
   /** When the heap must wake this entry up; +∞ when nothing is due. */
   deadlineMs: number;
+  /** The time of the last result or log reported, milliseconds. */
+  lastEventMs: number;
 }
 
 const NODE_TIMERS: TrackerTimers = {
@@ -191,6 +193,7 @@ export class HeartbeatTracker {
         expectedMs: snapshot?.expectedMs,
         runs: snapshot === undefined ? [] : snapshot.runs.slice(-MAX_OPEN_RUNS),
         deadlineMs: Number.POSITIVE_INFINITY,
+        lastEventMs: Number.NEGATIVE_INFINITY,
         heapIndex: -1,
       };
       this.#entries.set(name, entry);
@@ -361,7 +364,11 @@ export class HeartbeatTracker {
     durationMs: number,
     timeMs: number,
   ): void {
-    this.#onEvent({ type, name: entry.name, success, message, durationMs, timeMs, state: entry.state });
+    // The history keys results by (check, millisecond): two pings within one millisecond (a start
+    // and its end) are stored a millisecond apart rather than one of them dropped.
+    const at = type === "state" ? timeMs : Math.max(timeMs, entry.lastEventMs + 1);
+    if (type !== "state") entry.lastEventMs = at;
+    this.#onEvent({ type, name: entry.name, success, message, durationMs, timeMs: at, state: entry.state });
   }
 
   /** Arms the one timer for the heap's head, unless it is armed for that time already. */
