@@ -65,9 +65,9 @@ export async function registerPingRoutes(app: FastifyInstance, heartbeats: Modul
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser(RAW, (_request, payload, done) => readBounded(payload, done));
-    // Every media type, a malformed Content-Type included, is read as bytes (no 415).
+    // Every media type, none and a malformed Content-Type included, is read as bytes (no 415).
     scope.addHook("preParsing", async (request) => {
-      if (request.headers["content-type"] !== undefined) request.headers["content-type"] = RAW;
+      request.headers["content-type"] = RAW;
     });
     const handle = async (
       request: FastifyRequest<{ Params: { key: string; signal?: string } }>,
