@@ -65,6 +65,8 @@ export interface HeartbeatHost {
   placed(registration: Registration, runsHere: boolean): void;
   /** A heartbeat no longer registered (deleted, replaced by another kind, or removed from the file). */
   removed(registration: Registration): void;
+  /** A log ping, as a result marked `log` (the history keeps it). Must not throw nor await. */
+  logged(result: HealthcheckResult, timeMs: number): void;
 }
 
 /** What a heartbeat's result carries beyond an execution (its state now). */
@@ -97,8 +99,6 @@ export interface CatalogOptions {
    * not throw nor await: it runs on the scheduler's path.
    */
   readonly onResult?: (registration: Registration, result: HealthcheckResult, timeMs: number) => void;
-  /** Called with a heartbeat's log ping (docs/healthchecks.md): the history keeps it. Must not throw nor await. */
-  readonly onLog?: (registration: Registration, result: HealthcheckResult, timeMs: number) => void;
   /**
    * Whether a result of check `name` ending at `timeMs` (milliseconds since the epoch) comes during
    * one of its maintenance windows: such a result carries `maintenance: true`. Runs on the
@@ -514,7 +514,7 @@ export class Catalog {
     if (registration.labels !== undefined) result.labels = registration.labels;
     if (extras?.log === true) {
       // A log ping changes nothing: the history keeps its body (history.ts), nothing else sees it.
-      this.#options.onLog?.(registration, { ...result, log: true }, execution.time);
+      this.#options.heartbeats?.logged({ ...result, log: true }, execution.time);
       return;
     }
     this.#options.results.set(result);

@@ -3,6 +3,7 @@
  * tls and command, heartbeat checks that jobs ping (`/ping/<key>`), with their latest results,
  * behind `/healthcheck` and `/result`.
  */
+import type { FastifyInstance } from "fastify";
 import { type Cluster, changedNames, shardOf } from "../platform/cluster/index.js";
 import { ConfigError, configErrorMessage } from "../platform/config.js";
 import { defineModule, type ModuleContext } from "../platform/module.js";
@@ -116,6 +117,48 @@ function newHistory(context: ModuleContext, retentionMs: number): ResultHistory 
 }
 
 /**
+ * Heartbeat checks (docs/healthchecks.md): judged by the tracker for the shards this instance owns,
+ * pinged through `/ping/<key>` on any instance, their stored states read.
+ */
+async function newHeartbeats(
+  app: FastifyInstance,
+  context: ModuleContext,
+  module: {
+    catalog: () => Catalog;
+    results: ResultStore;
+    history: ResultHistory;
+    shared: () => SharedResults | undefined;
+  },
+): Promise<ModuleHeartbeats> {
+  const { catalog, results, history, shared } = module;
+  const cluster = context.cluster;
+  const heartbeats = new ModuleHeartbeats({
+    store: new HeartbeatStore(context.database),
+    catalog,
+    logger: context.logger,
+    latest: (name) => results.get(name),
+    onLatest: (result) => shared()?.record(result),
+    onLog: (result, timeMs) => history.record(result.name, result, timeMs),
+    ...(cluster === undefined
+      ? {}
+      : { cluster: { publish: (names) => void cluster.changes.publish(PING_TOPIC, { names }) } }),
+  });
+  if (cluster !== undefined) {
+    // Pings other instances stored for the heartbeats this one judges (docs/cluster.md).
+    cluster.changes.on(PING_TOPIC, (data) => heartbeats.takePings(changedNames(data)));
+    cluster.changes.onResync(() => heartbeats.takePings(undefined));
+  }
+  await heartbeats.load();
+  // Deadlines (those passed while the server was down first) are judged once alerts are ready.
+  app.addHook("onReady", async () => heartbeats.start());
+  // Stops judging and writes the changed states (the database closes after the modules).
+  app.addHook("onClose", () => heartbeats.close());
+  // Public: the key is the capability (docs/healthchecks.md), no token.
+  await registerPingRoutes(app, heartbeats);
+  return heartbeats;
+}
+
+/**
  * The module, for the `modules` list of src/server.ts. Its plugin builds the scheduler and the
  * catalog, restores the stored checks and schedules the configured ones, re-reads the configured
  * ones on SIGHUP, and serves the routes of routes.ts (behind the API guard with
@@ -169,18 +212,8 @@ export const healthchecksModule = defineModule({
       retentionMs,
       inMaintenance: maintenance.inMaintenance,
     });
-    // Heartbeat checks (docs/healthchecks.md): judged by the tracker, pinged through /ping/<key>.
-    const heartbeats = new ModuleHeartbeats({
-      store: new HeartbeatStore(context.database),
-      catalog: () => catalog,
-      logger: context.logger,
-      latest: (name) => results.get(name),
-      onLatest: (result) => shared?.record(result),
-      ...(cluster === undefined
-        ? {}
-        : { cluster: { publish: (names) => void cluster.changes.publish(PING_TOPIC, { names }) } }),
-    });
-    await heartbeats.load();
+    const parts = { catalog: () => catalog, results, history, shared: () => shared };
+    const heartbeats = await newHeartbeats(app, context, parts);
     const catalog: Catalog = new Catalog({
       storage,
       scheduler,
@@ -191,7 +224,6 @@ export const healthchecksModule = defineModule({
       rules,
       inMaintenance: maintenance.inMaintenance,
       heartbeats,
-      onLog: (registration, result, timeMs) => history.record(registration.definition.name, result, timeMs),
       onResult: (registration, result, timeMs) => {
         history.record(registration.definition.name, result, timeMs);
         publisher.publish(registration.definition, result, registration.labels, timeMs);
@@ -211,14 +243,10 @@ export const healthchecksModule = defineModule({
       shared.start();
       cluster.changes.on(CHANGE_TOPIC, (data) => catalog.sync(changedNames(data)));
       cluster.changes.onResync(() => catalog.sync(undefined));
-      cluster.changes.on(PING_TOPIC, (data) => heartbeats.takePings(changedNames(data)));
-      cluster.changes.onResync(() => heartbeats.takePings(undefined));
       cluster.shards.listen({ gained: () => catalog.rebalance(), lost: () => catalog.rebalance() });
     }
     await catalog.start(await heartbeats.withKeys(configuredChecks(section)));
     alerts.start(configuredChecks(section), () => catalog.stop());
-    // Deadlines passed while the server was down are judged now, once alerts are ready.
-    heartbeats.start();
     await compareFileChecks(cluster, section, context.logger);
     const statusPage = section["status-page"];
     checkStatusPage(statusPage, catalog);
@@ -228,7 +256,6 @@ export const healthchecksModule = defineModule({
     app.addHook("onClose", async () => {
       closed = true;
       catalog.stop();
-      await heartbeats.close();
       await executor.close();
       await history.close();
       await shared?.close();
@@ -260,8 +287,7 @@ export const healthchecksModule = defineModule({
           context.config.security["require-token"],
         ),
         references: alerts.references,
-        heartbeatState: (name) => heartbeats.stateOf(name),
-        heartbeatKeyHolder: (key) => heartbeats.nameOf(key),
+        heartbeats,
       });
       alerts.routes(api);
       registerMaintenanceRoutes(api, { maintenance, checks: () => catalog.list() });
@@ -275,8 +301,6 @@ export const healthchecksModule = defineModule({
       retentionMs,
       calendar: maintenance.calendar,
     });
-    // Public: the key is the capability (docs/healthchecks.md), no token.
-    await registerPingRoutes(app, heartbeats);
     await registerBadgeRoutes(app, { catalog, results, ...freshen, history, settings: statusPage });
   },
 });

@@ -139,10 +139,13 @@ export interface HealthcheckRoutesOptions {
    * of `changed` once applied; `replacing` for a bulk payload (docs/alerts.md).
    */
   readonly references?: (changed: readonly Definition[], replacing: boolean) => ReferenceProblem | undefined;
-  /** The state of heartbeat `name`, shown read-only in its definition (docs/healthchecks.md). */
-  readonly heartbeatState?: (name: string) => HeartbeatState;
-  /** The name of the heartbeat whose ping key is `key`, for the 409 of a duplicate key. */
-  readonly heartbeatKeyHolder?: (key: string) => string | undefined;
+  /** Heartbeat checks (docs/healthchecks.md): their states and their keys. */
+  readonly heartbeats?: {
+    /** The state of heartbeat `name`, shown read-only in its definition. */
+    stateOf(name: string): HeartbeatState;
+    /** The name of the heartbeat whose ping key is `key`, for the 409 of a duplicate key. */
+    nameOf(key: string): string | undefined;
+  };
 }
 
 /**
@@ -175,6 +178,7 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
   const { catalog, results, history, rules, allowCommands } = options;
   const freshen = options.freshen ?? (async () => {});
   const existing: ExistingDefinition = (name) => catalog.get(name)?.definition;
+  const keyHolder = options.heartbeats === undefined ? undefined : (key: string) => options.heartbeats?.nameOf(key);
   // Cluster mode: another instance may judge a heartbeat; its state comes with its latest result.
   const freshenHeartbeats = () =>
     catalog.list().some((registration) => registration.definition.kind === "heartbeat") ? freshen() : Promise.resolve();
@@ -196,7 +200,7 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
       }
       const problem = options.references?.([definition], false);
       if (problem !== undefined) throw new InvalidError(`invalid healthcheck: ${problem.error.message}`);
-      checkKeys([definition], options.heartbeatKeyHolder);
+      checkKeys([definition], keyHolder);
       await catalog.upsert(definition);
       if (definition.kind === "heartbeat") {
         return reply.code(201).send({ message: "Healthcheck successfully added", key: definition.key });
@@ -213,19 +217,15 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     if (problem !== undefined) throw new InvalidError(`invalid healthcheck ${problem.check}: ${problem.error.message}`);
     // A key may move from an API heartbeat the payload removes to one it adds.
     const kept = new Set(definitions.map((definition) => definition.name));
-    checkKeys(
-      definitions,
-      options.heartbeatKeyHolder,
-      (name) => catalog.get(name)?.source === "api" && !kept.has(name),
-    );
+    checkKeys(definitions, keyHolder, (name) => catalog.get(name)?.source === "api" && !kept.has(name));
     await catalog.replaceApiChecks(definitions);
     return reply.code(201).send({ message: "Healthchecks successfully added" });
   });
 
   // A heartbeat's definition shows its state, read-only (never stored: it is not part of it).
   const viewOf = (registration: Registration) =>
-    registration.definition.kind === "heartbeat" && options.heartbeatState !== undefined
-      ? { ...registration.view, state: options.heartbeatState(registration.definition.name) }
+    registration.definition.kind === "heartbeat" && options.heartbeats !== undefined
+      ? { ...registration.view, state: options.heartbeats.stateOf(registration.definition.name) }
       : registration.view;
 
   app.get("/healthcheck", { config: { openapi: LIST_CHECKS } }, async () => {

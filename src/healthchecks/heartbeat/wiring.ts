@@ -59,6 +59,8 @@ export interface ModuleHeartbeatsOptions {
   readonly cluster?: HeartbeatCluster;
   /** Called with a heartbeat's latest result after its state changed without a new result. */
   readonly onLatest?: (result: HealthcheckResult) => void;
+  /** Called with a log ping as a result marked `log` (the history keeps it). */
+  readonly onLog?: (result: HealthcheckResult, timeMs: number) => void;
   /** The latest result of a check (for the state of a heartbeat judged by another instance). */
   readonly latest?: (name: string) => HealthcheckResult | undefined;
   /** The wall clock, milliseconds since the epoch. */
@@ -186,6 +188,10 @@ export class ModuleHeartbeats implements HeartbeatHost {
     this.#preloaded.delete(definition.name);
     this.tracker.track(definition.name, rhythm, tracked ? undefined : preloaded);
     if (!tracked && preloaded === undefined && this.#options.cluster !== undefined) this.#adopt(definition.name);
+  }
+
+  logged(result: HealthcheckResult, timeMs: number): void {
+    this.#options.onLog?.(result, timeMs);
   }
 
   removed(registration: Registration): void {
