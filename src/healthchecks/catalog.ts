@@ -135,6 +135,16 @@ function secretSourceOf(definition: Definition): SecretSource | undefined {
   return definition.kind === "http" ? definition : undefined;
 }
 
+/** The latest result of a heartbeat replaced by a heartbeat (read before it is deleted), else undefined. */
+function heartbeatResultKept(
+  existing: Registration | undefined,
+  definition: Definition,
+  results: ResultStore,
+): HealthcheckResult | undefined {
+  if (existing?.definition.kind !== "heartbeat" || definition.kind !== "heartbeat") return undefined;
+  return results.get(definition.name);
+}
+
 function byName(a: { name: string }, b: { name: string }): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
@@ -417,6 +427,7 @@ export class Catalog {
       }
       return "unchanged";
     }
+    const kept = heartbeatResultKept(existing, definition, this.#options.results);
     if (existing !== undefined) {
       // The result belongs to the old definition; the series stays when the labels do.
       this.#options.results.delete(definition.name);
@@ -431,6 +442,8 @@ export class Catalog {
       shard: this.#options.ownership?.shardOf(definition.name) ?? 0,
     };
     this.#checks.set(definition.name, registration);
+    // A heartbeat edited (a new grace) keeps its state: its latest result stays, showing the new definition.
+    if (kept !== undefined) this.#options.results.set({ ...kept, configuration: registration.view });
     if (existing?.definition.kind === "heartbeat" && definition.kind !== "heartbeat") {
       this.#options.heartbeats?.removed(existing);
     }

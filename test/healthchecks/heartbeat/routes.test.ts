@@ -186,6 +186,16 @@ describe.each(DATABASE_KINDS)("heartbeat checks on $kind", ({ kind, skip }) => {
     expect(successes).toBe(results.length - 1);
   });
 
+  it.skipIf(skip)("keeps the state and the latest result of a heartbeat whose definition changes", async () => {
+    const before = (await call(server, "GET", "/result/a")).json;
+    expect((await call(server, "POST", "/healthcheck/heartbeat", { name: "a", period: "3h", key: KEY })).status).toBe(
+      201,
+    );
+    const after = (await call(server, "GET", "/result/a")).json;
+    expect(after).toMatchObject({ timestamp: before.timestamp, state: before.state, configuration: { period: "3h" } });
+    expect((await call(server, "GET", "/healthcheck/a")).json.state).toBe(before.state);
+  });
+
   it.skipIf(skip)("takes heartbeat-checks in bulk", async () => {
     const bulk = await call(server, "POST", "/healthcheck/bulk", {
       "heartbeat-checks": [
