@@ -90,6 +90,8 @@ export class ModuleHeartbeats implements HeartbeatHost {
   #preloaded = new Map<string, HeartbeatSnapshot>();
   /** Names whose state changed since the last write (an untracked one: its stored state is forgotten). */
   #dirty = new Set<string>();
+  /** The last state of heartbeats whose shard moved away, until it is written. */
+  readonly #leaving = new Map<string, HeartbeatSnapshot>();
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
   #flushes = 0;
@@ -171,10 +173,14 @@ export class ModuleHeartbeats implements HeartbeatHost {
     if (definition.kind !== "heartbeat") return;
     this.#index(definition);
     if (!runsHere) {
-      if (this.tracker.has(definition.name)) {
-        // The shard moved away: its new owner reads the state written now.
+      const snapshot = this.tracker.snapshotOf(definition.name);
+      if (snapshot !== undefined) {
+        // The shard moved away: its new owner reads the state written now; pings from now on are
+        // stored for it.
+        this.tracker.untrack(definition.name);
+        this.#leaving.set(definition.name, snapshot);
         this.#dirty.add(definition.name);
-        void this.#flush().then(() => this.tracker.untrack(definition.name));
+        void this.#flush();
       }
       return;
     }
@@ -204,6 +210,7 @@ export class ModuleHeartbeats implements HeartbeatHost {
     }
     this.tracker.untrack(name);
     this.#preloaded.delete(name);
+    this.#leaving.delete(name);
     this.#dirty.add(name);
   }
 
@@ -308,9 +315,17 @@ export class ModuleHeartbeats implements HeartbeatHost {
     const batch = this.#dirty;
     this.#dirty = new Set();
     const rows: Array<[string, HeartbeatSnapshot | undefined]> = [];
-    for (const name of batch) rows.push([name, this.tracker.snapshotOf(name)]);
+    const catalog = this.#options.catalog();
+    for (const name of batch) {
+      const snapshot = this.tracker.snapshotOf(name) ?? this.#leaving.get(name);
+      // Not judged here but still registered: another instance judges it and writes its state.
+      if (snapshot === undefined && catalog.get(name) !== undefined) continue;
+      rows.push([name, snapshot]);
+    }
+    if (rows.length === 0) return;
     try {
       await this.#options.store.saveSnapshots(rows, this.#now());
+      for (const [name] of rows) this.#leaving.delete(name);
     } catch (error) {
       for (const [name] of rows) this.#dirty.add(name);
       this.#options.logger.warn(
