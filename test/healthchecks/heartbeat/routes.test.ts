@@ -196,6 +196,22 @@ describe.each(DATABASE_KINDS)("heartbeat checks on $kind", ({ kind, skip }) => {
     expect((await call(server, "GET", "/healthcheck/a")).json.state).toBe(before.state);
   });
 
+  it.skipIf(skip)("answers 429 with Retry-After past 10 pings a second per key", async () => {
+    const created = await call(server, "POST", "/healthcheck/heartbeat", { name: "chatty", period: "1h" });
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () => call(server, "GET", `/ping/${created.json.key}/log`)),
+    );
+    const limited = answers.filter((answer) => answer.status === 429);
+    // 30 pings within at most a couple of seconds: some were over the limit.
+    expect(limited.length).toBeGreaterThanOrEqual(10);
+    expect(limited[0]?.headers["retry-after"]).toBe("1");
+    expect(limited[0]?.headers["content-type"]).toBe("text/plain; charset=utf-8");
+    expect(answers.filter((answer) => answer.status === 200).length).toBeGreaterThanOrEqual(10);
+    // Another key is not affected.
+    expect((await call(server, "GET", `/ping/${KEY}/log`)).status).toBe(200);
+    await call(server, "DELETE", "/healthcheck/chatty");
+  });
+
   it.skipIf(skip)("takes heartbeat-checks in bulk", async () => {
     const bulk = await call(server, "POST", "/healthcheck/bulk", {
       "heartbeat-checks": [

@@ -5,7 +5,7 @@
  * and 10 000 heartbeats on one timer.
  */
 import { describe, expect, it } from "vitest";
-import { validateDefinition } from "../../../src/healthchecks/definition.js";
+import { validateDefinition, viewOf } from "../../../src/healthchecks/definition.js";
 import { bodyText, MAX_PING_BODY_BYTES, PingRateLimiter, signalOf } from "../../../src/healthchecks/heartbeat/pings.js";
 import { gapMs, nextExpected, rhythmOf } from "../../../src/healthchecks/heartbeat/schedule.js";
 import {
@@ -15,6 +15,8 @@ import {
   type PingSignal,
   type TrackerTimers,
 } from "../../../src/healthchecks/heartbeat/tracker.js";
+import { resultEvent } from "../../../src/healthchecks/result-events.js";
+import type { HealthcheckResult } from "../../../src/healthchecks/results.js";
 
 const RULES = { minInterval: { text: "1s", milliseconds: 1_000 } };
 const MINUTE = 60_000;
@@ -311,5 +313,38 @@ describe("pings", () => {
     limiter.take("b", 3_000);
     limiter.take("c", 3_000);
     expect(limiter.size).toBeLessThanOrEqual(3);
+  });
+});
+
+describe("stream events of heartbeat results", () => {
+  const heartbeat = (fields: Record<string, unknown>) => {
+    const definition = validateDefinition("heartbeat", { name: "job", ...fields }, RULES, { unknownKeys: "ignore" });
+    const result: HealthcheckResult = {
+      name: "job",
+      configuration: viewOf(definition, "api"),
+      success: true,
+      timestamp: "2026-03-28T02:00:00.000Z",
+      message: "é".repeat(40 * 1024),
+      duration: 0,
+      state: "up",
+    };
+    return resultEvent(definition, result, undefined);
+  };
+
+  it("have host heartbeat and live the period (or the schedule's gap) plus the grace", () => {
+    expect(heartbeat({ period: "10m", grace: "5m" })).toMatchObject({
+      host: "heartbeat",
+      ttl: 900,
+      tags: ["healthcheck", "heartbeat"],
+    });
+    // Around the spring change in Paris: from 03:00 (the end of the skipped hour, 01:00 UTC) on
+    // the 29th to 02:30 (00:30 UTC) on the 30th is 23 h 30 min, plus the grace.
+    expect(heartbeat({ schedule: "30 2 * * *", timezone: "Europe/Paris", grace: "1h" }).ttl).toBe(24.5 * 3600);
+  });
+
+  it("carry the first 64 KiB of the message, whole characters", () => {
+    const description = String(heartbeat({ period: "1h" }).description);
+    expect(Buffer.byteLength(description)).toBe(64 * 1024);
+    expect(description).toBe("é".repeat(32 * 1024));
   });
 });
