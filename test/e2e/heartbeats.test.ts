@@ -55,6 +55,7 @@ describe("heartbeat checks in the real process", () => {
     const base = vigie.baseUrl;
     const json = async (path: string) => {
       const response = await fetch(`${base}${path}`);
+      // biome-ignore lint/suspicious/noExplicitAny: test code reads arbitrary JSON shapes
       return { status: response.status, body: (await response.json()) as Record<string, any> };
     };
 
