@@ -4,13 +4,14 @@
  * `/ping/<key>/<start|fail|log|0-255>`, with an optional `?rid=<uuid>`. Answers are plain text for
  * curl and wget: `200 OK`, `404 not found` (the same for a key that never existed and a deleted
  * one), `429` with `Retry-After`. Any body of any media type is read as bytes, its first 100 KiB
- * kept and the rest read and dropped (never a 413 nor a 415). No Origin refusal: only the Host
+ * kept and the rest read and dropped (never a 413 nor a 415); `503` when a ping received for
+ * another instance could not be stored for it. No Origin refusal: only the Host
  * rule of every route applies (curl sends no Origin; a key is all a ping needs anyway).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { RouteDescription } from "../../platform/openapi.js";
 import { bodyText, isRid, MAX_PING_BODY_BYTES, signalOf } from "./pings.js";
-import type { ModuleHeartbeats } from "./wiring.js";
+import type { ModuleHeartbeats, PingAnswer } from "./wiring.js";
 
 const TEXT = "text/plain; charset=utf-8";
 
@@ -30,7 +31,7 @@ function description(summary: string): RouteDescription {
     },
     query: { rid: { type: "string", format: "uuid", description: "pairs a start with its end when runs overlap" } },
     success: { mediaType: "text/plain", schema: ANSWER, description: "OK" },
-    errors: [400, 404, 429],
+    errors: [400, 404, 429, 503],
   };
 }
 
@@ -81,7 +82,16 @@ export async function registerPingRoutes(app: FastifyInstance, heartbeats: Modul
         return text(reply, 400, "invalid rid: must be a UUID given once\n");
       }
       const body = Buffer.isBuffer(request.body) ? bodyText(request.body) : "";
-      const answer = await heartbeats.ping(request.params.key, signal, rid?.toLowerCase(), body);
+      let answer: PingAnswer;
+      try {
+        answer = await heartbeats.ping(request.params.key, signal, rid?.toLowerCase(), body);
+      } catch (error) {
+        // Cluster mode: the ping could not be stored for the instance that judges it. Not answered
+        // 200, so curl --retry and vigie run try again.
+        request.log.warn({ err: error }, "could not store a heartbeat ping for its owner");
+        reply.header("retry-after", "1");
+        return text(reply, 503, "unavailable, try again\n");
+      }
       if (answer.kind === "unknown") return text(reply, 404, "not found\n");
       if (answer.kind === "limited") {
         reply.header("retry-after", String(answer.retryAfter));
