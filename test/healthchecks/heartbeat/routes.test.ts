@@ -257,6 +257,21 @@ describe.each(DATABASE_KINDS)("heartbeat checks on $kind", ({ kind, skip }) => {
   });
 });
 
+describe("the status page's data", () => {
+  it("shows a heartbeat's state", async () => {
+    const server = await start("sqlite::memory:", { "status-page": { enabled: true } });
+    try {
+      await call(server, "POST", "/healthcheck/heartbeat", { name: "shown", period: "1h", key: KEY });
+      await call(server, "POST", `/ping/${KEY}/start`);
+      const data = (await call(server, "GET", "/status/data")).json;
+      const checks = data.groups.flatMap((group: { checks: unknown[] }) => group.checks);
+      expect(checks).toMatchObject([{ name: "shown", state: "up", heartbeat: "started" }]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("configuration-file heartbeats", () => {
   it("keep a generated key across restarts", async () => {
     const database = await createTestDatabase("sqlite");
