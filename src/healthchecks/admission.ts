@@ -4,7 +4,8 @@
  * docs/security.md):
  *
  * 1. the rules of definition.ts, TLS files being names relative to `healthchecks.tls-directory`;
- * 2. `<redacted>` put back: a string containing `<redacted>` takes the value of the existing check
+ * 2. a heartbeat without `key` given the existing heartbeat's key, or a new one;
+ *    `<redacted>` put back: a string containing `<redacted>` takes the value of the existing check
  *    of the same name (from the API or the configuration file) at the same place, when that
  *    value's redacted form is exactly the posted string (redaction.ts), so GET → edit → POST
  *    round-trips. A one-off check resolves it the same way (it reads the existing check, and never
@@ -17,6 +18,7 @@
 import { described, type Validator } from "../platform/validation.js";
 import type { Definition, DefinitionRules, Kind } from "./definition.js";
 import { definitionSchema, toJson, validateDefinition } from "./definition.js";
+import { newKey } from "./heartbeat/fields.js";
 import { containsRedacted, restoreRedacted } from "./redaction.js";
 import { checkTlsFiles, type TlsFileFields } from "./tls-files.js";
 
@@ -42,12 +44,24 @@ export function parseApiDefinition(
   rules: DefinitionRules,
   existing: ExistingDefinition,
 ): Definition {
-  const posted = validateDefinition(kind, body, rules, API);
+  const posted = withKey(validateDefinition(kind, body, rules, API), existing);
   const json = toJson(posted);
   if (!containsRedacted(json)) return posted;
   const current = existing(posted.name);
   const restored = restoreRedacted(json, current === undefined ? undefined : toJson(current));
   return validateDefinition(kind, restored, rules, API);
+}
+
+/**
+ * A heartbeat posted without `key` keeps the key of the existing heartbeat of its name, so that
+ * re-posting a definition does not break the cron lines that ping it; a new heartbeat gets a new
+ * key of 128 random bits (docs/healthchecks.md, "Heartbeat checks"). Other kinds pass unchanged.
+ */
+function withKey(definition: Definition, existing: ExistingDefinition): Definition {
+  if (definition.kind !== "heartbeat" || definition.key !== undefined) return definition;
+  const current = existing(definition.name);
+  const key = current?.kind === "heartbeat" && current.key !== undefined ? current.key : newKey();
+  return { ...definition, key };
 }
 
 /**

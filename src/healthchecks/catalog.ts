@@ -25,6 +25,7 @@ import {
   viewOf,
 } from "./definition.js";
 import type { Execution, Executor } from "./execute.js";
+import type { HeartbeatState } from "./heartbeat/tracker.js";
 import type { CheckSeries, HealthcheckMetrics } from "./metrics.js";
 import { redactLabels, redactMessage, type SecretSource } from "./redaction.js";
 import type { HealthcheckResult, ResultStore } from "./results.js";
@@ -53,6 +54,26 @@ export interface ShardOwnership {
   shardOf(name: string): number;
   /** Whether this instance holds the lease of `shard` now (confirmed before each run). */
   owns(shard: number): boolean;
+}
+
+/**
+ * Where heartbeat checks go instead of the scheduler (heartbeat/wiring.ts): their job pings, and
+ * the instance that owns a heartbeat's shard judges its deadlines.
+ */
+export interface HeartbeatHost {
+  /** A heartbeat registered, replaced, or whose shard moved; `runsHere`: this instance judges it. */
+  placed(registration: Registration, runsHere: boolean): void;
+  /** A heartbeat no longer registered (deleted, replaced by another kind, or removed from the file). */
+  removed(registration: Registration): void;
+  /** A log ping, as a result marked `log` (the history keeps it). Must not throw nor await. */
+  logged(result: HealthcheckResult, timeMs: number): void;
+}
+
+/** What a heartbeat's result carries beyond an execution (its state now). */
+export interface HeartbeatExtras {
+  readonly state: HeartbeatState;
+  /** A log ping: history only, the latest result unchanged. */
+  readonly log?: boolean;
 }
 
 /** What the catalog logs (a pino logger fits). */
@@ -84,6 +105,8 @@ export interface CatalogOptions {
    * scheduler's path: must not throw nor await.
    */
   readonly inMaintenance?: (name: string, timeMs: number) => boolean;
+  /** Where heartbeat checks go; without it they are registered and never judged. */
+  readonly heartbeats?: HeartbeatHost;
   /** Cluster mode: only the checks of the shards this instance owns are scheduled. */
   readonly ownership?: ShardOwnership;
   /**
@@ -110,6 +133,16 @@ const DONE: Promise<void> = Promise.resolve();
 /** What of a check holds secrets scrubbed from its messages: an http check's headers, query, path and body. */
 function secretSourceOf(definition: Definition): SecretSource | undefined {
   return definition.kind === "http" ? definition : undefined;
+}
+
+/** The latest result of a heartbeat replaced by a heartbeat (read before it is deleted), else undefined. */
+function heartbeatResultKept(
+  existing: Registration | undefined,
+  definition: Definition,
+  results: ResultStore,
+): HealthcheckResult | undefined {
+  if (existing?.definition.kind !== "heartbeat" || definition.kind !== "heartbeat") return undefined;
+  return results.get(definition.name);
 }
 
 function byName(a: { name: string }, b: { name: string }): number {
@@ -215,7 +248,8 @@ export class Catalog {
     for (const registration of this.#checks.values()) {
       const name = registration.definition.name;
       const owned = this.#owns(registration);
-      if (owned && !scheduler.has(name)) this.#schedule(registration);
+      if (registration.definition.kind === "heartbeat") this.#options.heartbeats?.placed(registration, owned);
+      else if (owned && !scheduler.has(name)) this.#schedule(registration);
       else if (!owned && scheduler.has(name)) scheduler.remove(name);
     }
   }
@@ -393,6 +427,7 @@ export class Catalog {
       }
       return "unchanged";
     }
+    const kept = heartbeatResultKept(existing, definition, this.#options.results);
     if (existing !== undefined) {
       // The result belongs to the old definition; the series stays when the labels do.
       this.#options.results.delete(definition.name);
@@ -407,7 +442,15 @@ export class Catalog {
       shard: this.#options.ownership?.shardOf(definition.name) ?? 0,
     };
     this.#checks.set(definition.name, registration);
-    if (this.#owns(registration)) this.#schedule(registration);
+    // A heartbeat edited (a new grace) keeps its state: its latest result stays, showing the new definition.
+    if (kept !== undefined) this.#options.results.set({ ...kept, configuration: registration.view });
+    if (existing?.definition.kind === "heartbeat" && definition.kind !== "heartbeat") {
+      this.#options.heartbeats?.removed(existing);
+    }
+    if (definition.kind === "heartbeat") {
+      this.#options.scheduler.remove(definition.name);
+      this.#options.heartbeats?.placed(registration, this.#owns(registration));
+    } else if (this.#owns(registration)) this.#schedule(registration);
     else this.#options.scheduler.remove(definition.name);
     return existing === undefined ? "added" : "changed";
   }
@@ -417,7 +460,8 @@ export class Catalog {
   }
 
   #schedule(registration: Registration): void {
-    const interval = registration.definition.interval?.milliseconds;
+    const { definition } = registration;
+    const interval = definition.kind === "heartbeat" ? undefined : definition.interval?.milliseconds;
     if (interval === undefined) throw new Error(`healthcheck ${registration.definition.name} has no interval`);
     this.#options.scheduler.add(registration.definition.name, interval, () => this.#run(registration));
   }
@@ -428,6 +472,7 @@ export class Catalog {
     this.#options.scheduler.remove(name);
     this.#options.results.delete(name);
     this.#options.metrics.remove(name);
+    if (registration.definition.kind === "heartbeat") this.#options.heartbeats?.removed(registration);
   }
 
   #run(registration: Registration): Promise<void> {
@@ -440,8 +485,29 @@ export class Catalog {
       .then((execution) => this.#record(registration, execution));
   }
 
+  /**
+   * Keeps a heartbeat's ping or missed deadline as its latest result (a log ping goes to the
+   * history only), counts it and passes it on, exactly as a periodic execution of another kind.
+   * Ignored when `name` is no longer a registered heartbeat.
+   */
+  recordHeartbeat(name: string, execution: Execution, extras: HeartbeatExtras): void {
+    const registration = this.#checks.get(name);
+    if (registration?.definition.kind !== "heartbeat") return;
+    this.#record(registration, execution, extras);
+  }
+
+  /**
+   * Changes the state shown in a heartbeat's latest result without a new result (it became late):
+   * no history, no alert. Nothing when it has no result yet.
+   */
+  setHeartbeatState(name: string, state: HeartbeatState): void {
+    const result = this.#options.results.get(name);
+    if (result === undefined || result.state === state) return;
+    this.#options.results.set({ ...result, state });
+  }
+
   /** Keeps a periodic execution as the check's latest result, counts it and passes it on. */
-  #record(registration: Registration, execution: Execution): void {
+  #record(registration: Registration, execution: Execution, extras?: HeartbeatExtras): void {
     // Deleted or replaced while it ran: the result belongs to nobody.
     if (this.#checks.get(registration.definition.name) !== registration) return;
     // Built field by field, labels last and only when the check has some (no spread per run).
@@ -457,7 +523,13 @@ export class Catalog {
       duration: execution.duration,
     };
     if (this.#options.inMaintenance?.(result.name, execution.time) === true) result.maintenance = true;
+    if (extras !== undefined) result.state = extras.state;
     if (registration.labels !== undefined) result.labels = registration.labels;
+    if (extras?.log === true) {
+      // A log ping changes nothing: the history keeps its body (history.ts), nothing else sees it.
+      this.#options.heartbeats?.logged({ ...result, log: true }, execution.time);
+      return;
+    }
     this.#options.results.set(result);
     registration.series.observe(execution.success, execution.duration / 1000);
     this.#options.onResult?.(registration, result, execution.time);

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import type { Catalog } from "./catalog.js";
 import type { ConfiguredCheck } from "./config.js";
 import { type DefinitionView, toJson } from "./definition.js";
+import type { HeartbeatState } from "./heartbeat/tracker.js";
 import type { HealthcheckResult, ResultStore } from "./results.js";
 import type { HealthcheckStore } from "./storage.js";
 
@@ -108,7 +109,9 @@ export class SharedResults {
       // A result of a previous definition of the check belongs to nobody.
       if (stored.v !== digestOf(registration.view)) continue;
       const local = this.results.get(name);
-      if (local !== undefined && Date.parse(local.timestamp) >= Date.parse(stored.t)) continue;
+      // Same time, other state: a heartbeat became late without a new result.
+      if (local !== undefined && Date.parse(local.timestamp) > Date.parse(stored.t)) continue;
+      if (local !== undefined && local.timestamp === stored.t && local.state === stored.st) continue;
       this.results.set({
         name,
         configuration: registration.view,
@@ -116,6 +119,7 @@ export class SharedResults {
         timestamp: stored.t,
         message: stored.m,
         duration: stored.d,
+        ...(stored.st === undefined ? {} : { state: stored.st }),
         ...(registration.labels === undefined ? {} : { labels: registration.labels }),
       });
     }
@@ -133,6 +137,8 @@ interface StoredResult {
   readonly t: string;
   readonly m: string;
   readonly d: number;
+  /** A heartbeat's state (docs/healthchecks.md); absent for other kinds. */
+  readonly st?: HeartbeatState;
 }
 
 const digests = new WeakMap<object, string>();
@@ -154,6 +160,7 @@ function storedOf(result: HealthcheckResult): StoredResult {
     t: result.timestamp,
     m: result.message,
     d: result.duration,
+    ...(result.state === undefined ? {} : { st: result.state }),
   };
 }
 

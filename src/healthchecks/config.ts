@@ -83,12 +83,15 @@ function buildShape() {
   let names = new Map<string, string>();
   // `status-pages` is refused beside `status-page` (status-page/pages.ts).
   const pageKeys = statusPageKeys();
+  /** Heartbeat ping keys given in the file, with where each is. */
+  let keys = new Map<string, string>();
 
   const minInterval: Validator<Duration> = (value, path) => {
     const parsed = value === undefined ? DEFAULT_MIN_INTERVAL : duration()(value, path);
     rules = { minInterval: parsed };
     names = new Map();
     pageKeys.reset();
+    keys = new Map();
     return parsed;
   };
 
@@ -116,7 +119,8 @@ function buildShape() {
           { unknownKeys: "reject", tlsFiles: "paths" },
           itemPath,
         );
-        const { name, "one-off": oneOff }: Definition = definition;
+        const parsed: Definition = definition;
+        const { name, "one-off": oneOff } = parsed;
         if (oneOff) {
           throw new ValidationError(`${itemPath}.one-off`, "must be false in the configuration file", true);
         }
@@ -125,6 +129,13 @@ function buildShape() {
           throw new ValidationError(`${itemPath}.name`, `must be unique (${previous} has the same name)`, name);
         }
         names.set(name, itemPath);
+        if (parsed.kind === "heartbeat" && parsed.key !== undefined) {
+          // Ping keys are unique like names (an API heartbeat with the file's key is a 409).
+          const owner = keys.get(parsed.key);
+          if (owner !== undefined)
+            throw new ValidationError(`${itemPath}.key`, `must be unique (${owner} has the same key)`);
+          keys.set(parsed.key, itemPath);
+        }
         return definition;
       });
     };
@@ -150,6 +161,7 @@ function buildShape() {
     "dns-checks": checks("dns"),
     "tls-checks": checks("tls"),
     "command-checks": checks("command"),
+    "heartbeat-checks": checks("heartbeat"),
   } satisfies Shape;
 }
 

@@ -29,8 +29,9 @@ import {
   ValidationError,
   type Validator,
   withDefault,
+  withDefaultFrom,
 } from "../platform/validation.js";
-import { alertsValidator, dependsOnValidator } from "./alerts/fields.js";
+import { alertsValidator, dependsOnValidator, HEARTBEAT_THRESHOLDS } from "./alerts/fields.js";
 import {
   bodyPattern,
   domain,
@@ -48,10 +49,15 @@ import {
   positiveDuration,
   target,
 } from "./definition-fields.js";
+import { atLeastMinInterval, DEFAULT_GRACE, heartbeatKey, positive, scheduleValidator } from "./heartbeat/fields.js";
+import { timeZone } from "./maintenance/config.js";
 import { redactSecrets } from "./redaction.js";
 
 /** The kinds of healthcheck, in the order the API and the configuration list them. */
-export const KINDS = ["http", "tcp", "dns", "tls", "command"] as const;
+export const KINDS = ["http", "tcp", "dns", "tls", "command", "heartbeat"] as const;
+
+/** The kinds that Vigie runs itself, on a schedule (a heartbeat is pinged by the job instead). */
+export type ScheduledKind = Exclude<Kind, "heartbeat">;
 
 /** A kind of healthcheck. */
 export type Kind = (typeof KINDS)[number];
@@ -190,6 +196,49 @@ const HTTP_SHAPE = {
   host: optional(nonEmpty),
 };
 
+/**
+ * The fields of a heartbeat check (docs/healthchecks.md, "Heartbeat checks"): no interval nor
+ * timeout, the job pings instead. `period` or `schedule` (exactly one), `grace` (default 1h) and
+ * `max-duration` (default: the grace). `key` is absent when not given: the API fills in the
+ * existing check's key or a new one (admission.ts), the catalog a stored one for the file's checks.
+ */
+function heartbeatShape(context: ShapeContext) {
+  const grace = withDefault(atLeastMinInterval(context.minInterval), DEFAULT_GRACE);
+  const zone = withDefault(timeZone, "UTC");
+  const oneOff: Validator<false> = withDefault(
+    described(
+      (value, path) => {
+        if (value === false) return false;
+        throw new ValidationError(path, "must be false for heartbeat checks", value);
+      },
+      { type: "boolean", const: false },
+    ),
+    false,
+  );
+  return {
+    name: required(name),
+    kind: (): "heartbeat" => "heartbeat",
+    description: withDefault(string(), ""),
+    "one-off": oneOff,
+    labels: optional(labels),
+    alerts: optional(alertsValidator(context.minInterval, HEARTBEAT_THRESHOLDS)),
+    "depends-on": optional(dependsOnValidator),
+    /** The job runs every period; exclusive with schedule. */
+    period: optional(atLeastMinInterval(context.minInterval)),
+    timezone: zone,
+    schedule: scheduleValidator(context.input, context.path, () =>
+      zone(context.input.timezone, childPath(context.path, "timezone")),
+    ),
+    grace,
+    "max-duration": withDefaultFrom(
+      positive,
+      () => grace(context.input.grace, childPath(context.path, "grace")),
+      "how long a started run may take; default: the grace",
+    ),
+    key: optional(heartbeatKey),
+  };
+}
+
 /** Each kind's shape: its fields in the order they are checked and shown. */
 const SHAPES = {
   /** One request, judged on its status and body. */
@@ -225,6 +274,8 @@ const SHAPES = {
     command: required(nonEmpty),
     arguments: withDefault(array(string()), []),
   }),
+  /** The job pings Vigie; Vigie judges when a ping is missing. */
+  heartbeat: heartbeatShape,
 } satisfies Record<Kind, (context: ShapeContext) => Shape>;
 
 /**
@@ -250,6 +301,10 @@ export type DnsDefinition = DefinitionMap["dns"];
 export type TlsDefinition = DefinitionMap["tls"];
 /** A command check. */
 export type CommandDefinition = DefinitionMap["command"];
+/** A heartbeat check. */
+export type HeartbeatDefinition = DefinitionMap["heartbeat"];
+/** A check Vigie runs itself. */
+export type ScheduledDefinition = DefinitionMap[ScheduledKind];
 
 /** A validated healthcheck definition, defaults filled in. */
 export type Definition = DefinitionMap[Kind];
@@ -257,8 +312,8 @@ export type Definition = DefinitionMap[Kind];
 /** A definition of one kind. */
 export type DefinitionOf<K extends Kind> = DefinitionMap[K];
 
-/** The fields every kind has. */
-export type CommonDefinition = Pick<Definition, keyof ReturnType<typeof commonShape>>;
+/** The fields every scheduled kind has. */
+export type CommonDefinition = Pick<ScheduledDefinition, keyof ReturnType<typeof commonShape>>;
 
 const IGNORE_UNKNOWN = { unknownKeys: "ignore" } as const;
 
@@ -269,6 +324,7 @@ const VALIDATORS: { readonly [K in Kind]: (context: ShapeContext) => Validator<D
   dns: (context) => object(SHAPES.dns(context), IGNORE_UNKNOWN),
   tls: (context) => object(SHAPES.tls(context), IGNORE_UNKNOWN),
   command: (context) => object(SHAPES.command(context), IGNORE_UNKNOWN),
+  heartbeat: (context) => object(SHAPES.heartbeat(context), IGNORE_UNKNOWN),
 };
 
 /**
@@ -280,6 +336,7 @@ const CROSS_FIELD_RULES: Readonly<Record<string, JsonSchema>> = {
     anyOf: [{ required: ["interval"] }, { properties: { "one-off": { const: true } }, required: ["one-off"] }],
   },
   cert: { dependentRequired: { key: ["cert"], cert: ["key"] } },
+  schedule: { oneOf: [{ required: ["period"] }, { required: ["schedule"] }] },
 };
 
 /**
@@ -323,6 +380,7 @@ export const FIELDS: Readonly<Record<Kind, readonly string[]>> = {
   dns: knownKeys(SHAPES.dns(KEYS_CONTEXT)),
   tls: knownKeys(SHAPES.tls(KEYS_CONTEXT)),
   command: knownKeys(SHAPES.command(KEYS_CONTEXT)),
+  heartbeat: knownKeys(SHAPES.heartbeat(KEYS_CONTEXT)),
 };
 
 /**

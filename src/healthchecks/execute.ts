@@ -78,6 +78,9 @@ export class Executor {
         return runTls(definition, stop, files);
       case "command":
         return runCommand(definition, stop);
+      case "heartbeat":
+        // Never scheduled: the job pings (heartbeat/); a one-off heartbeat is refused by validation.
+        return Promise.resolve(failure("heartbeat checks are pinged by their job, not run"));
     }
   }
 

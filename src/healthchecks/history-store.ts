@@ -18,8 +18,8 @@ export interface HistoryColumns {
   readonly durations: readonly number[];
   /** NULL for a success. */
   readonly messages: readonly (string | null)[];
-  /** 1 for a result of a maintenance window, NULL otherwise. */
-  readonly maintenance: readonly (1 | null)[];
+  /** 1 for a result of a maintenance window, 2 for a heartbeat's log ping, NULL otherwise. */
+  readonly maintenance: readonly (1 | 2 | null)[];
 }
 
 /** A stored result. */

@@ -17,6 +17,8 @@ export interface HistoryView {
   readonly message: string;
   /** Present (true) for a result of a maintenance window, which uptime leaves out. */
   readonly maintenance?: true;
+  /** Present (true) for a heartbeat's log ping: its body, not a result; uptime leaves it out. */
+  readonly log?: true;
 }
 
 /**

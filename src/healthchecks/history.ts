@@ -87,6 +87,12 @@ export const PRUNE_DELETE_ROWS = 5_000;
 /** Checks a prune reads at once from the table of names. */
 const PRUNE_CHECKS_PER_PAGE = 500;
 
+/**
+ * The `maintenance` column's mark of a heartbeat's log ping: like a maintenance result (1), every
+ * uptime and incident query leaves it out, and its message is its body rather than a failure.
+ */
+const LOG_MARK = 2;
+
 /** Names whose id the history keeps in memory at most before starting afresh. */
 const MAX_CACHED_IDS = 200_000;
 
@@ -158,7 +164,7 @@ export class ResultHistory {
   #times: number[] = [];
   #durations: number[] = [];
   #messages: (string | null)[] = [];
-  #maintenance: (1 | null)[] = [];
+  #maintenance: (1 | 2 | null)[] = [];
   /** Characters of the messages in the buffer. */
   #messageChars = 0;
 
@@ -250,7 +256,8 @@ export class ResultHistory {
    */
   record(name: string, result: HealthcheckResult, time: number = Date.parse(result.timestamp)): void {
     if (this.#retentionMs === 0 || this.#closed) return;
-    const message = result.success ? null : result.message;
+    // A log ping keeps its body although it is no failure (docs/healthchecks.md, "Heartbeat checks").
+    const message = result.success && result.log !== true ? null : result.message;
     const chars = message === null ? 0 : message.length;
     if (this.#names.length >= this.#maxBuffered || this.#messageChars + chars > this.#maxMessageChars) {
       this.#drop("buffer_full", 1);
@@ -263,7 +270,7 @@ export class ResultHistory {
     this.#times.push(time);
     this.#durations.push(storedDuration(result.duration));
     this.#messages.push(message);
-    this.#maintenance.push(result.maintenance === true ? 1 : null);
+    this.#maintenance.push(result.log === true ? LOG_MARK : result.maintenance === true ? 1 : null);
     this.#messageChars += chars;
   }
 
@@ -329,12 +336,14 @@ export class ResultHistory {
       query.limit,
     );
     return rows.map((row) => {
+      const log = Number(row.maintenance) === LOG_MARK;
       const view: HistoryView = {
         timestamp: rfc3339(Number(row.time)),
-        success: row.message === null,
+        success: row.message === null || log,
         duration: Number(row.duration),
         message: row.message ?? "success",
       };
+      if (log) return { ...view, log: true };
       // Absent outside maintenance windows, as in results.
       return row.maintenance === null ? view : { ...view, maintenance: true };
     });

@@ -1,7 +1,9 @@
 /**
  * The healthchecks module (docs/healthchecks.md): periodic and one-off checks of kinds http, tcp, dns,
- * tls and command, with their latest results, behind `/healthcheck` and `/result`.
+ * tls and command, heartbeat checks that jobs ping (`/ping/<key>`), with their latest results,
+ * behind `/healthcheck` and `/result`.
  */
+import type { FastifyInstance } from "fastify";
 import { type Cluster, changedNames, shardOf } from "../platform/cluster/index.js";
 import { ConfigError, configErrorMessage } from "../platform/config.js";
 import { defineModule, type ModuleContext } from "../platform/module.js";
@@ -16,6 +18,9 @@ import { healthchecksCommands } from "./commands.js";
 import { configuredChecks, type HealthchecksSection, healthchecksShape } from "./config.js";
 import type { DefinitionRules } from "./definition.js";
 import { Executor } from "./execute.js";
+import { registerPingRoutes } from "./heartbeat/routes.js";
+import { HeartbeatStore } from "./heartbeat/store.js";
+import { ModuleHeartbeats, PING_TOPIC } from "./heartbeat/wiring.js";
 import { ResultHistory } from "./history.js";
 import { Incidents } from "./incidents/index.js";
 import { registerIncidentRoutes } from "./incidents/routes.js";
@@ -128,6 +133,60 @@ function statusPagesWiring(section: HealthchecksSection, catalog: Catalog, conte
 }
 
 /**
+ * Heartbeat checks (docs/healthchecks.md): judged by the tracker for the shards this instance owns,
+ * pinged through `/ping/<key>` on any instance, their stored states read.
+ */
+async function newHeartbeats(
+  app: FastifyInstance,
+  context: ModuleContext,
+  module: {
+    catalog: () => Catalog;
+    results: ResultStore;
+    history: ResultHistory;
+    shared: () => SharedResults | undefined;
+  },
+): Promise<ModuleHeartbeats> {
+  const { catalog, results, history, shared } = module;
+  const cluster = context.cluster;
+  const heartbeats = new ModuleHeartbeats({
+    store: new HeartbeatStore(context.database),
+    catalog,
+    logger: context.logger,
+    latest: (name) => results.get(name),
+    onLatest: (result) => shared()?.record(result),
+    onLog: (result, timeMs) => history.record(result.name, result, timeMs),
+    ...(cluster === undefined
+      ? {}
+      : { cluster: { publish: (names) => void cluster.changes.publish(PING_TOPIC, { names }) } }),
+  });
+  if (cluster !== undefined) {
+    // Pings other instances stored for the heartbeats this one judges (docs/cluster.md).
+    cluster.changes.on(PING_TOPIC, (data) => heartbeats.takePings(changedNames(data)));
+    cluster.changes.onResync(() => heartbeats.takePings(undefined));
+  }
+  await heartbeats.load();
+  // Deadlines (those passed while the server was down first) are judged once alerts are ready.
+  app.addHook("onReady", async () => heartbeats.start());
+  // Stops judging and writes the changed states (the database closes after the modules).
+  app.addHook("onClose", () => heartbeats.close());
+  // Public: the key is the capability (docs/healthchecks.md), no token.
+  await registerPingRoutes(app, heartbeats);
+  return heartbeats;
+}
+
+/**
+ * Cluster mode (docs/cluster.md): starts sharing the latest results through the database, and
+ * follows the other instances' changes to API checks and this instance's shard leases.
+ */
+function followCluster(cluster: Cluster, catalog: Catalog, shared: SharedResults): SharedResults {
+  shared.start();
+  cluster.changes.on(CHANGE_TOPIC, (data) => catalog.sync(changedNames(data)));
+  cluster.changes.onResync(() => catalog.sync(undefined));
+  cluster.shards.listen({ gained: () => catalog.rebalance(), lost: () => catalog.rebalance() });
+  return shared;
+}
+
+/**
  * The module, for the `modules` list of src/server.ts. Its plugin builds the scheduler and the
  * catalog, restores the stored checks and schedules the configured ones, re-reads the configured
  * ones on SIGHUP, and serves the routes of routes.ts (behind the API guard with
@@ -182,6 +241,8 @@ export const healthchecksModule = defineModule({
       retentionMs,
       inMaintenance: maintenance.inMaintenance,
     });
+    const parts = { catalog: () => catalog, results, history, shared: () => shared };
+    const heartbeats = await newHeartbeats(app, context, parts);
     const catalog: Catalog = new Catalog({
       storage,
       scheduler,
@@ -191,6 +252,7 @@ export const healthchecksModule = defineModule({
       logger: context.logger,
       rules,
       inMaintenance: maintenance.inMaintenance,
+      heartbeats,
       onResult: (registration, result, timeMs) => {
         history.record(registration.definition.name, result, timeMs);
         publisher.publish(registration.definition, result, registration.labels, timeMs);
@@ -205,14 +267,9 @@ export const healthchecksModule = defineModule({
               void cluster.changes.publish(CHANGE_TOPIC, names === undefined ? undefined : { names }),
           }),
     });
-    if (cluster !== undefined) {
-      shared = new SharedResults(storage, catalog, results, context.logger);
-      shared.start();
-      cluster.changes.on(CHANGE_TOPIC, (data) => catalog.sync(changedNames(data)));
-      cluster.changes.onResync(() => catalog.sync(undefined));
-      cluster.shards.listen({ gained: () => catalog.rebalance(), lost: () => catalog.rebalance() });
-    }
-    await catalog.start(configuredChecks(section));
+    if (cluster !== undefined)
+      shared = followCluster(cluster, catalog, new SharedResults(storage, catalog, results, context.logger));
+    await catalog.start(await heartbeats.withKeys(configuredChecks(section)));
     alerts.start(configuredChecks(section), () => catalog.stop());
     await compareFileChecks(cluster, section, context.logger);
     const { pages, slugs, incidents } = statusPagesWiring(section, catalog, context);
@@ -230,7 +287,7 @@ export const healthchecksModule = defineModule({
     onReload(async (fresh) => {
       if (closed) return;
       maintenance.reload(fresh.maintenance);
-      await alerts.reload(fresh, (configured) => catalog.reload(configured));
+      await alerts.reload(fresh, async (configured) => catalog.reload(await heartbeats.withKeys(configured)));
       await compareFileChecks(cluster, fresh, context.logger);
     });
 
@@ -253,6 +310,7 @@ export const healthchecksModule = defineModule({
           context.config.security["require-token"],
         ),
         references: alerts.references,
+        heartbeats,
       });
       alerts.routes(api);
       registerMaintenanceRoutes(api, { maintenance, checks: () => catalog.list() });

@@ -5,6 +5,7 @@
  */
 import type { EventSink, SinkEvent } from "../platform/events.js";
 import type { Definition } from "./definition.js";
+import { gapMs, rhythmOf } from "./heartbeat/schedule.js";
 import type { HealthcheckResult } from "./results.js";
 
 /** The host of a check's events: its target (http, tcp, tls), its domain (dns), `localhost` (command). */
@@ -18,7 +19,33 @@ export function hostOf(definition: Definition): string {
       return definition.domain;
     case "command":
       return "localhost";
+    case "heartbeat":
+      return "heartbeat";
   }
+}
+
+/** Bounds the first 64 KiB of an event's description (a heartbeat's ping body may hold 100 KiB). */
+const MAX_DESCRIPTION_BYTES = 64 * 1024;
+
+/**
+ * How long an event lives, seconds: twice the interval, or for a heartbeat the time to its next
+ * expected ping (the period, or the gap of its schedule) plus the grace.
+ */
+function ttlOf(definition: Definition, timeMs: number): number {
+  if (definition.kind !== "heartbeat") return (2 * (definition.interval?.milliseconds ?? 0)) / 1000;
+  return (gapMs(rhythmOf(definition), timeMs) + definition.grace.milliseconds) / 1000;
+}
+
+/** `text` cut to its first {@link MAX_DESCRIPTION_BYTES} bytes of UTF-8 (whole characters). */
+export function boundedDescription(text: string): string {
+  // A UTF-16 unit is at most 3 bytes of UTF-8: shorter texts fit without measuring.
+  if (text.length * 3 <= MAX_DESCRIPTION_BYTES) return text;
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= MAX_DESCRIPTION_BYTES) return text;
+  let end = MAX_DESCRIPTION_BYTES;
+  // Back to the start of a character (continuation bytes are 10xxxxxx).
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString("utf8");
 }
 
 /**
@@ -37,16 +64,15 @@ export function resultEvent(
   labels: Readonly<Record<string, string>> | undefined,
   timeMs: number = Date.parse(result.timestamp),
 ): SinkEvent {
-  const intervalSeconds = (definition.interval?.milliseconds ?? 0) / 1000;
   const event: SinkEvent = {
     ...labels,
     service: definition.name,
     host: hostOf(definition),
     state: result.success ? "ok" : "critical",
     metric: result.duration / 1000,
-    description: result.message,
+    description: boundedDescription(result.message),
     time: timeMs / 1000,
-    ttl: 2 * intervalSeconds,
+    ttl: ttlOf(definition, timeMs),
     tags: ["healthcheck", definition.kind],
   };
   if (result.maintenance === true) event.maintenance = true;

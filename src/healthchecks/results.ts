@@ -3,6 +3,7 @@
  * recomputed after a restart.
  */
 import type { DefinitionView } from "./definition.js";
+import type { HeartbeatState } from "./heartbeat/tracker.js";
 
 /** A result as the result routes return it. */
 export interface HealthcheckResult {
@@ -21,6 +22,13 @@ export interface HealthcheckResult {
    * (docs/healthchecks.md): it is stored and shown, but left out of uptime.
    */
   readonly maintenance?: true;
+  /** Heartbeat checks: the heartbeat's state now (docs/healthchecks.md, "Heartbeat checks"). */
+  readonly state?: HeartbeatState;
+  /**
+   * Never in a kept result: marks a heartbeat's log ping passed to the history (stored with its
+   * body, left out of uptime).
+   */
+  readonly log?: true;
   /** The check's labels, when it has some. */
   readonly labels?: Readonly<Record<string, string>>;
 }

@@ -8,6 +8,7 @@ import type { RouteDescription } from "../platform/openapi.js";
 import type { JsonSchema, Validator } from "../platform/validation.js";
 import { checksKey } from "./config.js";
 import { KINDS, type Kind } from "./definition.js";
+import { HEARTBEAT_STATES } from "./heartbeat/tracker.js";
 
 const MESSAGE: JsonSchema = { type: "object", properties: { message: { type: "string" } }, required: ["message"] };
 
@@ -19,6 +20,13 @@ const MAINTENANCE_MARK: JsonSchema = {
   type: "boolean",
   const: true,
   description: "present during a maintenance window of the check: the result is left out of uptime",
+};
+
+/** A heartbeat's state (docs/healthchecks.md, "Heartbeat checks"); read-only. */
+const HEARTBEAT_STATE: JsonSchema = {
+  type: "string",
+  enum: [...HEARTBEAT_STATES],
+  description: "heartbeat checks only: new, up, started, late or down (read-only)",
 };
 
 /**
@@ -36,8 +44,10 @@ const DEFINITION_VIEW: JsonSchema = {
     timeout: { type: "string" },
     "one-off": { type: "boolean" },
     labels: { type: "object", additionalProperties: { type: "string" } },
+    key: { type: "string", description: "heartbeat checks: the ping key of /ping/<key> (not redacted)" },
+    state: HEARTBEAT_STATE,
   },
-  required: ["name", "kind", "source", "description", "timeout", "one-off"],
+  required: ["name", "kind", "source", "description", "one-off"],
 };
 
 /** The latest result of a check. */
@@ -51,6 +61,7 @@ const RESULT: JsonSchema = {
     message: { type: "string", description: "success, or the failure message" },
     duration: { type: "number", minimum: 0, description: "milliseconds" },
     maintenance: MAINTENANCE_MARK,
+    state: HEARTBEAT_STATE,
     labels: { type: "object", additionalProperties: { type: "string" } },
   },
   required: ["name", "configuration", "success", "timestamp", "message", "duration"],
@@ -70,6 +81,11 @@ const HISTORY: JsonSchema = {
           duration: { type: "integer", minimum: 0 },
           message: { type: "string" },
           maintenance: MAINTENANCE_MARK,
+          log: {
+            type: "boolean",
+            const: true,
+            description: "a heartbeat's log ping: its body, not a result; left out of uptime",
+          },
         },
         required: ["timestamp", "success", "duration", "message"],
         additionalProperties: false,
@@ -127,10 +143,26 @@ export const DEFINITION_EXAMPLES: Readonly<Record<Kind, Record<string, unknown>>
     "expiration-delay": "336h",
   },
   command: { name: "true", command: "true", arguments: [], interval: "1m", timeout: "5s" },
+  heartbeat: { name: "nightly-backup", schedule: "30 2 * * *", timezone: "Europe/Paris", grace: "1h" },
+};
+
+/** The answer of `POST /healthcheck/heartbeat`: the message and the ping key. */
+const HEARTBEAT_CREATED: JsonSchema = {
+  type: "object",
+  properties: { message: { type: "string" }, key: { type: "string", description: "the ping key: /ping/<key>" } },
+  required: ["message", "key"],
 };
 
 /** `POST /healthcheck/<kind>`, its body checked by `body`. */
 export function createDescription(kind: Kind, body: Validator<unknown>): RouteDescription {
+  if (kind === "heartbeat") {
+    return {
+      summary: "create or replace a heartbeat check (its job pings /ping/<key>)",
+      body,
+      example: DEFINITION_EXAMPLES[kind],
+      success: [{ status: 201, schema: HEARTBEAT_CREATED }],
+    };
+  }
   return {
     summary: `create or replace a ${kind} healthcheck, or run it once (one-off)`,
     body,

@@ -8,7 +8,7 @@
  * stored value (admission.ts).
  */
 import type { FastifyInstance } from "fastify";
-import { ForbiddenError, InvalidError, NotFoundError } from "../platform/errors.js";
+import { ConflictError, ForbiddenError, InvalidError, NotFoundError } from "../platform/errors.js";
 import {
   queryBoolean,
   queryError,
@@ -22,8 +22,9 @@ import { ValidationError, type Validator } from "../platform/validation.js";
 import { apiDefinitionBody, checkApiDefinitionFiles, type ExistingDefinition } from "./admission.js";
 import type { ReferenceProblem } from "./alerts/references.js";
 import { bulkBody, checkBulkFiles, hasCommandChecks } from "./bulk.js";
-import type { Catalog } from "./catalog.js";
+import type { Catalog, Registration } from "./catalog.js";
 import { type Definition, type DefinitionRules, KINDS } from "./definition.js";
+import type { HeartbeatState } from "./heartbeat/tracker.js";
 import type { ResultHistory } from "./history.js";
 import { listLatest, uptimeOfLatest } from "./history-views.js";
 import type { ResultFilter, ResultStore } from "./results.js";
@@ -138,6 +139,34 @@ export interface HealthcheckRoutesOptions {
    * of `changed` once applied; `replacing` for a bulk payload (docs/alerts.md).
    */
   readonly references?: (changed: readonly Definition[], replacing: boolean) => ReferenceProblem | undefined;
+  /** Heartbeat checks (docs/healthchecks.md): their states and their keys. */
+  readonly heartbeats?: {
+    /** The state of heartbeat `name`, shown read-only in its definition. */
+    stateOf(name: string): HeartbeatState;
+    /** The name of the heartbeat whose ping key is `key`, for the 409 of a duplicate key. */
+    nameOf(key: string): string | undefined;
+  };
+}
+
+/**
+ * The 409 of a heartbeat whose key another heartbeat has (keys are unique: a ping must name one
+ * heartbeat), for each of `definitions`; heartbeats that `replaced` lists are leaving.
+ * @throws ConflictError `heartbeat key already used by heartbeat <name>`
+ */
+function checkKeys(
+  definitions: readonly Definition[],
+  holder: ((key: string) => string | undefined) | undefined,
+  replaced?: (name: string) => boolean,
+): void {
+  const seen = new Map<string, string>();
+  for (const definition of definitions) {
+    if (definition.kind !== "heartbeat" || definition.key === undefined) continue;
+    const other = seen.get(definition.key) ?? holder?.(definition.key);
+    if (other !== undefined && other !== definition.name && !(replaced?.(other) ?? false)) {
+      throw new ConflictError(`invalid healthcheck ${definition.name}: key: already used by heartbeat ${other}`);
+    }
+    seen.set(definition.key, definition.name);
+  }
 }
 
 /**
@@ -149,6 +178,10 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
   const { catalog, results, history, rules, allowCommands } = options;
   const freshen = options.freshen ?? (async () => {});
   const existing: ExistingDefinition = (name) => catalog.get(name)?.definition;
+  const keyHolder = options.heartbeats === undefined ? undefined : (key: string) => options.heartbeats?.nameOf(key);
+  // Cluster mode: another instance may judge a heartbeat; its state comes with its latest result.
+  const freshenHeartbeats = () =>
+    catalog.list().some((registration) => registration.definition.kind === "heartbeat") ? freshen() : Promise.resolve();
 
   for (const kind of KINDS) {
     const body = apiDefinitionBody(kind, rules, existing);
@@ -167,7 +200,11 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
       }
       const problem = options.references?.([definition], false);
       if (problem !== undefined) throw new InvalidError(`invalid healthcheck: ${problem.error.message}`);
+      checkKeys([definition], keyHolder);
       await catalog.upsert(definition);
+      if (definition.kind === "heartbeat") {
+        return reply.code(201).send({ message: "Healthcheck successfully added", key: definition.key });
+      }
       return reply.code(201).send({ message: "Healthcheck successfully added" });
     });
   }
@@ -178,18 +215,29 @@ export function registerHealthcheckRoutes(app: FastifyInstance, options: Healthc
     const definitions = await checkBulkFiles(bulk(request.body, ""), rules);
     const problem = options.references?.(definitions, true);
     if (problem !== undefined) throw new InvalidError(`invalid healthcheck ${problem.check}: ${problem.error.message}`);
+    // A key may move from an API heartbeat the payload removes to one it adds.
+    const kept = new Set(definitions.map((definition) => definition.name));
+    checkKeys(definitions, keyHolder, (name) => catalog.get(name)?.source === "api" && !kept.has(name));
     await catalog.replaceApiChecks(definitions);
     return reply.code(201).send({ message: "Healthchecks successfully added" });
   });
 
-  app.get("/healthcheck", { config: { openapi: LIST_CHECKS } }, async () =>
-    catalog.list().map((registration) => registration.view),
-  );
+  // A heartbeat's definition shows its state, read-only (never stored: it is not part of it).
+  const viewOf = (registration: Registration) =>
+    registration.definition.kind === "heartbeat" && options.heartbeats !== undefined
+      ? { ...registration.view, state: options.heartbeats.stateOf(registration.definition.name) }
+      : registration.view;
+
+  app.get("/healthcheck", { config: { openapi: LIST_CHECKS } }, async () => {
+    await freshenHeartbeats();
+    return catalog.list().map(viewOf);
+  });
 
   app.get<{ Params: { name: string } }>("/healthcheck/:name", { config: { openapi: GET_CHECK } }, async (request) => {
     const registration = catalog.get(request.params.name);
     if (registration === undefined) throw notFound(request.params.name);
-    return registration.view;
+    if (registration.definition.kind === "heartbeat") await freshen();
+    return viewOf(registration);
   });
 
   app.delete<{ Params: { name: string } }>(

@@ -12,6 +12,8 @@
  *   they sent (alerts/store.ts holds their migration and queries).
  * - `healthcheck_incident`, `healthcheck_incident_page`, `healthcheck_incident_update`: incidents,
  *   the pages showing them and their timelines (incidents/storage.ts holds their queries).
+ * - `healthcheck_heartbeat`, `healthcheck_heartbeat_ping`: the heartbeats' state and generated keys,
+ *   and the pings waiting for their owner in cluster mode (heartbeat/store.ts).
  */
 
 import { type Generated, type Kysely, type Migration, sql } from "kysely";
@@ -20,6 +22,7 @@ import { runDdl } from "../platform/ddl.js";
 import { errnoCode } from "../platform/errors.js";
 import { alertMigration } from "./alerts/store.js";
 import { type Definition, toJson } from "./definition.js";
+import { heartbeatMigration } from "./heartbeat/store.js";
 
 /** The module's tables. Times are milliseconds since the epoch. */
 export type HealthcheckTables = {
@@ -50,7 +53,10 @@ export type HealthcheckTables = {
     duration: number;
     /** The (redacted) failure message; NULL for a success. */
     message: string | null;
-    /** 1 for a result of a maintenance window (left out of uptime); NULL otherwise. */
+    /**
+     * 1 for a result of a maintenance window, 2 for a heartbeat's log ping (its body in `message`,
+     * not a failure): both left out of uptime and incidents. NULL otherwise.
+     */
     maintenance: number | null;
   };
   /**
@@ -168,6 +174,9 @@ export const healthcheckMigrations: Readonly<Record<string, Migration>> = {
           constraint healthcheck_incident_update_pkey primary key (incident_id, seq))`,
       ]),
   },
+  // healthchecks-0006 is the incidents' migration. Heartbeats (docs/healthchecks.md): tables and
+  // queries in heartbeat/store.ts.
+  "healthchecks-0007-heartbeats": { up: heartbeatMigration },
 };
 
 type Tables = PlatformTables & HealthcheckTables;

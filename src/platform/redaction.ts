@@ -58,14 +58,21 @@ export function decodedName(raw: string): string {
   return name;
 }
 
+/** The key segment of a heartbeat's ping path. */
+const PING_KEY = /^\/ping\/[^/?#]+/;
+
 /**
- * A request URL (path and query, as `request.url` holds it) for a log line: the value of every
+ * A request URL (path and query, as `request.url` holds it) for a log line: the key of a
+ * heartbeat's ping path becomes `<redacted>`, and the value of every
  * query parameter whose decoded name {@link isSecretName} says is secret becomes `<redacted>`
  * (`/api/v1/channel/a?%74oken=abc&query=x` → `/api/v1/channel/a?%74oken=<redacted>&query=x`).
  * Parameters are separated by `&` or `;`; a value runs to the next separator, a fragment
  * included. The path and the other parameters are kept as sent. Meant for logs, not the hot path.
  */
-export function redactRequestUrl(url: string): string {
+export function redactRequestUrl(requested: string): string {
+  // A heartbeat's ping key is the capability to report for its job: returned to API users, but
+  // not spread into log files (`/ping/<key>/start` → `/ping/<redacted>/start`).
+  const url = requested.startsWith("/ping/") ? requested.replace(PING_KEY, `/ping/${REDACTED}`) : requested;
   const start = url.indexOf("?");
   if (start === -1) return url;
   const parts = url.slice(start + 1).split(/([&;])/);

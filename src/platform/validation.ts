@@ -297,6 +297,20 @@ export function withDefault<T>(inner: Validator<T>, fallback: T): Validator<T> {
   return validator;
 }
 
+/**
+ * A value whose default depends on other fields (a heartbeat's `max-duration` defaults to its
+ * `grace`): `undefined` gives `fallback()`, anything else goes to `inner`. The schema says it may
+ * be absent, `description` what it then is.
+ */
+export function withDefaultFrom<T>(inner: Validator<T>, fallback: () => T, description: string): Validator<T> {
+  const validator = described<Validator<T>>((value, path) => (value === undefined ? fallback() : inner(value, path)), {
+    ...schemaOf(inner),
+    description,
+  });
+  MAY_BE_ABSENT.add(validator);
+  return validator;
+}
+
 /** A default as a user writes it: scalars and lists of them as they are, a duration as its text. */
 function writtenForm(value: unknown): unknown {
   if (value === null || ["string", "number", "boolean"].includes(typeof value)) return value;

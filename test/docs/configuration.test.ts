@@ -226,7 +226,7 @@ describe("docs/configuration.md", () => {
     ]) {
       expect(keys.documented).toContain(key);
     }
-    expect([...keys.checkFields.keys()].sort()).toEqual(["command", "dns", "http", "tcp", "tls"]);
+    expect([...keys.checkFields.keys()].sort()).toEqual(["command", "dns", "heartbeat", "http", "tcp", "tls"]);
   });
 
   it("documents every key the configuration accepts", () => {

@@ -23,7 +23,7 @@ import { describedPaths, expectDescribedAnswer, expectDescribedStatus, type Path
 import { freePort, temporaryDirectory } from "../support/process.js";
 import { startTestServer } from "../support/server.js";
 import { rawUpgrade } from "../support/websocket.js";
-import { type FuzzContext, type FuzzRequest, type FuzzRoute, fuzzRoutes } from "./routes.js";
+import { FUZZ_HEARTBEAT_KEY, type FuzzContext, type FuzzRequest, type FuzzRoute, fuzzRoutes } from "./routes.js";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_123);
@@ -102,6 +102,13 @@ beforeAll(async () => {
     (await server.app.inject({ method: "POST", url: "/api/v1/stream/fuzz", payload: { config } })).statusCode,
   ).toBe(201);
   adminToken = created.json().token;
+  // A heartbeat whose key the ping routes are fuzzed with (docs/healthchecks.md).
+  const heartbeat = await server.app.inject({
+    method: "POST",
+    url: "/healthcheck/heartbeat",
+    payload: { name: "fuzz-heartbeat", period: "1h", key: FUZZ_HEARTBEAT_KEY },
+  });
+  expect(heartbeat.statusCode).toBe(201);
   described = await describedPaths(server.app);
   await server.app.listen({ host: "127.0.0.1", port: 0 });
   const address = server.app.server.address();
@@ -144,6 +151,10 @@ function checkAnswer(route: FuzzRoute, status: number, text: string): void {
   if (status < 400) return;
   if (route.htmlErrors === true && status < 500 && text.startsWith("<!doctype html>")) {
     if (!/<h1>[^<]+<\/h1>/.test(text)) throw new Error(`page ${status} without a heading: ${text.slice(0, 300)}`);
+    return;
+  }
+  if (route.plainTextErrors === true && status < 500 && !text.startsWith("{")) {
+    if (text.trim() === "") throw new Error(`answer ${status} without a sentence`);
     return;
   }
   let body: unknown;

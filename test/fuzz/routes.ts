@@ -57,6 +57,8 @@ export interface FuzzRoute {
    * pages, docs/cargo.md); its other errors are Vigie's.
    */
   readonly htmlErrors?: boolean;
+  /** Errors in plain text, for curl (the heartbeat ping routes, docs/healthchecks.md). */
+  readonly plainTextErrors?: boolean;
   /** A share of the default number of runs, for routes whose every request is slow (Argon2). */
   readonly runs?: number;
 }
@@ -217,6 +219,16 @@ function safeHealthcheckFields(context: FuzzContext): Record<string, fc.Arbitrar
       wrongValue,
     ),
     "depends-on": fc.oneof(fc.constantFrom([], ["fuzz-check"], ["nowhere"], ["a", "a"]), wrongValue),
+    // Heartbeat checks.
+    period: fc.oneof(fc.constantFrom("1h", "1ms", "0", "-1s"), wrongValue),
+    schedule: fc.oneof(fc.constantFrom("30 2 * * *", "61 * * * *", "@daily", "* * * *", "0 0 30 2 *"), wrongValue),
+    timezone: fc.oneof(fc.constantFrom("UTC", "Europe/Paris", "Mars/Olympus"), wrongValue),
+    grace: fc.oneof(fc.constantFrom("1h", "1ms"), wrongValue),
+    "max-duration": fc.oneof(fc.constantFrom("1h", "0s"), wrongValue),
+    key: fc.oneof(
+      fc.constantFrom(FUZZ_HEARTBEAT_KEY, "short", "x".repeat(200), "bad key with spaces 0000"),
+      wrongValue,
+    ),
   };
 }
 
@@ -255,8 +267,19 @@ function healthcheckSkeletons(context: FuzzContext): Record<string, Record<strin
     dns: { ...common, domain: "localhost", "expected-ips": ["127.0.0.1"] },
     tls: { ...common, target: "127.0.0.1", port: context.closedPort, "expiration-delay": "1h", insecure: true },
     command: { ...common, command: "/nonexistent/vigie-fuzz", arguments: ["--x"] },
+    heartbeat: {
+      name: "fuzz-heartbeat",
+      period: "1h",
+      grace: "10m",
+      key: FUZZ_HEARTBEAT_KEY,
+      labels: { team: "fuzz" },
+    },
+    "heartbeat-schedule": { name: "fuzz-heartbeat", schedule: "30 2 * * *", timezone: "Europe/Paris" },
   };
 }
+
+/** The ping key of the heartbeat the fuzz server has (docs/healthchecks.md, "Heartbeat checks"). */
+export const FUZZ_HEARTBEAT_KEY = "fuzz-heartbeat-key-0000000";
 
 /** The event, batch and remote-write payloads of the streams routes. */
 const event = fc.oneof(
@@ -401,9 +424,17 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
       "dns-checks": fc.array(definition("dns"), { maxLength: 2 }),
       "tls-checks": fc.array(definition("tls"), { maxLength: 2 }),
       "command-checks": fc.array(definition("command"), { maxLength: 1 }),
+      "heartbeat-checks": fc.array(definition("heartbeat"), { maxLength: 2 }),
     },
   );
   const streamNames = { name: ["fuzz", "default", "nowhere"] };
+  const pingRequests = {
+    params: {
+      key: [FUZZ_HEARTBEAT_KEY, "unknown-key-000000000000"],
+      signal: ["start", "fail", "log", "0", "255", "256"],
+    },
+    query: queryString(["rid"], segment(["0b6a4c4e-7b8f-4d2a-9f51-0d1f0f7a1b01", "not-a-uuid"])),
+  };
   const query = queryString(
     ["query"],
     base64Edn.map((value) => percentEncoded(String(value))),
@@ -517,6 +548,14 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
         { allowsFailedOneOff: true },
       ),
     ),
+    route("POST", "/healthcheck/heartbeat", {
+      payload: jsonPayload(fc.oneof(oneOffOrNot("heartbeat"), oneOffOrNot("heartbeat-schedule"))),
+    }),
+    // Heartbeat pings (docs/healthchecks.md): public, any body of any media type, plain-text answers.
+    ...(["GET", "POST"] as const).flatMap((method) => [
+      route(method, "/ping/:key", pingRequests, { plainTextErrors: true }),
+      route(method, "/ping/:key/:signal", pingRequests, { plainTextErrors: true }),
+    ]),
     route("POST", "/healthcheck/bulk", { payload: jsonPayload(bulk) }),
     route("GET", "/healthcheck"),
     route("GET", "/healthcheck/:name", { params: { name: ["fuzz-check"] } }),

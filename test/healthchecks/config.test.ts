@@ -53,6 +53,7 @@ describe("the healthchecks section", () => {
       "dns-checks": [],
       "tls-checks": [],
       "command-checks": [],
+      "heartbeat-checks": [],
     });
   });
 

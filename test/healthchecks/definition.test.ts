@@ -20,6 +20,7 @@ const MINIMAL: Record<Kind, Record<string, unknown>> = {
   dns: { name: "resolve", interval: "10s", domain: "example.org" },
   tls: { name: "cert", interval: "1m", timeout: "2s", target: "example.org", port: 443 },
   command: { name: "run", interval: "10s", timeout: "2s", command: "true" },
+  heartbeat: { name: "backup", period: "1h" },
 };
 
 /** The error message of validating `fields` over the minimal definition of `kind`. */

@@ -55,6 +55,10 @@ describe("redactRequestUrl", () => {
       ["/x?token&name=tokenish", "/x?token&name=tokenish"],
       ["/x?", "/x?"],
       ["/path/with/token=not-a-query", "/path/with/token=not-a-query"],
+      // A heartbeat's ping key (docs/healthchecks.md): returned by the API, kept out of log files.
+      ["/ping/abcdefghijklmnopqrstuv", "/ping/<redacted>"],
+      ["/ping/abcdefghijklmnopqrstuv/start?rid=x&token=s", "/ping/<redacted>/start?rid=x&token=<redacted>"],
+      ["/pings/abc", "/pings/abc"],
     ];
     for (const [url, logged] of cases) expect(redactRequestUrl(url), url).toBe(logged);
   });

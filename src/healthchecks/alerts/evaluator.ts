@@ -20,6 +20,7 @@
 import type { DeliveryOutcome, Notification, NotificationStatus, Notifier } from "../../platform/notifications.js";
 import { rfc3339 } from "../../platform/time.js";
 import type { Definition } from "../definition.js";
+import { HEARTBEAT_THRESHOLDS } from "./fields.js";
 import { type AlertPolicy, type AlertState, apply, count, type Due, dueOf, initialState } from "./policy.js";
 
 /** Consecutive failures after which a check without alerts counts as down for its dependents. */
@@ -118,6 +119,8 @@ export class AlertEvaluator {
   /** Checks whose stored states are being read again (cluster mode): no transition meanwhile. */
   readonly #loading = new Set<string>();
   #defaults: readonly AlertPolicy[];
+  /** The default alerts as heartbeats take them (thresholds of 1), for one list of defaults. */
+  #heartbeatDefaults: { source: readonly AlertPolicy[]; policies: readonly AlertPolicy[] } | undefined;
   /** Cluster mode: the checks down according to the stored states. */
   #remoteDown: ReadonlySet<string> = new Set();
   readonly #inflight = new Set<Promise<void>>();
@@ -162,9 +165,25 @@ export class AlertEvaluator {
     this.#defaults = alerts;
   }
 
-  /** The alerts of a check: its own, else the default ones. */
+  /**
+   * The alerts of a check: its own, else the default ones; a heartbeat takes the default ones with
+   * thresholds of 1 (docs/alerts.md: one missed run alerts at once).
+   */
   policiesOf(definition: Definition): readonly AlertPolicy[] {
-    return definition.alerts ?? this.#defaults;
+    return definition.alerts ?? this.#defaultsFor(definition);
+  }
+
+  #defaultsFor(definition: Definition): readonly AlertPolicy[] {
+    if (definition.kind !== "heartbeat") return this.#defaults;
+    if (this.#heartbeatDefaults?.source !== this.#defaults) {
+      const policies = this.#defaults.map((policy) => ({
+        ...policy,
+        "failure-threshold": HEARTBEAT_THRESHOLDS.failure,
+        "success-threshold": HEARTBEAT_THRESHOLDS.success,
+      }));
+      this.#heartbeatDefaults = { source: this.#defaults, policies };
+    }
+    return this.#heartbeatDefaults.policies;
   }
 
   /**
@@ -379,7 +398,7 @@ export class AlertEvaluator {
   #entryOf(definition: Definition): Entry {
     const existing = this.#entries.get(definition.name);
     if (existing !== undefined && existing.definition === definition) {
-      if (definition.alerts !== undefined || existing.policies === this.#defaults) return existing;
+      if (definition.alerts !== undefined || existing.policies === this.#defaultsFor(definition)) return existing;
     }
     const policies = this.policiesOf(definition);
     const stored = this.#stored.get(definition.name);

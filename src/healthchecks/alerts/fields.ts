@@ -28,6 +28,24 @@ export const DEFAULT_FAILURE_THRESHOLD = 3;
 /** `success-threshold` when not given: two consecutive successes resolve it. */
 export const DEFAULT_SUCCESS_THRESHOLD = 2;
 
+/** The thresholds an alert has when it gives none. */
+export interface DefaultThresholds {
+  readonly failure: number;
+  readonly success: number;
+}
+
+/** The thresholds of the alerts of most checks: 3 failures trigger, 2 successes resolve. */
+export const CHECK_THRESHOLDS: DefaultThresholds = {
+  failure: DEFAULT_FAILURE_THRESHOLD,
+  success: DEFAULT_SUCCESS_THRESHOLD,
+};
+
+/**
+ * The thresholds of the alerts of heartbeat checks (docs/alerts.md): 1 and 1, since one missed
+ * run is the failure a heartbeat watches for, and the next ping shows the job is back.
+ */
+export const HEARTBEAT_THRESHOLDS: DefaultThresholds = { failure: 1, success: 1 };
+
 /** The largest threshold accepted (about a day of results at a 10 s interval). */
 export const MAX_THRESHOLD = 10_000;
 
@@ -59,12 +77,12 @@ function repeatValidator(minInterval: Duration): Validator<Duration> {
 }
 
 /** One alert. Unknown keys are refused (a misspelt threshold must not be lost), API or file. */
-function alertValidator(minInterval: Duration): Validator<AlertPolicy> {
+function alertValidator(minInterval: Duration, thresholds: DefaultThresholds): Validator<AlertPolicy> {
   return object(
     {
       output: required(outputName),
-      "failure-threshold": withDefault(integer(1, MAX_THRESHOLD), DEFAULT_FAILURE_THRESHOLD),
-      "success-threshold": withDefault(integer(1, MAX_THRESHOLD), DEFAULT_SUCCESS_THRESHOLD),
+      "failure-threshold": withDefault(integer(1, MAX_THRESHOLD), thresholds.failure),
+      "success-threshold": withDefault(integer(1, MAX_THRESHOLD), thresholds.success),
       "send-on-resolved": withDefault(boolean(), true),
       repeat: optional(repeatValidator(minInterval)),
       description: withDefault(string({ max: 1_000 }), ""),
@@ -80,8 +98,11 @@ function alertValidator(minInterval: Duration): Validator<AlertPolicy> {
  * @throws ValidationError `alerts[1].output: must differ from the output of alerts[0]`, or a rule of
  *   an alert's field (`alerts[0].failure-threshold: must be an integer between 1 and 10000`)
  */
-export function alertsValidator(minInterval: Duration): Validator<AlertPolicy[]> {
-  const list = array(alertValidator(minInterval), { max: MAX_ALERTS });
+export function alertsValidator(
+  minInterval: Duration,
+  thresholds: DefaultThresholds = CHECK_THRESHOLDS,
+): Validator<AlertPolicy[]> {
+  const list = array(alertValidator(minInterval, thresholds), { max: MAX_ALERTS });
   return described((value, path) => {
     const alerts = list(value, path);
     alerts.forEach((alert, index) => {

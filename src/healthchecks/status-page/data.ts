@@ -43,7 +43,7 @@ export interface StatusCandidate extends SelectableCheck {
  * so that a result's message cannot reach the page.
  */
 export interface StatusResults {
-  get(name: string): Pick<HealthcheckResult, "success" | "timestamp"> | undefined;
+  get(name: string): Pick<HealthcheckResult, "success" | "timestamp" | "state"> | undefined;
 }
 
 /** The part of the history the page reads. */
@@ -252,6 +252,7 @@ export function assembleStatus(
       uptime: Object.fromEntries(periods.map((period) => [period, history?.uptime[period] ?? null])),
       daily: days.map((day) => ({ day, ratio: history?.daily.get(day) ?? null })),
       "response-times": history?.responseTimes ?? [],
+      ...(result?.state === undefined ? {} : { heartbeat: result.state }),
     };
     const group = groupOf(candidate);
     if (group === undefined) ungrouped.push(check);

@@ -40,6 +40,11 @@ const STATUS_CHECK = {
         additionalProperties: false,
       },
     },
+    heartbeat: {
+      type: "string",
+      enum: ["new", "up", "started", "late", "down"],
+      description: "heartbeat checks only: the heartbeat's state",
+    },
   },
   required: ["name", "description", "state", "since", "checked", "uptime", "daily", "response-times"],
   additionalProperties: false,

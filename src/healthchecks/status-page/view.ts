@@ -50,6 +50,8 @@ export interface StatusCheck {
   readonly daily: readonly StatusDay[];
   /** Oldest first; empty without history. */
   readonly "response-times": readonly StatusResponseTime[];
+  /** Heartbeat checks: the heartbeat's state; absent for other kinds. */
+  readonly heartbeat?: "new" | "up" | "started" | "late" | "down";
 }
 
 /** Checks sharing a `group` label; `name` is null for the checks without one. */

@@ -125,6 +125,40 @@ describe("the alert evaluator", () => {
     ]);
   });
 
+  it("gives heartbeat checks thresholds of 1, their own alerts and the default ones alike", async () => {
+    const heartbeat = (name: string, fields: Record<string, unknown> = {}) =>
+      validateDefinition("heartbeat", { name, period: "1m", ...fields }, RULES, { unknownKeys: "ignore" });
+    const own = heartbeat("own", { alerts: [{ output: "team-chat" }] });
+    const byDefault = heartbeat("by-default");
+    const defaults: AlertPolicy[] = [
+      {
+        output: "on-call",
+        "failure-threshold": 3,
+        "success-threshold": 2,
+        "send-on-resolved": true,
+        description: "",
+      },
+    ];
+    const { alerts, notifier } = await evaluator({ checks: [own, byDefault], defaults });
+    expect(alerts.policiesOf(byDefault)).toMatchObject([
+      { output: "on-call", "failure-threshold": 1, "success-threshold": 1 },
+    ]);
+    // The defaults of other checks are untouched, and the list is built once.
+    expect(alerts.policiesOf(check("plain"))).toBe(defaults);
+    expect(alerts.policiesOf(byDefault)).toBe(alerts.policiesOf(byDefault));
+    // One missed run triggers, the next ping resolves.
+    const next = feed(alerts, own, [false]);
+    feed(alerts, byDefault, [false]);
+    await alerts.settled();
+    expect(notifier.statuses("own", "team-chat")).toEqual(["triggered"]);
+    expect(notifier.statuses("by-default", "on-call")).toEqual(["triggered"]);
+    feed(alerts, own, [true], next);
+    feed(alerts, byDefault, [true], next);
+    await alerts.settled();
+    expect(notifier.statuses("own", "team-chat")).toEqual(["triggered", "resolved"]);
+    expect(notifier.statuses("by-default", "on-call")).toEqual(["triggered", "resolved"]);
+  });
+
   it("gives checks without alerts the default ones, and none to a check with alerts: []", async () => {
     const plain = check("plain");
     const quiet = check("quiet", { alerts: [] });
