@@ -74,6 +74,8 @@ export interface HeartbeatExtras {
   readonly state: HeartbeatState;
   /** A log ping: history only, the latest result unchanged. */
   readonly log?: boolean;
+  /** A start ping: a result, but one that alerts do not judge (docs/alerts.md). */
+  readonly start?: boolean;
 }
 
 /** What the catalog logs (a pino logger fits). */
@@ -95,10 +97,11 @@ export interface CatalogOptions {
   readonly rules: DefinitionRules;
   /**
    * Called with each periodic result once it is the latest (not for one-off runs): history,
-   * stream events (docs/healthchecks.md), with the result's time in milliseconds since the epoch. Must
-   * not throw nor await: it runs on the scheduler's path.
+   * stream events (docs/healthchecks.md), with the result's time in milliseconds since the epoch, and
+   * whether alerts judge it (all but a heartbeat's start ping). Must not throw nor await: it runs on
+   * the scheduler's path.
    */
-  readonly onResult?: (registration: Registration, result: HealthcheckResult, timeMs: number) => void;
+  readonly onResult?: (registration: Registration, result: HealthcheckResult, timeMs: number, judged: boolean) => void;
   /**
    * Whether a result of check `name` ending at `timeMs` (milliseconds since the epoch) comes during
    * one of its maintenance windows: such a result carries `maintenance: true`. Runs on the
@@ -532,6 +535,6 @@ export class Catalog {
     }
     this.#options.results.set(result);
     registration.series.observe(execution.success, execution.duration / 1000);
-    this.#options.onResult?.(registration, result, execution.time);
+    this.#options.onResult?.(registration, result, execution.time, extras?.start !== true);
   }
 }

@@ -253,11 +253,19 @@ export const healthchecksModule = defineModule({
       rules,
       inMaintenance: maintenance.inMaintenance,
       heartbeats,
-      onResult: (registration, result, timeMs) => {
+      onResult: (registration, result, timeMs, judged) => {
         history.record(registration.definition.name, result, timeMs);
         publisher.publish(registration.definition, result, registration.labels, timeMs);
         shared?.record(result);
-        alerts.evaluator.observe(registration.definition, registration.labels, result.success, result.message, timeMs);
+        if (judged) {
+          alerts.evaluator.observe(
+            registration.definition,
+            registration.labels,
+            result.success,
+            result.message,
+            timeMs,
+          );
+        }
       },
       ...(cluster === undefined
         ? {}
@@ -294,15 +302,13 @@ export const healthchecksModule = defineModule({
     // Cluster mode: the routes bring the results other instances wrote up to date first.
     const sharedNow = shared;
     const freshen = sharedNow === undefined ? {} : { freshen: () => sharedNow.refresh() };
+    const reading = { catalog, results, ...freshen, history };
 
     // The API behind the guard of security.require-token; the status page is public.
     await app.register(async (api) => {
       if (context.apiGuard !== undefined) api.addHook("preHandler", context.apiGuard);
       registerHealthcheckRoutes(api, {
-        catalog,
-        results,
-        ...freshen,
-        history,
+        ...reading,
         rules,
         allowCommands: apiCommandsAllowed(
           section["allow-api-commands"],
@@ -317,16 +323,13 @@ export const healthchecksModule = defineModule({
       registerIncidentRoutes(api, { incidents, pages: slugs });
     });
     await registerStatusPage(app, {
-      catalog,
-      results,
-      ...freshen,
-      history,
+      ...reading,
       pages,
       retentionMs,
       calendar: maintenance.calendar,
       incidents,
       publicUrl: context.config.http["public-url"],
     });
-    await registerBadgeRoutes(app, { catalog, results, ...freshen, history, pages });
+    await registerBadgeRoutes(app, { ...reading, pages });
   },
 });

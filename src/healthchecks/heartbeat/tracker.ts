@@ -67,6 +67,11 @@ export interface HeartbeatEvent {
   readonly timeMs: number;
   /** The state after the event. */
   readonly state: HeartbeatState;
+  /**
+   * A start ping: a result in the history, but not a success that resolves an alert (a failing job
+   * that starts again has not recovered yet).
+   */
+  readonly start: boolean;
 }
 
 /** The timer the tracker arms (Node's setTimeout by default). */
@@ -259,7 +264,7 @@ export class HeartbeatTracker {
     entry.runs.push(ping.rid === undefined ? { startMs: ping.timeMs } : { rid: ping.rid, startMs: ping.timeMs });
     entry.state = "started";
     entry.lastPingMs = Math.max(entry.lastPingMs ?? ping.timeMs, ping.timeMs);
-    this.#emit(entry, "result", true, ping.body === "" ? "started" : ping.body, 0, ping.timeMs);
+    this.#emit(entry, "result", true, ping.body === "" ? "started" : ping.body, 0, ping.timeMs, true);
   }
 
   #end(entry: Entry, ping: Ping, success: boolean): void {
@@ -363,12 +368,13 @@ export class HeartbeatTracker {
     message: string,
     durationMs: number,
     timeMs: number,
+    start = false,
   ): void {
     // The history keys results by (check, millisecond): two pings within one millisecond (a start
     // and its end) are stored a millisecond apart rather than one of them dropped.
     const at = type === "state" ? timeMs : Math.max(timeMs, entry.lastEventMs + 1);
     if (type !== "state") entry.lastEventMs = at;
-    this.#onEvent({ type, name: entry.name, success, message, durationMs, timeMs: at, state: entry.state });
+    this.#onEvent({ type, name: entry.name, success, message, durationMs, timeMs: at, state: entry.state, start });
   }
 
   /** Arms the one timer for the heap's head, unless it is armed for that time already. */

@@ -302,7 +302,11 @@ export class ModuleHeartbeats implements HeartbeatHost {
       timestamp: rfc3339(event.timeMs),
       time: event.timeMs,
     };
-    catalog.recordHeartbeat(event.name, execution, { state: event.state, log: event.type === "log" });
+    catalog.recordHeartbeat(event.name, execution, {
+      state: event.state,
+      log: event.type === "log",
+      start: event.start,
+    });
   }
 
   async #tick(): Promise<void> {

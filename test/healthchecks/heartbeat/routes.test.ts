@@ -303,3 +303,31 @@ describe("configuration-file heartbeats", () => {
     );
   });
 });
+
+describe("alerts on a heartbeat", () => {
+  it("trigger on a failure ping, stay triggered through the next start, and resolve on a success", async () => {
+    const server = await startTestServer({
+      modules: [healthchecksModule],
+      config: {
+        database: { url: "sqlite::memory:" },
+        outputs: { hook: { type: "webhook", url: "http://127.0.0.1:9/hook" } },
+        healthchecks: { "min-interval": "100ms" },
+      },
+    });
+    try {
+      const definition = { name: "nightly", period: "1h", key: KEY, alerts: [{ output: "hook" }] };
+      expect((await call(server, "POST", "/healthcheck/heartbeat", definition)).status).toBe(201);
+      const triggered = async () => ((await call(server, "GET", "/alerts")).json as unknown[]).length;
+      expect((await call(server, "POST", `/ping/${KEY}/fail`, "disk full")).status).toBe(200);
+      await until(async () => (await triggered()) === 1);
+      // A start is a result in the history, not a recovery: the alert stays triggered.
+      expect((await call(server, "POST", `/ping/${KEY}/start`)).status).toBe(200);
+      expect((await call(server, "GET", "/result/nightly")).json).toMatchObject({ state: "started" });
+      expect(await triggered()).toBe(1);
+      expect((await call(server, "POST", `/ping/${KEY}/0`)).status).toBe(200);
+      await until(async () => (await triggered()) === 0);
+    } finally {
+      await server.close();
+    }
+  });
+});
