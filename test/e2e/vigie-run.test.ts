@@ -1,10 +1,13 @@
 /**
  * `vigie run --key KEY -- COMMAND` against a real command and a local receiver standing in for
  * Vigie's ping routes: start, then the exit status with the output's last 10 KiB, one run id, the
- * command's status as the wrapper's; a ping that fails never changes the job's outcome.
+ * command's status as the wrapper's; a ping that fails never changes the job's outcome. Then a real
+ * job against a real server and its heartbeat check.
  */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { runCli } from "../support/process.js";
+import { freePort, runCli, startVigie, stopVigie, temporaryDirectory } from "../support/process.js";
 import { type Receiver, startReceiver } from "../support/receiver.js";
 
 const KEY = "abcdefghijklmnopqrstuv_-42";
@@ -88,5 +91,37 @@ describe("vigie run", () => {
     expect((await runCli(["run", "--key", "short", "--", "true"])).code).toBe(2);
     expect((await runCli(["run", "--key", KEY, "--url", "ftp://x", "--", "true"])).code).toBe(2);
     expect((await runCli(["run", "--key", KEY, "--url", "http://127.0.0.1:9"])).code).toBe(2);
+  });
+
+  it("reports a real job to a real server: up with its output, then down with the failure's", async () => {
+    const directory = temporaryDirectory();
+    const port = await freePort();
+    const configFile = join(directory, "vigie.yaml");
+    writeFileSync(
+      configFile,
+      [
+        `http:\n  port: ${port}`,
+        `database:\n  url: sqlite:${join(directory, "vigie.db")}`,
+        "healthchecks:",
+        "  heartbeat-checks:",
+        `    - { name: backup, period: 1h, key: ${KEY} }`,
+        "",
+      ].join("\n"),
+    );
+    const vigie = await startVigie({ configFile, port, cwd: directory });
+    try {
+      const result = async () =>
+        (await (await fetch(`${vigie.baseUrl}/result/backup`)).json()) as Record<string, unknown>;
+      const ok = await runCli(["run", "--key", KEY, "--url", vigie.baseUrl, "--", "sh", "-c", "echo 12 files copied"]);
+      expect(ok.code).toBe(0);
+      expect(await result()).toMatchObject({ success: true, state: "up", message: "12 files copied\n" });
+      const failed = await runCli(["run", "--key", KEY, "--", "sh", "-c", "echo disk full >&2; exit 4"], {
+        env: { VIGIE_URL: vigie.baseUrl },
+      });
+      expect(failed.code).toBe(4);
+      expect(await result()).toMatchObject({ success: false, state: "down", message: "disk full\n" });
+    } finally {
+      await stopVigie(vigie);
+    }
   });
 });

@@ -319,13 +319,13 @@ describe("alerts on a heartbeat", () => {
       expect((await call(server, "POST", "/healthcheck/heartbeat", definition)).status).toBe(201);
       const triggered = async () => ((await call(server, "GET", "/alerts")).json as unknown[]).length;
       expect((await call(server, "POST", `/ping/${KEY}/fail`, "disk full")).status).toBe(200);
-      await until(async () => (await triggered()) === 1);
+      await until(async () => ((await triggered()) === 1 ? true : undefined), "the alert to trigger");
       // A start is a result in the history, not a recovery: the alert stays triggered.
       expect((await call(server, "POST", `/ping/${KEY}/start`)).status).toBe(200);
       expect((await call(server, "GET", "/result/nightly")).json).toMatchObject({ state: "started" });
       expect(await triggered()).toBe(1);
       expect((await call(server, "POST", `/ping/${KEY}/0`)).status).toBe(200);
-      await until(async () => (await triggered()) === 0);
+      await until(async () => ((await triggered()) === 0 ? true : undefined), "the alert to resolve");
     } finally {
       await server.close();
     }
