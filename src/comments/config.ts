@@ -147,14 +147,16 @@ const adminAddress = v.string({
 });
 
 /** `email`: which `email` output sends the module's mail, and who moderates. */
-const email = v.optional(v.object(
-  {
-    output: v.required(v.string({ min: 1 })),
-    "notify-admin": v.withDefault(v.oneOf(["pending", "all", "none"] as const), "pending"),
-    admin: v.withDefault(v.array(adminAddress, { max: 100 }), []),
-  },
-  { unknownKeys: "reject" },
-));
+const email = v.optional(
+  v.object(
+    {
+      output: v.required(v.string({ min: 1 })),
+      "notify-admin": v.withDefault(v.oneOf(["pending", "all", "none"] as const), "pending"),
+      admin: v.withDefault(v.array(adminAddress, { max: 100 }), []),
+    },
+    { unknownKeys: "reject" },
+  ),
+);
 
 /** `spam`: the cheap signals checked on every posted comment. */
 const spam = v.object(
@@ -167,16 +169,40 @@ const spam = v.object(
 );
 
 /** `akismet`: an Akismet-compatible comment-check service. */
-const akismet = v.optional(v.object(
-  {
-    key: v.required(secretText),
-    url: v.withDefault(
-      v.string({ pattern: /^https?:\/\/\S+$/, patternRule: "must be an http:// or https:// URL" }),
-      "https://rest.akismet.com/1.1/comment-check",
-    ),
-  },
-  { unknownKeys: "reject" },
-));
+const akismet = v.optional(
+  v.object(
+    {
+      key: v.required(secretText),
+      url: v.withDefault(
+        v.string({ pattern: /^https?:\/\/\S+$/, patternRule: "must be an http:// or https:// URL" }),
+        "https://rest.akismet.com/1.1/comment-check",
+      ),
+    },
+    { unknownKeys: "reject" },
+  ),
+);
+
+/**
+ * `email`: its output must be an `email` output declared under `outputs:` (whose SMTP settings and
+ * `from` are used), and it needs moderators unless `notify-admin` is `none`.
+ * @param outputs the top-level `outputs:` definitions, by name
+ * @throws ValidationError naming `comments.email.output` or `comments.email.admin`
+ */
+export function checkEmail(
+  settings: v.Infer<typeof email>,
+  outputs: Readonly<Record<string, { readonly type: string }>>,
+): void {
+  if (settings === undefined) return;
+  if (outputs[settings.output]?.type !== "email") {
+    throw new v.ValidationError(
+      "comments.email.output",
+      `must name an output of type email declared under outputs (${settings.output} is not one)`,
+    );
+  }
+  if (settings["notify-admin"] !== "none" && settings.admin.length === 0) {
+    throw new v.ValidationError("comments.email.admin", "must list at least one address unless notify-admin is none");
+  }
+}
 
 /** The keys of `comments:` besides `enabled`. Durations are parsed. */
 export const commentsConfigShape = {

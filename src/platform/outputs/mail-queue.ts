@@ -13,7 +13,7 @@ import nodemailer from "nodemailer";
 import type { Mail, Mailer, MailOutcome } from "../mailer.js";
 import type { OutputDefinition } from "./config.js";
 import type { AttemptResult } from "./delivery.js";
-import { type EmailOutputDefinition, domainOf, smtpOptions, smtpOutcome } from "./notifiers/email.js";
+import { domainOf, type EmailOutputDefinition, smtpOptions, smtpOutcome } from "./notifiers/email.js";
 import { backoffDelay } from "./retry.js";
 
 /** The most messages one output's mail queue holds, whatever its `queue-size`. */
@@ -159,10 +159,7 @@ export class SmtpMailer implements Mailer {
       if (definition.type !== "email") continue;
       const { attempt, close } = attemptOf(definition);
       const capacity = Math.min(definition["queue-size"], MAX_MAIL_QUEUE);
-      this.#queues.set(
-        name,
-        new MailQueue(name, capacity, definition["max-retry-time"].milliseconds, attempt, logger),
-      );
+      this.#queues.set(name, new MailQueue(name, capacity, definition["max-retry-time"].milliseconds, attempt, logger));
       this.#closers.push(close);
     }
   }
