@@ -101,7 +101,7 @@ describe.each(DATABASE_KINDS)("comment e-mail on $kind", ({ kind, skip }) => {
       const page = await app.inject({ url: approve });
       expect(page.statusCode).toBe(200);
       expect(page.headers["content-security-policy"]).toContain("default-src 'none'");
-      expect(page.headers["referrer-policy"]).toBe("no-referrer");
+      expect(page.headers["referrer-policy"]).toBe("same-origin");
       expect(page.body).toContain('<form method="post"');
       expect(page.body).toContain("Hello &amp; welcome");
       expect((await newest(app, "blog")).approved).toBe(false);

@@ -46,8 +46,10 @@ function page(reply: FastifyReply, status: number, title: string, lines: readonl
     .type("text/html; charset=utf-8")
     .header("Content-Security-Policy", MAIL_PAGE_CSP)
     // The token is in the address: no cache keeps it, no other site learns it from a referrer.
+    // (`same-origin`, not `no-referrer`: under the latter a browser sends the form's POST with
+    // `Origin: null`, which the origin check refuses.)
     .header("Cache-Control", "no-store")
-    .header("Referrer-Policy", "no-referrer")
+    .header("Referrer-Policy", "same-origin")
     .header("X-Content-Type-Options", "nosniff");
   const body = lines.map((line) => `<p>${escapeHtml(line)}</p>`).join("\n");
   return `<!doctype html>
