@@ -6,6 +6,8 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import type { Database } from "../platform/database.js";
+import { InvalidError } from "../platform/errors.js";
+import { CHALLENGE_ALREADY_USED } from "./challenge.js";
 import { SPAM, spamMessage } from "./resources.js";
 import type { CommentsDb, CommentTables } from "./storage.js";
 
@@ -115,21 +117,39 @@ export class MailStore {
 
   /**
    * Writes the `spam` event of a comment refused by `signal`: the one event without a stored
-   * comment; its `comment-id` is a fresh UUID that names no comment.
+   * comment; its `comment-id` is a fresh UUID that names no comment. The comment's challenge is
+   * spent in the same transaction, so a robot gets one event per solved challenge, not one per
+   * replay: the event log stays bounded by what it costs to solve challenges.
    * @param now milliseconds since the Unix epoch
+   * @param challenge the lower-case signature and expiry (milliseconds) of the comment's challenge
+   * @throws InvalidError `The challenge has already been used`
    */
-  async addSpamEvent(website: string, article: string, signal: string, now: number): Promise<void> {
-    await this.#db
-      .insertInto("comments_event")
-      .values({
-        id: randomUUID(),
-        website,
-        article,
-        comment_id: randomUUID(),
-        type: SPAM,
-        message: spamMessage(article, signal),
-        created_at: now,
-      })
-      .execute();
+  async addSpamEvent(
+    website: string,
+    article: string,
+    signal: string,
+    now: number,
+    challenge: { readonly signature: string; readonly expiresAt: number },
+  ): Promise<void> {
+    await this.#db.transaction().execute(async (trx) => {
+      const used = await trx
+        .insertInto("comments_used_challenge")
+        .values({ signature: challenge.signature, expires_at: challenge.expiresAt })
+        .onConflict((conflict) => conflict.column("signature").doNothing())
+        .executeTakeFirst();
+      if (Number(used.numInsertedOrUpdatedRows ?? 0) === 0) throw new InvalidError(CHALLENGE_ALREADY_USED);
+      await trx
+        .insertInto("comments_event")
+        .values({
+          id: randomUUID(),
+          website,
+          article,
+          comment_id: randomUUID(),
+          type: SPAM,
+          message: spamMessage(article, signal),
+          created_at: now,
+        })
+        .execute();
+    });
   }
 }

@@ -96,10 +96,17 @@ describe.each(DATABASE_KINDS)("moderation modes and spam on $kind", ({ kind, ski
     expect(events.filter((event) => event.article === "honeypot")).toMatchObject([
       { type: "spam", article: "honeypot", message: "Spam refused on article honeypot (honeypot)" },
     ]);
+    // Its challenge is spent: a replay is refused as for any comment, and logs nothing more.
+    const body = await solvedBody(app, "open", "honeypot", { homepage: "x" });
+    expect((await postComment(app, "open", "honeypot", body)).statusCode).toBe(201);
+    expect((await postComment(app, "open", "honeypot", body)).json()).toEqual({
+      error: "The challenge has already been used",
+    });
+    expect(((await admin(app, "GET", "/api/admin/event/open")).json() as unknown[]).length).toBe(events.length + 1);
     // An empty honeypot is what people send.
     expect((await addComment(app, "open", "honeypot", { homepage: "" })).statusCode).toBe(201);
     expect((await admin(app, "GET", "/api/admin/comment/open/honeypot")).json()).toHaveLength(1);
-    expect((await app.inject({ url: "/metrics" })).body).toContain('comments_spam_total{signal="honeypot"} 1');
+    expect((await app.inject({ url: "/metrics" })).body).toContain('comments_spam_total{signal="honeypot"} 2');
   });
 
   it.skipIf(skip)("keeps honeypot comments when the honeypot is off", async () => {

@@ -87,7 +87,12 @@ describe.each(DATABASE_KINDS)("mail storage on $kind", ({ kind, skip }) => {
     expect(listed).not.toHaveProperty("spam");
     expect(await comments.get("m3", "post", held.id)).not.toHaveProperty("spam");
 
-    await mail.addSpamEvent("m3", "post", "honeypot", NOW + 1);
+    const spent = { signature: "ab".repeat(32), expiresAt: NOW + 600_000 };
+    await mail.addSpamEvent("m3", "post", "honeypot", NOW + 1, spent);
+    // One event per solved challenge: a replay is refused and writes nothing.
+    await expect(mail.addSpamEvent("m3", "post", "honeypot", NOW + 2, spent)).rejects.toThrow(
+      "The challenge has already been used",
+    );
     const events = await comments.events("m3");
     expect(events.map((event) => event.type)).toEqual(["new-comment", "spam"]);
     expect(events[1]?.message).toBe("Spam refused on article post (honeypot)");

@@ -197,7 +197,10 @@ function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, c
       checkAnswerTime(options.checks, fields, time);
       await checkParent(options, website, article, fields.parent);
       reply.code(201);
-      if (await caughtByHoneypot(options.checks, fields, website, article, time)) return { message: "Comment added" };
+      const expiresAt = challengeExpiresAt(challenge, fields.timestamp);
+      if (await caughtByHoneypot(options.checks, fields, website, article, time, expiresAt)) {
+        return { message: "Comment added" };
+      }
       const verdict = await verdictOf(options.checks, request, website, article, fields);
       const comment = await storeComment(options, request, website, article, fields, time, verdict);
       metrics.added(website.name);

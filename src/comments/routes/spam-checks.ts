@@ -46,8 +46,10 @@ export function checkAnswerTime(context: SpamCheckContext, fields: CommentFields
 }
 
 /**
- * Whether the honeypot caught the comment; when it did, the `spam` event is written and the
- * caller answers as if the comment were taken (so the robot learns nothing).
+ * Whether the honeypot caught the comment; when it did, the challenge is spent, the `spam` event
+ * written, and the caller answers as if the comment were taken (so the robot learns nothing).
+ * @param challengeExpiresAt milliseconds since the Unix epoch: until when the signature is kept
+ * @throws InvalidError `The challenge has already been used`, as for any comment
  */
 export async function caughtByHoneypot(
   context: SpamCheckContext,
@@ -55,10 +57,14 @@ export async function caughtByHoneypot(
   website: Website,
   article: string,
   now: number,
+  challengeExpiresAt: number,
 ): Promise<boolean> {
   if (!context.spam.honeypot || !fields.honeypot) return false;
+  await context.mailStore.addSpamEvent(website.name, article, "honeypot", now, {
+    signature: fields.signature,
+    expiresAt: challengeExpiresAt,
+  });
   context.metrics.spam("honeypot");
-  await context.mailStore.addSpamEvent(website.name, article, "honeypot", now);
   return true;
 }
 
