@@ -116,6 +116,20 @@ export class MailStore {
   }
 
   /**
+   * Whether a comment already used the challenge of `signature` (lower-case): read before the spam
+   * checks, so that replaying one solved challenge cannot make Vigie call the Akismet-compatible
+   * service again and again. The insert in the storing transaction stays the authority (races).
+   */
+  async challengeUsed(signature: string): Promise<boolean> {
+    const row = await this.#db
+      .selectFrom("comments_used_challenge")
+      .select("signature")
+      .where("signature", "=", signature)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
    * Writes the `spam` event of a comment refused by `signal`: the one event without a stored
    * comment; its `comment-id` is a fresh UUID that names no comment. The comment's challenge is
    * spent in the same transaction, so a robot gets one event per solved challenge, not one per

@@ -156,6 +156,15 @@ describe.each(DATABASE_KINDS)("moderation modes and spam on $kind", ({ kind, ski
     expect(await newest(app, "open")).toMatchObject({ approved: true });
     expect(await newest(app, "open")).not.toHaveProperty("spam");
 
+    // A replayed challenge is refused before the service is asked again.
+    const asked = forms.length;
+    const body = await solvedBody(app, "open", "post", { content: "once" });
+    expect((await postComment(app, "open", "post", body)).statusCode).toBe(201);
+    expect((await postComment(app, "open", "post", body)).json()).toEqual({
+      error: "The challenge has already been used",
+    });
+    expect(forms.length).toBe(asked + 1);
+
     // A service that cannot answer leaves the comment to the moderation mode.
     expect((await addComment(app, "open", "post", { content: "broken service" })).statusCode).toBe(201);
     expect(await newest(app, "open")).toMatchObject({ approved: true });

@@ -168,8 +168,8 @@ function registerCountRoute(app: FastifyInstance, options: PublicRoutesOptions, 
 
 /**
  * `POST /api/v1/comment/<website>/<article>`. Order of checks: fields (400), website and article
- * (404), challenge (400), answer time (400), parent (400), honeypot (201, nothing stored), moderation
- * mode and spam checks, challenge already used (400), rate limit (429), then store.
+ * (404), challenge (400), answer time (400), parent (400), honeypot (201, nothing stored), challenge
+ * already used (400), moderation mode and spam checks, rate limit (429), then store.
  */
 function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
   const { websites, metrics, challenge } = options;

@@ -8,6 +8,7 @@ import type { FastifyRequest } from "fastify";
 import { InvalidError } from "../../platform/errors.js";
 import { escapeHtml } from "../../platform/html.js";
 import { checkWithAkismet } from "../akismet.js";
+import { CHALLENGE_ALREADY_USED } from "../challenge.js";
 import type { CommentFields } from "../comment-validation.js";
 import type { CommentMetrics } from "../metrics.js";
 import { answeredTooFast, countLinks, TOO_FAST } from "../spam.js";
@@ -75,9 +76,11 @@ export interface Verdict {
 }
 
 /**
- * The moderation mode's answer (`none` approves, `first` approves an author already approved on
+ * Refuses a challenge used already (before any query or call below), then gives the moderation
+ * mode's answer (`none` approves, `first` approves an author already approved on
  * the website with the same name and address, `all` holds), then the spam signals, which can only
  * hold: more than `max-links` links, an Akismet `true`.
+ * @throws InvalidError `The challenge has already been used`
  */
 export async function verdictOf(
   context: SpamCheckContext,
@@ -87,6 +90,10 @@ export async function verdictOf(
   fields: CommentFields,
 ): Promise<Verdict> {
   const { spam, metrics, mailStore } = context;
+  if (await mailStore.challengeUsed(fields.signature)) {
+    metrics.rejected(website.name, "challenge");
+    throw new InvalidError(CHALLENGE_ALREADY_USED);
+  }
   let approved =
     website.moderation === "none" ||
     (website.moderation === "first" &&
