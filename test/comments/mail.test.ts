@@ -224,4 +224,26 @@ describe.each(DATABASE_KINDS)("comment e-mail on $kind", ({ kind, skip }) => {
     const [mail] = await waiting();
     expect(mail?.rcpt_tos).toEqual(["ann@example.org"]);
   });
+
+  it.skipIf(skip || unavailable !== undefined)("announces a reply approved from the moderators' mail", async () => {
+    const { app } = await start({ websites: [{ name: "blog" }] });
+    let waiting = next(1);
+    expect(
+      (await addComment(app, "blog", "post", { email: "ann@example.org", "notify-replies": true })).statusCode,
+    ).toBe(201);
+    await waiting();
+    const parent = (await newest(app, "blog")).id;
+    await admin(app, "POST", `/api/admin/comment/blog/post/${parent}`);
+    waiting = next(1);
+    expect(
+      (await addComment(app, "blog", "post", { author: "Bob", content: "Pending reply", parent })).statusCode,
+    ).toBe(201);
+    const [moderation] = await waiting();
+    if (moderation === undefined) throw new Error("no moderation mail");
+    waiting = next(1);
+    expect((await app.inject({ method: "POST", url: linkOf(moderation, "Approve") })).statusCode).toBe(200);
+    const [reply] = await waiting();
+    expect(reply?.rcpt_tos).toEqual(["ann@example.org"]);
+    expect(reply?.text).toContain("Pending reply");
+  });
 });
