@@ -19,6 +19,12 @@ import { backoffDelay } from "./retry.js";
 /** The most messages one output's mail queue holds, whatever its `queue-size`. */
 export const MAX_MAIL_QUEUE = 10_000;
 
+/**
+ * An e-mail address inside a server's reply (`550 5.1.1 <ann@example.org>: unknown`): replaced in
+ * reasons before they are logged or reported, since recipients are people's addresses.
+ */
+const ADDRESS_IN_TEXT = /[^\s<>"'@]+@[^\s<>"']+/g;
+
 /** The longest subject, in characters. */
 const MAX_SUBJECT = 250;
 
@@ -66,7 +72,8 @@ class MailQueue {
 
   async #run(): Promise<void> {
     for (let item = this.#items[0]; item !== undefined; item = this.#items[0]) {
-      const [outcome, reason] = await this.#deliver(item.mail);
+      const [outcome, raw] = await this.#deliver(item.mail);
+      const reason = raw?.replace(ADDRESS_IN_TEXT, "<address>");
       this.#items.shift();
       if (outcome !== "delivered") {
         // Never the recipients: they are people's addresses.

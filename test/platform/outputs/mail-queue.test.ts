@@ -75,12 +75,14 @@ describe("SmtpMailer", () => {
     ]);
   });
 
-  it("does not retry a refusal, and logs it without the recipient", async () => {
-    const { send, sent, outcomes, logs } = harness([{ kind: "rejected", reason: "SMTP 550 unknown", answer: "" }]);
+  it("does not retry a refusal, and logs it without the recipient, even in the server's reply", async () => {
+    const reason = "SMTP 550 5.1.1 <ann@example.org>: unknown";
+    const { send, sent, outcomes, logs } = harness([{ kind: "rejected", reason, answer: "" }]);
     await send("one");
     expect(sent).toHaveLength(1);
-    expect(outcomes).toEqual([["failed", "SMTP 550 unknown"]]);
-    expect(logs.join("")).toContain("SMTP 550 unknown");
+    // The server's reply names the recipient: replaced before it is logged or reported.
+    expect(outcomes).toEqual([["failed", "SMTP 550 5.1.1 <<address>>: unknown"]]);
+    expect(logs.join("")).toContain("SMTP 550 5.1.1");
     expect(logs.join("")).not.toContain("ann@example.org");
   });
 
