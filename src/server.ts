@@ -213,6 +213,7 @@ async function setUp(
     cluster,
     outputs: outputs.outputs,
     notifier: outputs.notifier,
+    mailer: outputs.mailer,
     events: new EventRouter(
       counter(
         metrics,

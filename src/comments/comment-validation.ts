@@ -51,6 +51,8 @@ export interface CommentFields extends ChallengeResponse {
   readonly email: string | undefined;
   /** Whether the commenter asks to be told of replies (default false). */
   readonly notifyReplies: boolean;
+  /** Whether the hidden `homepage` field (a honeypot people never see) holds anything. */
+  readonly honeypot: boolean;
 }
 
 function codePoints(text: string): number {
@@ -200,6 +202,16 @@ const timestamp: Validator<number> = described(
   },
 );
 
+/**
+ * `homepage`: a field the widget hides from people, so anything in it (any type, any value but
+ * absent, `null` or blank) was written by a robot. Never refused here: the route answers as if it
+ * took the comment.
+ */
+const homepage: Validator<boolean> = described(
+  (value) => !(value === null || (typeof value === "string" && value.trim() === "")),
+  { description: "leave empty: the widget hides it from people; filled, the comment is dropped as spam" },
+);
+
 const commentObject = object(
   {
     author: required(trimmedText(AUTHOR_MAX_LENGTH, AUTHOR_RULE)),
@@ -211,6 +223,7 @@ const commentObject = object(
     parent: optional(parent),
     email: optional(email),
     "notify-replies": optional(boolean()),
+    homepage: optional(homepage),
   },
   { unknownKeys: "ignore" },
 );
@@ -236,6 +249,7 @@ export const commentBody: Validator<CommentFields> = described((body, path) => {
     parent: fields.parent,
     email: fields.email,
     notifyReplies: fields["notify-replies"] ?? false,
+    honeypot: fields.homepage ?? false,
   };
 }, schemaOf(commentObject));
 

@@ -8,7 +8,15 @@ import { parseAllowedOrigin } from "../platform/host-origin.js";
 import { secretFile } from "../platform/secret-file.js";
 import * as v from "../platform/validation.js";
 import { ANSWER_MAX_LENGTH } from "./comment-validation.js";
-import { ANY_ORIGIN, ARTICLE_NAME, ARTICLE_NAME_RULE, WEBSITE_NAME, WEBSITE_NAME_RULE } from "./websites.js";
+import {
+  ANY_ORIGIN,
+  ARTICLE_NAME,
+  ARTICLE_NAME_RULE,
+  MODERATION_MODES,
+  type ModerationMode,
+  WEBSITE_NAME,
+  WEBSITE_NAME_RULE,
+} from "./websites.js";
 
 /** Environment variables overriding keys of the section. */
 export const COMMENTS_ENVIRONMENT: Readonly<Record<string, string>> = {
@@ -88,18 +96,37 @@ const challenge: v.Validator<v.Infer<typeof challengeObject>> = (value, path) =>
   return parsed;
 };
 
-const website = v.object(
+const websiteObject = v.object(
   {
     name: v.required(v.string({ pattern: WEBSITE_NAME, rule: WEBSITE_NAME_RULE })),
     "allowed-origins": v.withDefault(v.array(origin), []),
-    "auto-approve": v.withDefault(v.boolean(), false),
+    /** The former switch: `true` is `moderation: none`, `false` is `moderation: all`. */
+    "auto-approve": v.optional(v.boolean()),
+    moderation: v.optional(v.oneOf(MODERATION_MODES)),
     articles: v.withDefault(v.array(v.string({ pattern: ARTICLE_NAME, rule: ARTICLE_NAME_RULE })), []),
   },
   { unknownKeys: "reject" },
 );
 
+/** A configured website with its moderation mode resolved from `moderation` or `auto-approve`. */
+export type WebsiteConfig = Omit<v.Infer<typeof websiteObject>, "moderation" | "auto-approve"> & {
+  readonly moderation: ModerationMode;
+};
+
+/** One website: `moderation` and `auto-approve` together are refused (which one wins would be a guess). */
+const website: v.Validator<WebsiteConfig> = (value, path) => {
+  const { "auto-approve": autoApprove, moderation, ...rest } = websiteObject(value, path);
+  if (autoApprove !== undefined && moderation !== undefined) {
+    throw new v.ValidationError(
+      v.childPath(path, "auto-approve"),
+      "must not be set together with moderation: set moderation only (auto-approve true is moderation none)",
+    );
+  }
+  return { ...rest, moderation: moderation ?? (autoApprove === true ? "none" : "all") };
+};
+
 /** `websites`: names unique, since a name identifies a website in every path. */
-const websites: v.Validator<Array<v.Infer<typeof website>>> = (value, path) => {
+const websites: v.Validator<WebsiteConfig[]> = (value, path) => {
   const list = v.array(website)(value, path);
   const seen = new Set<string>();
   list.forEach((entry, index) => {
@@ -110,6 +137,72 @@ const websites: v.Validator<Array<v.Infer<typeof website>>> = (value, path) => {
   });
   return list;
 };
+
+/** A bare e-mail address of an administrator. */
+const adminAddress = v.string({
+  min: 3,
+  max: 254,
+  pattern: /^[^\s@<>()[\],;:\\"]+@[^\s@<>()[\],;:\\"]+\.[^\s@<>()[\],;:\\"]+$/,
+  patternRule: "must be an e-mail address such as admin@example.org",
+});
+
+/** `email`: which `email` output sends the module's mail, and who moderates. */
+const email = v.optional(
+  v.object(
+    {
+      output: v.required(v.string({ min: 1 })),
+      "notify-admin": v.withDefault(v.oneOf(["pending", "all", "none"] as const), "pending"),
+      admin: v.withDefault(v.array(adminAddress, { max: 100 }), []),
+    },
+    { unknownKeys: "reject" },
+  ),
+);
+
+/** `spam`: the cheap signals checked on every posted comment. */
+const spam = v.object(
+  {
+    honeypot: v.withDefault(v.boolean(), true),
+    "min-answer-time": v.withDefault(v.duration(0), { text: "0s", milliseconds: 0 }),
+    "max-links": v.withDefault(v.integer(0, 1000), 3),
+  },
+  { unknownKeys: "reject", optional: true },
+);
+
+/** `akismet`: an Akismet-compatible comment-check service. */
+const akismet = v.optional(
+  v.object(
+    {
+      key: v.required(secretText),
+      url: v.withDefault(
+        v.string({ pattern: /^https?:\/\/\S+$/, patternRule: "must be an http:// or https:// URL" }),
+        "https://rest.akismet.com/1.1/comment-check",
+      ),
+    },
+    { unknownKeys: "reject" },
+  ),
+);
+
+/**
+ * `email`: its output must be an `email` output declared under `outputs:` (whose SMTP settings and
+ * `from` are used), and it needs moderators unless `notify-admin` is `none`.
+ * @param outputs the top-level `outputs:` definitions, by name
+ * @throws ValidationError naming `comments.email.output` or `comments.email.admin`
+ */
+export function checkEmail(
+  settings: v.Infer<typeof email>,
+  outputs: Readonly<Record<string, { readonly type: string }>>,
+): void {
+  if (settings === undefined) return;
+  if (outputs[settings.output]?.type !== "email") {
+    throw new v.ValidationError(
+      "comments.email.output",
+      `must name an output of type email declared under outputs (${settings.output} is not one)`,
+    );
+  }
+  if (settings["notify-admin"] !== "none" && settings.admin.length === 0) {
+    throw new v.ValidationError("comments.email.admin", "must list at least one address unless notify-admin is none");
+  }
+}
 
 /** The keys of `comments:` besides `enabled`. Durations are parsed. */
 export const commentsConfigShape = {
@@ -125,6 +218,11 @@ export const commentsConfigShape = {
     { unknownKeys: "reject", optional: true },
   ),
   websites: v.withDefault(websites, []),
+  /** E-mail to moderators and to commenters who asked for replies; absent: no mail. */
+  email,
+  spam,
+  /** An optional Akismet-compatible check of each comment; absent: not asked. */
+  akismet,
   /** Streams that receive every new comment as an event. */
   streams: v.withDefault<string[]>(
     v.array(

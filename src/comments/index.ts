@@ -9,14 +9,17 @@ import { ADMIN_PAGE_PATH } from "./admin-page.js";
 import { listQuestion, mathQuestion, type Question } from "./challenge.js";
 import { commentsCommands } from "./commands.js";
 import { CommentPublisher } from "./comment-events.js";
-import { COMMENTS_ENVIRONMENT, commentsConfigShape, refuseBoth } from "./config.js";
+import { COMMENTS_ENVIRONMENT, checkEmail, commentsConfigShape, refuseBoth } from "./config.js";
 import { LIST_CACHE_SHARED_TTL_MS, ListCache } from "./list-cache.js";
+import { CommentMail } from "./mail.js";
 import { CommentMetrics } from "./metrics.js";
 import { registerAdminRoutes } from "./routes/admin.js";
 import { registerAssetRoutes, WIDGET_PATH } from "./routes/assets.js";
+import { registerMailPages } from "./routes/mail-pages.js";
 import { registerPublicRoutes } from "./routes/public.js";
 import { resolveSecrets } from "./secrets.js";
 import { CommentStore, commentsMigrations } from "./storage.js";
+import { MailStore } from "./storage-mail.js";
 import { Websites } from "./websites.js";
 
 /** How often, in milliseconds, the SQLite data version is read. */
@@ -57,17 +60,19 @@ export const commentsModule = defineModule({
     { key: "admin-token-file", file: "admin-token" },
     { key: "challenge.secret-file", file: "challenge-secret" },
   ],
-  check: (section) =>
+  check: (section, platform) => {
     refuseBoth("comments.admin-token", "comments.admin-token-file", {
       inline: section["admin-token"],
       file: section["admin-token-file"],
-    }),
+    });
+    checkEmail(section.email, platform.outputs);
+  },
   links: () => [
     { title: "comment widget (embed in your pages)", path: WIDGET_PATH },
     { title: "comment moderation page", path: ADMIN_PAGE_PATH },
   ],
   plugin: async (app, { context, section }) => {
-    const { adminToken, challengeSecret } = await resolveSecrets(
+    const { adminToken, challengeSecret, mailKey } = await resolveSecrets(
       context.database,
       {
         adminToken: section["admin-token"] ?? section["admin-token-file"],
@@ -89,6 +94,30 @@ export const commentsModule = defineModule({
     });
     if (context.database.dialect === "sqlite") clearOnOtherWriters(app, store, lists);
     const questions: readonly Question[] = section.challenge.questions;
+    const publicUrl = context.config.http["public-url"];
+    const mailStore = new MailStore(context.database);
+    const email = section.email;
+    const mail =
+      email === undefined
+        ? undefined
+        : new CommentMail(
+            context.mailer,
+            { output: email.output, notifyAdmin: email["notify-admin"], admins: email.admin, key: mailKey, publicUrl },
+            mailStore,
+            context.logger,
+          );
+    const { spam, akismet } = section;
+    const checks = {
+      metrics,
+      mailStore,
+      spam: {
+        honeypot: spam.honeypot,
+        minAnswerMs: spam["min-answer-time"].milliseconds,
+        maxLinks: spam["max-links"],
+        akismet,
+        publicUrl,
+      },
+    };
     registerPublicRoutes(app, {
       websites,
       store,
@@ -97,13 +126,18 @@ export const commentsModule = defineModule({
       challenge: { secret: challengeSecret, ttlMs: section.challenge.ttl.milliseconds },
       nextQuestion: section.challenge.type === "questions" ? () => listQuestion(questions) : () => mathQuestion(),
       publisher: new CommentPublisher(context.events, section.streams),
+      checks,
+      mail,
     });
     registerAdminRoutes(app, {
       websites,
       store,
       lists,
       guard: context.auth.require("admin", { alsoAccept: (token) => constantTimeEqual(token, adminToken) }),
+      onApproved: (id) => void mail?.replyApproved(id),
     });
+    // Registered even without `email`: links sent before it was removed keep working.
+    await registerMailPages(app, { key: mailKey, store: mailStore, lists, mail });
     // The widget and the moderation page: public files, read once from the build.
     await registerAssetRoutes(app);
   },

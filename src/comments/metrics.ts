@@ -8,6 +8,7 @@
 import type { Counter, Registry } from "prom-client";
 import { counter } from "../platform/metrics.js";
 import type { ListCacheObserver } from "./list-cache.js";
+import type { SpamSignal } from "./spam.js";
 
 /** Why a comment was refused: the `reason` label of `comments_rejected_total`. */
 export type RejectionReason = "invalid" | "challenge" | "rate_limit";
@@ -17,6 +18,7 @@ export class CommentMetrics {
   readonly #added: Counter<"website">;
   readonly #rejected: Counter<"website" | "reason">;
   readonly #issued: Counter<"website">;
+  readonly #spam: Counter<"signal">;
   /** The reports of the list cache, label children resolved once: the hit path runs per request. */
   readonly listCache: Required<ListCacheObserver>;
 
@@ -29,6 +31,12 @@ export class CommentMetrics {
       ["website", "reason"],
     );
     this.#issued = counter(registry, "challenges_issued_total", "Challenges issued, by website.", ["website"]);
+    this.#spam = counter(
+      registry,
+      "comments_spam_total",
+      "Comments a spam signal caught, by signal (honeypot, too_fast, links, akismet).",
+      ["signal"],
+    );
     const lookups = counter(
       registry,
       "comments_list_cache_lookups_total",
@@ -57,6 +65,11 @@ export class CommentMetrics {
   /** Counts a refused comment. */
   rejected(website: string, reason: RejectionReason): void {
     this.#rejected.inc({ website, reason });
+  }
+
+  /** Counts a comment caught by a spam signal. */
+  spam(signal: SpamSignal): void {
+    this.#spam.inc({ signal });
   }
 
   /** Counts an issued challenge. */

@@ -18,10 +18,16 @@ export interface Comment {
   readonly timestamp: number;
   /** The id of the comment this one replies to; absent for a top-level comment. */
   readonly parent?: string;
+  /** `true` when a spam check held the comment (admin answers only); absent otherwise. */
+  readonly spam?: true;
 }
 
-/** The only event type so far. */
+/** The event of a stored comment. */
 export const NEW_COMMENT = "new-comment";
+/** The event of a comment refused as spam by the honeypot: no comment is stored. */
+export const SPAM = "spam";
+/** The types of events. */
+export type CommentEventType = typeof NEW_COMMENT | typeof SPAM;
 
 /** An entry of a website's event log. */
 export interface CommentEvent {
@@ -31,13 +37,18 @@ export interface CommentEvent {
   readonly timestamp: number;
   readonly article: string;
   readonly "comment-id": string;
-  readonly type: typeof NEW_COMMENT;
+  readonly type: CommentEventType;
   readonly message: string;
 }
 
 /** The message of a `new-comment` event. */
 export function newCommentMessage(commentId: string, article: string): string {
   return `New comment ${commentId} on article ${article}`;
+}
+
+/** The message of a `spam` event. */
+export function spamMessage(article: string, signal: string): string {
+  return `Spam refused on article ${article} (${signal})`;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

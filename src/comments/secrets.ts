@@ -3,7 +3,8 @@
  * environment) when there is one; otherwise a value generated at the first start (32 random bytes,
  * base64url), stored in the database and reused by every later start and every instance sharing
  * the database. A generated admin token is also written to `<data directory>/comments-admin-token`
- * (mode 0600) so the operator can read it; the log gives the path, never the token.
+ * (mode 0600) so the operator can read it; the log gives the path, never the token. The key of the
+ * e-mail links is always generated and kept in the database, shared by every instance.
  */
 import { randomBytes } from "node:crypto";
 import { chmod, writeFile } from "node:fs/promises";
@@ -16,6 +17,8 @@ import { getOrCreateSetting } from "../platform/settings.js";
 /** The setting keys of the generated values (platform `settings` table). */
 export const ADMIN_TOKEN_SETTING = "comments.admin-token";
 export const CHALLENGE_SECRET_SETTING = "comments.challenge-secret";
+/** The key that signs the links of comment e-mail: always generated, never configured. */
+export const MAIL_KEY_SETTING = "comments.mail-key";
 
 /** The name of the file holding a generated admin token, in the data directory. */
 export const ADMIN_TOKEN_FILE = "comments-admin-token";
@@ -24,6 +27,8 @@ export const ADMIN_TOKEN_FILE = "comments-admin-token";
 export interface CommentSecrets {
   readonly adminToken: string;
   readonly challengeSecret: string;
+  /** Signs the approve, delete and unsubscribe links of e-mail (mail-links.ts). */
+  readonly mailKey: string;
 }
 
 /** 32 random bytes, base64url (43 characters). */
@@ -59,7 +64,8 @@ export async function resolveSecrets(
 ): Promise<CommentSecrets> {
   const challengeSecret =
     configured.challengeSecret ?? (await getOrCreateSetting(database, CHALLENGE_SECRET_SETTING, generateSecret)).value;
-  if (configured.adminToken !== undefined) return { adminToken: configured.adminToken, challengeSecret };
+  const mailKey = (await getOrCreateSetting(database, MAIL_KEY_SETTING, generateSecret)).value;
+  if (configured.adminToken !== undefined) return { adminToken: configured.adminToken, challengeSecret, mailKey };
 
   const setting = await getOrCreateSetting(database, ADMIN_TOKEN_SETTING, generateSecret);
   const file = join(database.dataDirectory, ADMIN_TOKEN_FILE);
@@ -76,5 +82,5 @@ export async function resolveSecrets(
       `cannot write the comments admin token to ${file}; it is the setting ${ADMIN_TOKEN_SETTING} in the database`,
     );
   }
-  return { adminToken: setting.value, challengeSecret };
+  return { adminToken: setting.value, challengeSecret, mailKey };
 }

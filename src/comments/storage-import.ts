@@ -8,7 +8,7 @@ import type { ImportRow } from "./import/items.js";
 import type { CommentsDb, CommentTable, CommentTables } from "./storage.js";
 
 /**
- * Rows per INSERT statement: 14 parameters each stays far below SQLite's 32 766 bound variables
+ * Rows per INSERT statement: 15 parameters each stays far below SQLite's 32 766 bound variables
  * and PostgreSQL's 65 535 parameters.
  */
 const ROWS_PER_STATEMENT = 500;
@@ -27,6 +27,8 @@ function tableRow(website: string, row: ImportRow): CommentTable {
     parent: row.parent ?? null,
     email: row.email ?? null,
     notify_replies: row.notifyReplies ? 1 : 0,
+    // Spam is skipped by the parsers, never imported.
+    spam: 0,
     source: row.source ?? null,
     source_id: row.sourceId ?? null,
   };

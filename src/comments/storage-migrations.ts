@@ -59,4 +59,10 @@ export const commentsMigrations: Readonly<Record<string, Migration>> = {
         "create unique index comments_comment_source on comments_comment (website, source, source_id)",
       ]),
   },
+  // Comments a spam check held (an Akismet-compatible service): pending, and listed apart on the
+  // moderation page. Approving one clears the flag.
+  "comments-0004-spam": {
+    up: (db) =>
+      runDdl(db, ["alter table comments_comment add column spam integer not null default 0 check (spam in (0, 1))"]),
+  },
 };

@@ -13,7 +13,7 @@ import type { Database, PlatformTables } from "../platform/database.js";
 import { InvalidError, RateLimitedError } from "../platform/errors.js";
 import { type RateLimitPolicy, retryAfterSeconds } from "../platform/rate-limit.js";
 import { CHALLENGE_ALREADY_USED } from "./challenge.js";
-import { type Comment, type CommentEvent, NEW_COMMENT, newCommentMessage } from "./resources.js";
+import { type Comment, type CommentEvent, type CommentEventType, NEW_COMMENT, newCommentMessage } from "./resources.js";
 
 export { commentsMigrations } from "./storage-migrations.js";
 
@@ -39,6 +39,8 @@ export interface CommentTable {
   email: string | null;
   /** 1 when the commenter asked to be told of replies. */
   notify_replies: number;
+  /** 1 when a spam check held the comment (pending until approved). */
+  spam: number;
   /** Where an imported comment came from (`disqus` …), or null for a posted one. */
   source: string | null;
   /** The comment's id in its source, or null. */
@@ -52,7 +54,7 @@ export interface EventTable {
   website: string;
   article: string;
   comment_id: string;
-  /** `new-comment`, the only type so far. */
+  /** `new-comment`, or `spam` (a comment refused by the honeypot, not stored). */
   type: string;
   message: string;
   /** Milliseconds since the epoch. */
@@ -171,6 +173,8 @@ export interface NewComment {
   readonly email?: string | undefined;
   /** Whether the commenter asked to be told of replies. */
   readonly notifyReplies?: boolean | undefined;
+  /** Whether a spam check held it (then `approved` is false). */
+  readonly spam?: boolean | undefined;
 }
 
 /** The columns of a comment that routes return: never the e-mail address nor the import identity. */
@@ -184,8 +188,11 @@ export const COMMENT_COLUMNS = [
   "parent",
 ] as const;
 
-/** A row of {@link COMMENT_COLUMNS}. */
-export type CommentRow = Pick<CommentTable, (typeof COMMENT_COLUMNS)[number]>;
+/** The columns of admin answers: those of {@link COMMENT_COLUMNS} and the spam flag. */
+export const ADMIN_COMMENT_COLUMNS = [...COMMENT_COLUMNS, "spam"] as const;
+
+/** A row of {@link COMMENT_COLUMNS}, with `spam` in admin queries. */
+export type CommentRow = Pick<CommentTable, (typeof COMMENT_COLUMNS)[number]> & { spam?: number };
 const EVENT_COLUMNS = ["id", "created_at", "article", "comment_id", "type", "message"] as const;
 
 /** The API's comment of a row: `author-website` and `parent` only when set. */
@@ -198,6 +205,7 @@ export function toComment(row: CommentRow): Comment {
     approved: row.approved === 1,
     timestamp: row.created_at,
     ...(row.parent === null ? {} : { parent: row.parent }),
+    ...(row.spam === 1 ? { spam: true as const } : {}),
   };
   return comment;
 }
@@ -208,7 +216,7 @@ function toEvent(row: Pick<EventTable, (typeof EVENT_COLUMNS)[number]>): Comment
     timestamp: row.created_at,
     article: row.article,
     "comment-id": row.comment_id,
-    type: row.type as typeof NEW_COMMENT,
+    type: row.type as CommentEventType,
     message: row.message,
   };
 }
@@ -319,6 +327,7 @@ export class CommentStore {
           parent: input.parent ?? null,
           email: input.email ?? null,
           notify_replies: input.notifyReplies === true ? 1 : 0,
+          spam: input.spam === true ? 1 : 0,
         })
         .execute();
       await trx
@@ -342,6 +351,7 @@ export class CommentStore {
       approved: input.approved ? 1 : 0,
       created_at: input.now,
       parent: input.parent ?? null,
+      spam: input.spam === true ? 1 : 0,
     });
   }
 
@@ -352,7 +362,7 @@ export class CommentStore {
   async list(website: string, article: string, approvedOnly: boolean): Promise<Comment[]> {
     let query = this.#db
       .selectFrom("comments_comment")
-      .select(COMMENT_COLUMNS)
+      .select(approvedOnly ? COMMENT_COLUMNS : ADMIN_COMMENT_COLUMNS)
       .where("website", "=", website)
       .where("article", "=", article);
     if (approvedOnly) query = query.where("approved", "=", 1);
@@ -403,7 +413,7 @@ export class CommentStore {
       return query;
     };
     const rows = await scope()
-      .select([...COMMENT_COLUMNS, "article"])
+      .select([...ADMIN_COMMENT_COLUMNS, "article"])
       .where("created_at", ">=", (eb) => eb.fn.coalesce(pageBoundary(scope(), page.limit), eb.lit(0)))
       .orderBy("created_at", "desc")
       .orderBy("id", "desc")
@@ -451,11 +461,11 @@ export class CommentStore {
     return counts;
   }
 
-  /** One comment of an article, or `undefined` (also when it belongs to another article). */
+  /** One comment of an article as admins see it, or `undefined` (also when it belongs to another article). */
   async get(website: string, article: string, id: string): Promise<Comment | undefined> {
     const row = await this.#db
       .selectFrom("comments_comment")
-      .select(COMMENT_COLUMNS)
+      .select(ADMIN_COMMENT_COLUMNS)
       .where("id", "=", id)
       .where("website", "=", website)
       .where("article", "=", article)
@@ -463,16 +473,22 @@ export class CommentStore {
     return row === undefined ? undefined : toComment(row);
   }
 
-  /** Approves a comment (idempotent). @returns false when the article has no such comment */
-  async approve(website: string, article: string, id: string): Promise<boolean> {
+  /**
+   * Approves a comment (idempotent) and clears its spam flag.
+   * @returns `missing` when the article has no such comment, `approved` when it was pending,
+   *   `unchanged` when it was approved already (so a reply is announced once)
+   */
+  async approve(website: string, article: string, id: string): Promise<"missing" | "approved" | "unchanged"> {
     const result = await this.#db
       .updateTable("comments_comment")
-      .set({ approved: 1 })
+      .set({ approved: 1, spam: 0 })
       .where("id", "=", id)
       .where("website", "=", website)
       .where("article", "=", article)
+      .where("approved", "=", 0)
       .executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+    if (Number(result.numUpdatedRows) > 0) return "approved";
+    return (await this.get(website, article, id)) === undefined ? "missing" : "unchanged";
   }
 
   /** Deletes a comment; its event stays in the log. @returns false when the article has no such comment */

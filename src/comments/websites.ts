@@ -20,12 +20,18 @@ export const ARTICLE_NAME_RULE = "must be 1 to 200 characters of A-Z a-z 0-9 . _
 /** The entry of `allowed-origins` that lets every origin in. */
 export const ANY_ORIGIN = "*";
 
+/** How new comments of a website are moderated (docs/comments.md, "Moderation modes"). */
+export const MODERATION_MODES = ["all", "first", "none"] as const;
+/** `all`: every comment waits; `first`: authors approved before skip the wait; `none`: approved at once. */
+export type ModerationMode = (typeof MODERATION_MODES)[number];
+
 /** One entry of `comments.websites`, as validated by the configuration (config.ts). */
 export interface WebsiteSettings {
   readonly name: string;
   /** Serialised origins (`https://blog.example.org`), or `*` for any. */
   readonly "allowed-origins": readonly string[];
-  readonly "auto-approve": boolean;
+  /** How new comments are moderated (config.ts resolves `auto-approve` into it). */
+  readonly moderation: ModerationMode;
   /** The article allow-list; empty: any article. */
   readonly articles: readonly string[];
 }
@@ -33,8 +39,8 @@ export interface WebsiteSettings {
 /** A website comments can be posted to. */
 export interface Website {
   readonly name: string;
-  /** Whether new comments start approved (`auto-approve`). */
-  readonly autoApprove: boolean;
+  /** How new comments are moderated: `all` wait, `first` known authors skip, `none` approved at once. */
+  readonly moderation: ModerationMode;
   /** The origins allowed to call the public API from a browser, or `any`. */
   readonly allowedOrigins: ReadonlySet<string> | "any";
   /** The article allow-list, or `undefined` when any article is accepted. */
@@ -66,7 +72,7 @@ export class Websites {
       const origins = entry["allowed-origins"];
       configured.set(entry.name, {
         name: entry.name,
-        autoApprove: entry["auto-approve"],
+        moderation: entry.moderation,
         allowedOrigins: origins.includes(ANY_ORIGIN) ? "any" : new Set(origins),
         articles: entry.articles.length === 0 ? undefined : new Set(entry.articles),
       });
@@ -91,7 +97,7 @@ export class Websites {
   find(name: string): Website | undefined {
     if (this.#configured !== undefined) return this.#configured.get(name);
     if (!WEBSITE_NAME.test(name)) return undefined;
-    return { name, autoApprove: false, allowedOrigins: "any", articles: undefined };
+    return { name, moderation: "all", allowedOrigins: "any", articles: undefined };
   }
 
   /**

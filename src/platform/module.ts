@@ -17,6 +17,7 @@ import type { Cluster } from "./cluster/index.js";
 import type { ModuleSection, PlatformConfig, VigieConfig } from "./config.js";
 import type { Database } from "./database.js";
 import type { EventRouter } from "./events.js";
+import type { Mailer } from "./mailer.js";
 import type { Exposition } from "./metrics.js";
 import type { Notifier } from "./notifications.js";
 import type { OutputDefinition } from "./outputs/config.js";
@@ -48,6 +49,8 @@ export interface ModuleContext {
   readonly outputs: Outputs;
   /** Notifications to the declared outputs (docs/notifications.md), whatever module runs them. */
   readonly notifier: Notifier;
+  /** E-mail to recipients a module chooses, through a declared `email` output (platform/mailer.ts). */
+  readonly mailer: Mailer;
   /**
    * This instance's place among several (docs/cluster.md), with `cluster.enabled`; `undefined` for a
    * single instance. Modules take their leases and change topics from it.

@@ -38,7 +38,17 @@ describe("parseCommentFields", () => {
       parent: undefined,
       email: undefined,
       notifyReplies: false,
+      honeypot: false,
     });
+  });
+
+  it("homepage, the honeypot: filled with anything but blank or null", () => {
+    for (const homepage of ["http://spam.example", 1, true, {}, " x "]) {
+      expect(parseCommentFields({ ...valid, homepage }).honeypot, JSON.stringify(homepage)).toBe(true);
+    }
+    for (const homepage of ["", "  ", null, undefined]) {
+      expect(parseCommentFields({ ...valid, homepage }).honeypot, JSON.stringify(homepage)).toBe(false);
+    }
   });
 
   it("parent, email and notify-replies: optional; parent lower-cased, email trimmed", () => {

@@ -24,6 +24,7 @@ describe("comments configuration", () => {
       "rate-limit": { comments: 5, per: { text: "10m", milliseconds: 600_000 } },
       websites: [],
       streams: [],
+      spam: { honeypot: true, "min-answer-time": { text: "0s", milliseconds: 0 }, "max-links": 3 },
     });
   });
 
@@ -62,11 +63,12 @@ describe("comments configuration", () => {
         {
           name: "blog",
           "allowed-origins": ["https://blog.example.org", "http://localhost:1313", "*"],
-          "auto-approve": true,
+          moderation: "none",
           articles: ["post-1", "post~2"],
         },
       ],
       streams: ["comments", "default"],
+      spam: { honeypot: true, "min-answer-time": { text: "0s", milliseconds: 0 }, "max-links": 3 },
     });
   });
 
@@ -147,5 +149,73 @@ describe("comments configuration", () => {
     expect(refusal({ challenge: { secret: "" } })).toBe(
       "invalid configuration: comments.challenge.secret: must not be empty",
     );
+  });
+
+  it("reads moderation modes, auto-approve as none or all, and refuses both together", () => {
+    const modes = (websites: unknown) =>
+      (parse({ websites }).websites as Array<{ moderation: string }>).map((website) => website.moderation);
+    expect(
+      modes([
+        { name: "a" },
+        { name: "b", "auto-approve": true },
+        { name: "c", "auto-approve": false },
+        { name: "d", moderation: "first" },
+      ]),
+    ).toEqual(["all", "none", "all", "first"]);
+    expect(refusal({ websites: [{ name: "a", moderation: "none", "auto-approve": true }] })).toMatch(
+      /comments\.websites\[0\]\.auto-approve: must not be set together with moderation/,
+    );
+    expect(refusal({ websites: [{ name: "a", moderation: "some" }] })).toMatch(/comments\.websites\[0\]\.moderation/);
+  });
+
+  it("reads spam and akismet, never echoing the key", () => {
+    const section = parse({
+      spam: { honeypot: false, "min-answer-time": "3s", "max-links": 0 },
+      akismet: { key: "secret-key", url: "http://127.0.0.1:9/check" },
+    });
+    expect(section.spam).toEqual({
+      honeypot: false,
+      "min-answer-time": { text: "3s", milliseconds: 3000 },
+      "max-links": 0,
+    });
+    expect(section.akismet).toEqual({ key: "secret-key", url: "http://127.0.0.1:9/check" });
+    expect(parse({ akismet: { key: "k" } }).akismet).toEqual({
+      key: "k",
+      url: "https://rest.akismet.com/1.1/comment-check",
+    });
+    expect(refusal({ akismet: { url: "http://x/" } })).toMatch(/comments\.akismet\.key/);
+    expect(refusal({ akismet: { key: "secret-key", url: "ftp://x" } })).not.toContain("secret-key");
+    expect(refusal({ spam: { "max-links": -1 } })).toMatch(/comments\.spam\.max-links/);
+  });
+
+  it("checks that email names an email output and has moderators", () => {
+    const outputs = {
+      mail: { type: "email", "smtp-url": "smtp://127.0.0.1:2525", from: "vigie@example.org", to: ["ops@example.org"] },
+      hook: { type: "webhook", url: "http://127.0.0.1:9/hook" },
+    };
+    const load = (email: unknown) => parseConfig({ outputs, comments: { email } }, {}, [commentsModule]);
+    const message = (email: unknown) => {
+      try {
+        load(email);
+      } catch (error) {
+        if (error instanceof ConfigError) return error.message;
+        throw error;
+      }
+      return "accepted";
+    };
+    expect(
+      (load({ output: "mail", admin: ["mod@example.org"] }).modules.comments as unknown as { email: unknown }).email,
+    ).toEqual({
+      output: "mail",
+      "notify-admin": "pending",
+      admin: ["mod@example.org"],
+    });
+    expect(message({ output: "hook", admin: ["mod@example.org"] })).toMatch(
+      /comments\.email\.output: must name an output of type email/,
+    );
+    expect(message({ output: "nothing", admin: ["mod@example.org"] })).toMatch(/comments\.email\.output/);
+    expect(message({ output: "mail" })).toMatch(/comments\.email\.admin: must list at least one address/);
+    expect(message({ output: "mail", "notify-admin": "none" })).toBe("accepted");
+    expect(message({ output: "mail", admin: ["not an address"] })).toMatch(/comments\.email\.admin\[0\]/);
   });
 });

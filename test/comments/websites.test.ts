@@ -18,7 +18,7 @@ describe("Websites in open mode", () => {
   it("accepts any name that follows the name rules", () => {
     expect(websites.openMode).toBe(true);
     for (const name of ["blog", "a", "My.Site_1-2", "x".repeat(64)]) {
-      expect(websites.get(name)).toEqual({ name, autoApprove: false, allowedOrigins: "any", articles: undefined });
+      expect(websites.get(name)).toEqual({ name, moderation: "all", allowedOrigins: "any", articles: undefined });
     }
   });
 
@@ -41,15 +41,15 @@ describe("Websites in open mode", () => {
 
 describe("Websites with a configured list", () => {
   const websites = new Websites([
-    { name: "blog", "allowed-origins": ["https://blog.example.org"], "auto-approve": false, articles: [] },
-    { name: "docs", "allowed-origins": ["*"], "auto-approve": true, articles: ["intro", "faq"] },
-    { name: "quiet", "allowed-origins": [], "auto-approve": false, articles: [] },
+    { name: "blog", "allowed-origins": ["https://blog.example.org"], moderation: "all", articles: [] },
+    { name: "docs", "allowed-origins": ["*"], moderation: "none", articles: ["intro", "faq"] },
+    { name: "quiet", "allowed-origins": [], moderation: "all", articles: [] },
   ]);
 
   it("knows only the configured websites, case-sensitively", () => {
     expect(websites.openMode).toBe(false);
-    expect(websites.get("blog").autoApprove).toBe(false);
-    expect(websites.get("docs").autoApprove).toBe(true);
+    expect(websites.get("blog").moderation).toBe("all");
+    expect(websites.get("docs").moderation).toBe("none");
     expect(status(() => websites.get("shop"))).toBe("404 website shop not found");
     expect(status(() => websites.get("Blog"))).toBe("404 website Blog not found");
   });

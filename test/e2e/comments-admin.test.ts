@@ -101,7 +101,8 @@ describe.skipIf(!HAS_CHROMIUM)("the moderation page in Chromium", () => {
 
   /** The rows of the pending table, each as its cells' text. */
   const pendingRows = async (page: Page): Promise<string[][]> => {
-    const rows = page.locator("#panel-pending tbody tr");
+    // The main table (a direct child); the Spam section has its own.
+    const rows = page.locator("#panel-pending > .table tbody tr");
     const cells: string[][] = [];
     for (let index = 0; index < (await rows.count()); index++) {
       cells.push(await rows.nth(index).locator("td").allInnerTexts());
@@ -136,6 +137,40 @@ describe.skipIf(!HAS_CHROMIUM)("the moderation page in Chromium", () => {
     const text = await page.evaluate<string | null>("sessionStorage.getItem('vigie-comments-admin')");
     return text === null ? null : JSON.parse(text);
   };
+
+  it("lists comments a spam check held in a Spam section apart, where one click approves them", async () => {
+    expect(await site.post("blog", "spam-check", { author: "Kim", content: "Honest words" })).toBe(201);
+    expect(await site.post("blog", "spam-check", { author: "Bot", content: "Best casino bonus" })).toBe(201);
+    const { page, errors } = await newPage();
+    await signInWithToken(page, site.adminToken);
+    await showWebsites(page, "blog");
+    const spam = page.locator("#panel-pending section.spam");
+    await spam.getByRole("heading", { name: "Spam" }).waitFor();
+    await expect
+      .poll(() => spam.locator("tbody tr").allInnerTexts())
+      .toEqual([expect.stringContaining("Best casino bonus")]);
+    const others = await pendingRows(page);
+    expect(others.flat().join(" ")).toContain("Honest words");
+    expect(others.flat().join(" ")).not.toContain("casino");
+    await spam
+      .locator("tbody tr")
+      .getByRole("button", { name: /approve/i })
+      .click();
+    await expect
+      .poll(async () => (await site.comments("blog", "spam-check")).map((c) => [c.author, c.approved]))
+      .toEqual([
+        ["Kim", false],
+        ["Bot", true],
+      ]);
+    await expect.poll(() => spam.isHidden()).toBe(true);
+    expect(errors).toEqual([]);
+    // The other tests count the pending comments of the website: leave none.
+    const cleared = await fetch(`${site.api}/api/admin/comment/blog/spam-check`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${site.adminToken}` },
+    });
+    expect(cleared.status).toBe(200);
+  });
 
   it("approves a reader's comment with one click, after which the reader sees it on reload", async () => {
     // A reader posts on the static site, across origins.

@@ -303,6 +303,14 @@ describe.skipIf(!HAS_CHROMIUM)("the comment widget in Chromium", () => {
     await page.keyboard.press("Tab");
     expect(await focused()).toBe("author-website");
     await page.keyboard.press("Tab");
+    expect(await focused()).toBe("email");
+    await page.keyboard.type("hal@example.org");
+    await page.keyboard.press("Tab");
+    // "Notify me of replies", ticked with the space bar; the hidden honeypot is never reached.
+    expect(await page.locator(":focus").getAttribute("type")).toBe("checkbox");
+    await page.keyboard.press("Space");
+    expect(await page.getByLabel("Notify me of replies").isChecked()).toBe(true);
+    await page.keyboard.press("Tab");
     expect(await focused()).toBe("content");
     await page.keyboard.type("Typed with the keyboard");
     await page.keyboard.press("Enter");

@@ -531,6 +531,23 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     route("GET", "/comments/admin"),
     route("GET", "/comments/admin.js"),
     route("GET", "/comments/admin.css"),
+    // The pages of e-mailed links (docs/comments.md): signed tokens in the query, form bodies.
+    ...["/comments/mail/moderate", "/comments/mail/unsubscribe"].flatMap((url) => {
+      const token = segment(["eyJhIjoxfQ.abc", "x".repeat(201), "a.b.c", "", "%00"]);
+      const query = queryString(["token"], token);
+      const form: fc.Arbitrary<Payload> = fc.oneof(
+        fc.constant({
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "List-Unsubscribe=One-Click",
+        }),
+        fc.constant({ headers: { "content-type": "multipart/form-data; boundary=x" }, body: "--x--" }),
+        anyPayload,
+      );
+      return [
+        { ...route("GET", url, { query }), htmlErrors: true },
+        { ...route("POST", url, { query, payload: form }), htmlErrors: true },
+      ];
+    }),
 
     ...["http", "tcp", "dns", "tls", "command"].map((kind) =>
       route(

@@ -1,6 +1,8 @@
 /**
  * The "Pending" tab of the moderation page: the pending comments of every website moderated,
- * newest first, {@link PENDING_PAGE} per website and "show older".
+ * newest first, {@link PENDING_PAGE} per website and "show older". Those a spam check held
+ * (`"spam": true`) are listed apart, in a "Spam" section under the others, each with its own
+ * approve and delete buttons, so that a moderator does not approve them with the rest.
  */
 import { type AdminCall, alertText, button, failure } from "./admin-controls.js";
 import { type ModeratedComment, moderatedComments, newestFirst } from "./admin-logic.js";
@@ -51,6 +53,24 @@ function pendingSummary(websites: readonly string[], count: number, complete: bo
   return `${count} pending comment${count === 1 ? "" : "s"} on ${websites.join(", ")}${complete ? "" : " (older ones not shown yet)"}.`;
 }
 
+/** The "Spam" section: a heading and a table of the comments a spam check held, hidden when none. */
+function spamSection(act: Act): { section: HTMLElement; show(comments: readonly ModeratedComment[]): void } {
+  const section = h("section", "spam");
+  const heading = h("h2", "", "Spam");
+  const table = commentTable("Comments held as spam, newest first", true, (action, comments, row) =>
+    act(action, comments, row).catch(() => undefined),
+  );
+  section.append(heading, table.element);
+  section.hidden = true;
+  return {
+    section,
+    show(comments) {
+      section.hidden = comments.length === 0;
+      table.show(comments);
+    },
+  };
+}
+
 /** Fills `panel` with the pending list: its tools, status, errors, table and "show older". */
 export function pendingPanel(panel: HTMLElement, admin: AdminCall, notice: HTMLElement, act: Act): PendingList {
   const table = commentTable("Pending comments, newest first", true, (action, comments, row) =>
@@ -63,7 +83,8 @@ export function pendingPanel(panel: HTMLElement, admin: AdminCall, notice: HTMLE
   const refresh = button("Refresh");
   const tools = bulkTools(table, ["approve", "delete"], notice, act);
   tools.append(refresh);
-  panel.append(tools, status, errorText, table.element, older);
+  const spam = spamSection(act);
+  panel.append(tools, status, errorText, table.element, older, spam.section);
 
   let pending: ModeratedComment[] = [];
   let cursors: Cursors = new Map();
@@ -77,7 +98,11 @@ export function pendingPanel(panel: HTMLElement, admin: AdminCall, notice: HTMLE
       const loaded: Loaded = { add: (comments) => pending.push(...comments), errors: [] };
       await Promise.all([...cursors.keys()].map((website) => loadPage(admin, website, cursors, loaded)));
       pending.sort(newestFirst);
-      table.show(pending, focusRow);
+      table.show(
+        pending.filter((comment) => comment.spam !== true),
+        focusRow,
+      );
+      spam.show(pending.filter((comment) => comment.spam === true));
       older.hidden = ![...cursors.values()].some((cursor) => cursor !== null);
       errorText.textContent = loaded.errors.join(". ");
       status.textContent = pendingSummary(list.websites, pending.length, older.hidden);

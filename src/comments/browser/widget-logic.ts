@@ -72,7 +72,7 @@ export function decodeEntities(text: string): string {
 }
 
 /** The form fields a server error can name: the names of the posted fields. */
-export type FormField = "author" | "author-website" | "content" | "answer";
+export type FormField = "author" | "author-website" | "email" | "content" | "answer";
 
 /** Where an error goes in the form and what it says. */
 export interface PlacedError {
@@ -97,7 +97,7 @@ export function placeError(sentence: string): PlacedError {
     const name = match[1] ?? "";
     const rule = match[2] ?? "";
     const text = rule.charAt(0).toUpperCase() + rule.slice(1);
-    if (name === "author" || name === "author-website" || name === "content" || name === "answer") {
+    if (name === "author" || name === "author-website" || name === "email" || name === "content" || name === "answer") {
       return { field: name, text, renew: false };
     }
     if (name === "signature" || name === "timestamp") return { field: "answer", text, renew: true };

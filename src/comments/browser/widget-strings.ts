@@ -18,6 +18,10 @@ export interface Strings {
   readonly older: string;
   readonly name: string;
   readonly website: string;
+  /** The optional address, never shown. */
+  readonly email: string;
+  /** The "notify me of replies" box. */
+  readonly notify: string;
   readonly comment: string;
   /** The answer's label until the question is fetched (on the form's first focus). */
   readonly question: string;
@@ -48,6 +52,8 @@ export const STRINGS: Readonly<Record<Lang, Strings>> = {
     older: "Show older comments",
     name: "Name",
     website: "Website (optional)",
+    email: "E-mail (optional, private)",
+    notify: "Notify me of replies",
     comment: "Comment",
     question: "Anti-spam question",
     math: "What is %?",
@@ -55,7 +61,7 @@ export const STRINGS: Readonly<Record<Lang, Strings>> = {
     sending: "Sending…",
     pending: "Thank you! Your comment is awaiting moderation.",
     published: "Thank you! Your comment is published.",
-    offline: "The comment server cannot be reached. Please try again later.",
+    offline: "Cannot reach the server. Try again later.",
     reply: "Reply",
     cancel: "Cancel reply",
     inReply: "in reply to",
@@ -65,9 +71,11 @@ export const STRINGS: Readonly<Record<Lang, Strings>> = {
     title: "Commentaires",
     one: "% commentaire",
     other: "% commentaires",
-    older: "Afficher les commentaires plus anciens",
+    older: "Commentaires plus anciens",
     name: "Nom",
     website: "Site web (facultatif)",
+    email: "Courriel (facultatif, masqué)",
+    notify: "M’avertir des réponses",
     comment: "Commentaire",
     question: "Question anti-spam",
     math: "Combien font % ?",
@@ -75,7 +83,7 @@ export const STRINGS: Readonly<Record<Lang, Strings>> = {
     sending: "Envoi…",
     pending: "Merci ! Votre commentaire attend la modération.",
     published: "Merci ! Votre commentaire est publié.",
-    offline: "Le serveur de commentaires est injoignable. Réessayez plus tard.",
+    offline: "Serveur injoignable. Réessayez plus tard.",
     reply: "Répondre",
     cancel: "Annuler la réponse",
     inReply: "en réponse à",

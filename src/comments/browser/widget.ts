@@ -103,6 +103,10 @@ interface View {
   readonly list: HTMLOListElement;
   readonly form: HTMLFormElement;
   readonly fields: Record<FormField, Field>;
+  /** "Notify me of replies". */
+  readonly notify: HTMLInputElement;
+  /** The honeypot `homepage`, hidden from people: a robot that fills it is dropped by the server. */
+  readonly trap: HTMLInputElement;
   readonly send: HTMLButtonElement;
   /** What became of the comment sent, announced. */
   readonly status: HTMLElement;
@@ -133,7 +137,7 @@ function field(
   control.id = fieldId;
   control.name = name;
   control.maxLength = max;
-  control.required = name !== "author-website";
+  control.required = name !== "author-website" && name !== "email";
   const error = h("p", "v-e");
   error.id = `${fieldId}-e`;
   error.setAttribute("aria-live", "polite");
@@ -148,15 +152,18 @@ function formFields(form: HTMLFormElement, id: string, lang: Lang): Record<FormF
   const fields: Record<FormField, Field> = {
     author: field(form, id, "author", text.name, h("input"), 100),
     "author-website": field(form, id, "author-website", text.website, h("input"), 200),
+    email: field(form, id, "email", text.email, h("input"), 254),
     content: field(form, id, "content", text.comment, h("textarea"), 10_000),
     answer: field(form, id, "answer", text.question, h("input"), 64),
   };
   const website = fields["author-website"].control;
   fields.author.control.autocomplete = "name";
-  website.setAttribute("autocomplete", "url");
+  website.autocomplete = "url";
   website.inputMode = "url";
   fields.answer.control.autocomplete = "off";
-  if (fields.content.control instanceof HTMLTextAreaElement) fields.content.control.rows = 5;
+  // Browsers offer the visitor's address for a field of this type.
+  fields.email.control.setAttribute("type", "email");
+  fields.content.control.setAttribute("rows", "5");
   return fields;
 }
 
@@ -179,12 +186,21 @@ function buildView(lang: Lang): View {
   list.tabIndex = -1;
   const form = h("form");
   const fields = formFields(form, id, lang);
+  const notify = h("input");
+  notify.type = "checkbox";
+  const label = h("label", "", text.notify);
+  label.prepend(notify);
+  fields.content.label.before(label);
+  // The honeypot `homepage`: hidden, so only robots that fill every input of a form fill it. Text
+  // inputs are styled by `input[id]`: neither this nor the checkbox has an id.
+  const trap = h("input");
+  trap.hidden = true;
   const send = h("button", "", text.send);
   const status = h("p");
   status.setAttribute("role", "status");
-  form.append(send, status);
+  form.append(trap, send, status);
   root.append(heading, note, older, list, form);
-  return { root, heading, note, older, list, form, fields, send, status, lang };
+  return { root, heading, note, older, list, form, fields, notify, trap, send, status, lang };
 }
 
 /**
@@ -348,10 +364,15 @@ async function post(settings: Settings, view: View, asking: Asking, load: () => 
     answer.control.focus();
     return;
   }
-  const fieldsSent: Record<string, string | number> = {
+  const fieldsSent: Record<string, string | number | boolean> = {
     author: author.control.value,
     content: content.control.value,
     answer: answer.control.value,
+    // Blank for none: the server reads a blank address as absent, and never mails without one.
+    email: fields.email.control.value,
+    "notify-replies": view.notify.checked,
+    // Blank for people; the server drops the comment of a robot that wrote in it.
+    homepage: view.trap.value,
     signature: asked.signature,
     timestamp: asked.timestamp,
   };
@@ -415,7 +436,7 @@ function render(target: Element, settings: Settings): void {
 function start(script: HTMLScriptElement): void {
   const data = script.dataset;
   if (!data.website) {
-    console.error("vigie: the comment widget's <script> needs a data-website attribute");
+    console.error("vigie: widget.js needs data-website");
     return;
   }
   const settings: Settings = {

@@ -6,7 +6,7 @@
  */
 import type { RouteDescription } from "../../platform/openapi.js";
 import type { JsonSchema } from "../../platform/validation.js";
-import { NEW_COMMENT } from "../resources.js";
+import { NEW_COMMENT, SPAM } from "../resources.js";
 import { ARTICLE_COMMENT_SCHEMA, COMMENT_SCHEMA, MESSAGE_SCHEMA, TIME_SCHEMA, UUID_SCHEMA } from "./public-api.js";
 import { APPROVED_QUERY, PAGE_QUERY } from "./query.js";
 
@@ -18,14 +18,22 @@ const EVENT_SCHEMA: JsonSchema = {
     timestamp: TIME_SCHEMA,
     article: { type: "string", minLength: 1 },
     "comment-id": UUID_SCHEMA,
-    type: { const: NEW_COMMENT },
+    type: { enum: [NEW_COMMENT, SPAM] },
     message: { type: "string" },
   },
   required: ["id", "timestamp", "article", "comment-id", "type", "message"],
   additionalProperties: false,
 };
 
-const COMMENTS = { type: "array", items: COMMENT_SCHEMA } as const;
+/** Adds the admin-only `spam` flag (present and true only when a spam check held the comment). */
+function withSpam(schema: JsonSchema): JsonSchema {
+  const properties = (schema as { properties: Record<string, JsonSchema> }).properties;
+  return { ...schema, properties: { ...properties, spam: { const: true } } };
+}
+
+const ADMIN_COMMENT_SCHEMA = withSpam(COMMENT_SCHEMA);
+const ADMIN_ARTICLE_COMMENT_SCHEMA = withSpam(ARTICLE_COMMENT_SCHEMA);
+const COMMENTS = { type: "array", items: ADMIN_COMMENT_SCHEMA } as const;
 const EVENTS = { type: "array", items: EVENT_SCHEMA } as const;
 
 /** An admin route: summary and success schema (status 200, JSON), admin token. */
@@ -45,7 +53,7 @@ export const WEBSITES_API = adminApi(
 
 export const WEBSITE_COMMENTS_API = adminApi(
   "list one page of a website's comments across its articles, newest first, approved or pending",
-  { type: "array", items: ARTICLE_COMMENT_SCHEMA },
+  { type: "array", items: ADMIN_ARTICLE_COMMENT_SCHEMA },
   { approved: APPROVED_QUERY, ...PAGE_QUERY },
 );
 
@@ -56,7 +64,7 @@ export const ARTICLE_COMMENTS_API = adminApi(
 
 export const DELETE_ARTICLE_API = adminApi("delete every comment of an article", MESSAGE_SCHEMA);
 
-export const COMMENT_API = adminApi("read one comment, approved or pending", COMMENT_SCHEMA);
+export const COMMENT_API = adminApi("read one comment, approved or pending", ADMIN_COMMENT_SCHEMA);
 
 export const APPROVE_API = adminApi("approve a comment: the public list shows it", MESSAGE_SCHEMA);
 

@@ -36,6 +36,8 @@ export interface AdminRoutesOptions {
   readonly lists: ListCache;
   /** The guard of every admin route (auth before any other check, so nothing leaks to strangers). */
   readonly guard: preHandlerHookHandler;
+  /** Told the id of a comment that moved from pending to approved (reply notifications). */
+  readonly onApproved?: (id: string) => void;
 }
 
 /** Websites `GET /api/admin/website` lists at most in open mode. */
@@ -123,7 +125,8 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRoutesOp
   app.post<{ Params: CommentParams }>(COMMENT, route(APPROVE_API), async (request) => {
     const { website, article, id } = locate(request.params);
     const approved = await writing(website, article, () => store.approve(website, article, id));
-    if (!approved) throw commentNotFound(request.params.id);
+    if (approved === "missing") throw commentNotFound(request.params.id);
+    if (approved === "approved") options.onApproved?.(id);
     return { message: "Comment approved" };
   });
 

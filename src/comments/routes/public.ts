@@ -22,6 +22,7 @@ import {
 import type { CommentPublisher } from "../comment-events.js";
 import { type CommentFields, commentBody, PARENT_RULE } from "../comment-validation.js";
 import { type CachedList, ifNoneMatchHolds, type ListCache, listEntityTag } from "../list-cache.js";
+import type { CommentMail } from "../mail.js";
 import type { CommentMetrics } from "../metrics.js";
 import type { Comment } from "../resources.js";
 import type { CommentStore } from "../storage.js";
@@ -29,6 +30,7 @@ import type { Website, Websites } from "../websites.js";
 import { type ArticleParams, corsHeaders, declaredOrigins, pathParam, preflight, type WebsiteParams } from "./cors.js";
 import { CHALLENGE_API, COUNT_API, LIST_API, POST_API, preflightApi } from "./public-api.js";
 import { articlesOf, pageOf } from "./query.js";
+import { caughtByHoneypot, checkAnswerTime, type SpamCheckContext, type Verdict, verdictOf } from "./spam-checks.js";
 
 /** Body limit of the add-comment route, in bytes. */
 export const COMMENT_BODY_LIMIT = 64 * 1024;
@@ -57,6 +59,10 @@ export interface PublicRoutesOptions {
   readonly now?: () => number;
   /** Where new comments go as stream events. */
   readonly publisher?: CommentPublisher;
+  /** The spam settings and the queries of the spam and moderation checks. */
+  readonly checks: SpamCheckContext;
+  /** The module's mail, when `comments.email` is configured. */
+  readonly mail?: CommentMail | undefined;
 }
 
 const CHALLENGE_PATH = "/api/v1/challenge/:website/:article";
@@ -162,7 +168,8 @@ function registerCountRoute(app: FastifyInstance, options: PublicRoutesOptions, 
 
 /**
  * `POST /api/v1/comment/<website>/<article>`. Order of checks: fields (400), website and article
- * (404), challenge (400), parent (400), challenge already used (400), rate limit (429), then store.
+ * (404), challenge (400), answer time (400), parent (400), honeypot (201, nothing stored), challenge
+ * already used (400), moderation mode and spam checks, rate limit (429), then store.
  */
 function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
   const { websites, metrics, challenge } = options;
@@ -187,22 +194,48 @@ function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, c
         metrics.rejected(website.name, "challenge");
         throw new InvalidError(failure);
       }
+      checkAnswerTime(options.checks, fields, time);
       await checkParent(options, website, article, fields.parent);
-      const comment = await storeComment(options, request, website, article, fields, time);
-      metrics.added(website.name);
-      options.publisher?.publish({
-        id: comment.id,
-        website: website.name,
-        article,
-        author: fields.author,
-        approved: comment.approved,
-        timestamp: comment.timestamp,
-      });
-      await purge(time, request.log);
       reply.code(201);
+      const expiresAt = challengeExpiresAt(challenge, fields.timestamp);
+      if (await caughtByHoneypot(options.checks, fields, website, article, time, expiresAt)) {
+        return { message: "Comment added" };
+      }
+      const verdict = await verdictOf(options.checks, request, website, article, fields);
+      const comment = await storeComment(options, request, website, article, fields, time, verdict);
+      metrics.added(website.name);
+      announce(options, website, article, fields, comment, verdict);
+      await purge(time, request.log);
       return { message: "Comment added" };
     },
   );
+}
+
+/**
+ * Tells of a stored comment: the stream event, the moderators' mail, and, for a reply approved at
+ * once, its parent's author.
+ */
+function announce(
+  options: PublicRoutesOptions,
+  website: Website,
+  article: string,
+  fields: CommentFields,
+  comment: Comment,
+  verdict: Verdict,
+): void {
+  options.publisher?.publish({
+    id: comment.id,
+    website: website.name,
+    article,
+    author: fields.author,
+    approved: comment.approved,
+    timestamp: comment.timestamp,
+  });
+  const { mail } = options;
+  if (mail === undefined) return;
+  const { author, content } = fields;
+  mail.newComment({ id: comment.id, website: website.name, article, author, content, ...verdict });
+  if (comment.approved && fields.parent !== undefined) void mail.replyApproved(comment.id);
 }
 
 /**
@@ -250,6 +283,7 @@ async function storeComment(
   article: string,
   fields: CommentFields,
   time: number,
+  verdict: Verdict,
 ): Promise<Comment> {
   const { store, lists, metrics, challenge } = options;
   let comment: Comment;
@@ -260,7 +294,8 @@ async function storeComment(
       author: escapeHtml(fields.author),
       authorWebsite: fields.authorWebsite,
       content: escapeHtml(fields.content),
-      approved: website.autoApprove,
+      approved: verdict.approved,
+      spam: verdict.spam,
       signature: fields.signature,
       challengeExpiresAt: challengeExpiresAt(challenge, fields.timestamp),
       clientAddress: request.ip,

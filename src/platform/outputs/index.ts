@@ -10,6 +10,7 @@ import type { AnyModule } from "../module.js";
 import { sectionOf } from "../module.js";
 import { ValidationError } from "../validation.js";
 import { checkOutputFiles, type OutputDefinition } from "./config.js";
+import { SmtpMailer } from "./mail-queue.js";
 import { outputMetrics } from "./metrics.js";
 import { OutputNotifier } from "./notifier.js";
 import { Outputs } from "./outputs.js";
@@ -21,6 +22,8 @@ const UNGROUPED_TYPES: ReadonlySet<string> = new Set(["pagerduty"]);
 export interface PlatformOutputs {
   readonly outputs: Outputs;
   readonly notifier: OutputNotifier;
+  /** Mail of modules to recipients they choose, through the `email` outputs' SMTP settings. */
+  readonly mailer: SmtpMailer;
   /** Graceful stop: pending groups are sent, queues drained for `drain-timeout`, what is left dropped. */
   close(): Promise<void>;
 }
@@ -77,11 +80,14 @@ export function createOutputs(
     (output) => !UNGROUPED_TYPES.has(definitions[output]?.type ?? ""),
   );
   const built = notifier;
+  const mailer = new SmtpMailer(definitions, logger);
   return {
     outputs,
     notifier: built,
+    mailer,
     async close() {
-      await outputs.drain(config["drain-timeout"].milliseconds);
+      const timeout = config["drain-timeout"].milliseconds;
+      await Promise.all([outputs.drain(timeout), mailer.close(timeout)]);
       built.close();
     },
   };

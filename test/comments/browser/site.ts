@@ -142,6 +142,21 @@ export async function startCommentsSite(): Promise<CommentsSite> {
   const address = server.address();
   siteOrigin = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
 
+  // An Akismet-compatible receiver: "casino" in a comment is spam, anything else is not.
+  const akismet = createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk: Buffer) => {
+      body += chunk.toString("utf8");
+    });
+    request.on("end", () => {
+      const content = new URLSearchParams(body).get("comment_content") ?? "";
+      response.end(content.includes("casino") ? "true" : "false");
+    });
+  });
+  await new Promise<void>((resolve) => akismet.listen(0, "127.0.0.1", resolve));
+  const akismetAddress = akismet.address();
+  const akismetPort = typeof akismetAddress === "object" && akismetAddress !== null ? akismetAddress.port : 0;
+
   const adminToken = randomBytes(32).toString("base64url");
   const configFile = join(directory, "vigie.yaml");
   const config = {
@@ -149,6 +164,7 @@ export async function startCommentsSite(): Promise<CommentsSite> {
     database: { url: `sqlite:${join(directory, "vigie.db")}` },
     comments: {
       "rate-limit": { comments: 1000, per: "10m" },
+      akismet: { key: "site-key", url: `http://127.0.0.1:${akismetPort}/1.1/comment-check` },
       websites: [
         { name: "blog", "allowed-origins": [siteOrigin] },
         { name: "auto", "allowed-origins": [siteOrigin], "auto-approve": true },
@@ -218,6 +234,8 @@ export async function startCommentsSite(): Promise<CommentsSite> {
     },
     async close() {
       await stopVigie(vigie);
+      akismet.closeAllConnections();
+      await new Promise<void>((resolve) => akismet.close(() => resolve()));
       // Chromium keeps connections alive; they would hold close() until they time out.
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -92,7 +92,7 @@ export interface EmailMessage {
 const MAX_SUBJECT = 250;
 
 /** The domain that names messages: the `from` address's. */
-function domainOf(from: string): string {
+export function domainOf(from: string): string {
   const bare = bareAddress(from);
   return bare.slice(bare.lastIndexOf("@") + 1);
 }
@@ -173,7 +173,7 @@ function decoded(text: string): string {
 }
 
 /** The nodemailer SMTP options of `smtp-url` (user info as the login), bounded by `timeoutMs`. */
-function smtpOptions(smtpUrlValue: string, tlsInsecure: boolean, timeoutMs: number) {
+export function smtpOptions(smtpUrlValue: string, tlsInsecure: boolean, timeoutMs: number) {
   const url = new URL(smtpUrlValue);
   const secure = url.protocol === "smtps:";
   const user = decoded(url.username);
