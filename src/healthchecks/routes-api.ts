@@ -161,6 +161,8 @@ export function createDescription(kind: Kind, body: Validator<unknown>): RouteDe
       body,
       example: DEFINITION_EXAMPLES[kind],
       success: [{ status: 201, schema: HEARTBEAT_CREATED }],
+      // A key another heartbeat uses.
+      errors: [409],
     };
   }
   return {
@@ -184,6 +186,8 @@ export function bulkDescription(body: Validator<unknown>): RouteDescription {
     body,
     example: Object.fromEntries(BULK_EXAMPLE_KINDS.map((kind) => [checksKey(kind), [DEFINITION_EXAMPLES[kind]]])),
     success: { status: 201, schema: MESSAGE },
+    // Two heartbeats with one key.
+    errors: [409],
   };
 }
 

@@ -158,7 +158,7 @@ function formFields(form: HTMLFormElement, id: string, lang: Lang): Record<FormF
   };
   const website = fields["author-website"].control;
   fields.author.control.autocomplete = "name";
-  website.autocomplete = "url";
+  website.setAttribute("autocomplete", "url");
   website.inputMode = "url";
   fields.answer.control.autocomplete = "off";
   // Browsers offer the visitor's address for a field of this type.
