@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import type { Catalog, Registration } from "../../../src/healthchecks/catalog.js";
 import { validateDefinition } from "../../../src/healthchecks/definition.js";
-import type { HeartbeatStore, StoredPing } from "../../../src/healthchecks/heartbeat/store.js";
+import type { AppliedPings, HeartbeatStore, StoredPing } from "../../../src/healthchecks/heartbeat/store.js";
 import type { HeartbeatSnapshot, PingSignal } from "../../../src/healthchecks/heartbeat/tracker.js";
 import { ModuleHeartbeats } from "../../../src/healthchecks/heartbeat/wiring.js";
 
@@ -20,6 +20,7 @@ class MemoryStore {
   readonly keys = new Map<string, string>();
   pings: StoredPing[] = [];
   failPings = false;
+  failCommit = false;
   #id = 0;
 
   async snapshots(names?: readonly string[]) {
@@ -40,10 +41,14 @@ class MemoryStore {
     if (this.failPings) throw new Error("database unavailable");
     this.pings.push({ id: ++this.#id, name, signal, body, timeMs, ...(rid === undefined ? {} : { rid }) });
   }
-  async takePings(names: readonly string[]) {
+  /** Like the database: deletion, snapshots and given-back pings in one transaction. */
+  async takePings(names: readonly string[], apply: (pings: StoredPing[]) => AppliedPings) {
     const taken = this.pings.filter((ping) => names.includes(ping.name));
-    this.pings = this.pings.filter((ping) => !names.includes(ping.name));
-    return taken;
+    const { snapshots, kept } = apply(taken);
+    if (this.failCommit) throw new Error("commit failed");
+    this.pings = [...this.pings.filter((ping) => !names.includes(ping.name)), ...kept].sort((a, b) => a.id - b.id);
+    for (const [name, snapshot] of snapshots) this.snapshotRows.set(name, snapshot);
+    return taken.length - kept.length;
   }
 }
 
