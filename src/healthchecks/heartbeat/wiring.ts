@@ -275,7 +275,9 @@ export class ModuleHeartbeats implements HeartbeatHost {
     for (const ping of pings) {
       const { id, name, signal, body, timeMs } = ping;
       if (this.#applied.has(id)) {
+        // Counted before a failed commit: its state is written with the deletion this time.
         applied.push(id);
+        changed.add(name);
         continue;
       }
       if (!this.tracker.ping(name, { signal, body, timeMs, ...(ping.rid === undefined ? {} : { rid: ping.rid }) })) {
