@@ -8,7 +8,9 @@
  * Cluster mode (docs/cluster.md): a ping received by an instance that does not own the heartbeat's
  * shard is written to `healthcheck_heartbeat_ping` before it is answered 200, then the owner is
  * told through the change feed; the owner takes it (DELETE … RETURNING: exactly once) and applies it
- * at the time it was received. Pings waiting when a shard changes owner are taken by the new owner.
+ * at the time it was received, the deletion committing only with the state that counts it (an
+ * owner killed before that loses nothing). Pings waiting when a shard changes owner, or taken while
+ * it moved away, are taken by the new owner.
  */
 
 import { rfc3339 } from "../../platform/time.js";
@@ -97,8 +99,8 @@ export class ModuleHeartbeats implements HeartbeatHost {
   readonly #leaving = new Map<string, HeartbeatSnapshot>();
   /** Ids of stored pings applied here whose deletion did not commit yet (a failed transaction). */
   readonly #applied = new Set<number>();
-  /** Heartbeats that moved here whose stored state is still being read ({@link #adopt}). */
-  readonly #adopting = new Set<string>();
+  /** Heartbeats that moved here whose stored state is still being read ({@link #adopt}): reads pending. */
+  readonly #adopting = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
   #flushes = 0;
@@ -318,7 +320,7 @@ export class ModuleHeartbeats implements HeartbeatHost {
 
   /** Cluster mode: a heartbeat that moved here takes the state its previous owner wrote. */
   #adopt(name: string): void {
-    this.#adopting.add(name);
+    this.#adopting.set(name, (this.#adopting.get(name) ?? 0) + 1);
     void this.#options.store
       .snapshots([name])
       .then((found) => {
@@ -332,7 +334,11 @@ export class ModuleHeartbeats implements HeartbeatHost {
         this.tracker.untrack(name);
         this.tracker.track(name, rhythm, snapshot);
       })
-      .finally(() => this.#adopting.delete(name))
+      .finally(() => {
+        const pending = (this.#adopting.get(name) ?? 1) - 1;
+        if (pending > 0) this.#adopting.set(name, pending);
+        else this.#adopting.delete(name);
+      })
       .then(() => this.takePings([name]))
       .catch((error: unknown) =>
         this.#options.logger.warn({ err: error, healthcheck: name }, "could not read a heartbeat's state"),
