@@ -6,7 +6,8 @@
  *   heartbeat that gives none (stable across restarts and instances), and the state that survives
  *   a restart (state, last ping, next expected time, open runs) as JSON.
  * - `healthcheck_heartbeat_ping`: cluster mode, pings received by an instance that does not judge
- *   the heartbeat, waiting for its owner to apply and delete them (docs/cluster.md).
+ *   the heartbeat, waiting for its owner to apply them and delete them in the transaction that
+ *   writes the state counting them (docs/cluster.md).
  */
 import type { Generated, Kysely } from "kysely";
 import { type Database, migrationDialect, type PlatformTables } from "../../platform/database.js";
@@ -139,26 +140,7 @@ export class HeartbeatStore {
     entries: ReadonlyArray<readonly [string, HeartbeatSnapshot | undefined]>,
     nowMs: number,
   ): Promise<void> {
-    const sorted = [...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    for (const part of chunk(sorted)) {
-      await this.#db
-        .insertInto("healthcheck_heartbeat")
-        .values(
-          part.map(([name, snapshot]) => ({
-            name,
-            generated_key: null,
-            snapshot: snapshot === undefined ? null : JSON.stringify(snapshot),
-            updated_at: nowMs,
-          })),
-        )
-        .onConflict((conflict) =>
-          conflict.column("name").doUpdateSet((update) => ({
-            snapshot: update.ref("excluded.snapshot"),
-            updated_at: update.ref("excluded.updated_at"),
-          })),
-        )
-        .execute();
-    }
+    await upsertSnapshots(this.#db, entries, nowMs);
   }
 
   /**
@@ -217,32 +199,98 @@ export class HeartbeatStore {
 
   /**
    * Cluster mode: takes the waiting pings of the heartbeats `names` (those this instance judges),
-   * oldest first, deleting them in the same transaction so that each is applied once.
+   * oldest first, and hands them to `apply`, which applies them and answers the snapshots that
+   * include their effect and the pings it could not apply (their heartbeat moved away meanwhile).
+   * In one transaction, the pings are deleted, the snapshots written and the pings given back kept:
+   * a ping leaves the table only together with the state that counts it, so an owner killed or a
+   * database failing in between loses nothing (the next owner takes the pings again), and a row
+   * comes back to exactly one taker, whatever the concurrency (DELETE … RETURNING under row locks).
+   * @returns the number of pings applied
    */
-  async takePings(names: readonly string[]): Promise<StoredPing[]> {
-    if (names.length === 0) return [];
-    // DELETE … RETURNING: a row comes back to exactly one deleter, whatever the concurrency.
-    const mine = [];
-    for (const part of chunk([...names].sort())) {
-      mine.push(
-        ...(await this.#db.deleteFrom("healthcheck_heartbeat_ping").where("name", "in", part).returningAll().execute()),
-      );
-    }
-    mine.sort((a, b) => Number(a.id) - Number(b.id));
-    const pings: StoredPing[] = [];
-    for (const row of mine) {
-      const signal = signalFromText(row.signal);
-      if (signal === undefined) continue;
-      pings.push({
-        id: Number(row.id),
-        name: row.name,
-        signal,
-        ...(row.rid === null ? {} : { rid: row.rid }),
-        body: row.body,
-        timeMs: Number(row.time),
-      });
-    }
-    return pings;
+  async takePings(names: readonly string[], apply: (pings: StoredPing[]) => AppliedPings): Promise<number> {
+    if (names.length === 0) return 0;
+    return this.#db.transaction().execute(async (trx) => {
+      const mine = [];
+      for (const part of chunk([...names].sort())) {
+        mine.push(
+          ...(await trx.deleteFrom("healthcheck_heartbeat_ping").where("name", "in", part).returningAll().execute()),
+        );
+      }
+      if (mine.length === 0) return 0;
+      mine.sort((a, b) => Number(a.id) - Number(b.id));
+      const pings: StoredPing[] = [];
+      for (const row of mine) {
+        const signal = signalFromText(row.signal);
+        if (signal === undefined) continue;
+        pings.push({
+          id: Number(row.id),
+          name: row.name,
+          signal,
+          ...(row.rid === null ? {} : { rid: row.rid }),
+          body: row.body,
+          timeMs: Number(row.time),
+        });
+      }
+      const { snapshots, kept, nowMs } = apply(pings);
+      await upsertSnapshots(trx, snapshots, nowMs);
+      for (const part of chunk([...kept])) {
+        await trx
+          .insertInto("healthcheck_heartbeat_ping")
+          .values(
+            part.map((ping) => ({
+              id: ping.id,
+              name: ping.name,
+              signal: signalText(ping.signal),
+              rid: ping.rid ?? null,
+              body: ping.body,
+              time: ping.timeMs,
+            })),
+          )
+          .execute();
+      }
+      return pings.length - kept.length;
+    });
+  }
+}
+
+/** What the applier of taken pings answers ({@link HeartbeatStore.takePings}). */
+export interface AppliedPings {
+  /** The snapshots of the heartbeats the pings changed, written with the deletion. */
+  readonly snapshots: ReadonlyArray<readonly [string, HeartbeatSnapshot | undefined]>;
+  /** Pings not applied here (their heartbeat is no longer judged here): they stay in the table. */
+  readonly kept: readonly StoredPing[];
+  /** The write time (`updated_at`), milliseconds since the epoch. */
+  readonly nowMs: number;
+}
+
+/**
+ * Writes snapshots (undefined: forget the heartbeat's state), in name order like every writer of
+ * the table, so concurrent writers never deadlock.
+ */
+async function upsertSnapshots(
+  db: Kysely<Tables>,
+  entries: ReadonlyArray<readonly [string, HeartbeatSnapshot | undefined]>,
+  nowMs: number,
+): Promise<void> {
+  const sorted = [...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const part of chunk(sorted)) {
+    await db
+      .insertInto("healthcheck_heartbeat")
+      .values(
+        part.map(([name, snapshot]) => ({
+          name,
+          generated_key: null,
+          snapshot: snapshot === undefined ? null : JSON.stringify(snapshot),
+          updated_at: nowMs,
+        })),
+      )
+      .onConflict((conflict) =>
+        conflict.column("name").doUpdateSet((update) => ({
+          snapshot: update.ref("excluded.snapshot"),
+          updated_at: update.ref("excluded.updated_at"),
+        })),
+      )
+      .execute();
   }
 }
 

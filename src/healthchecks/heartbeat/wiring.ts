@@ -8,7 +8,9 @@
  * Cluster mode (docs/cluster.md): a ping received by an instance that does not own the heartbeat's
  * shard is written to `healthcheck_heartbeat_ping` before it is answered 200, then the owner is
  * told through the change feed; the owner takes it (DELETE … RETURNING: exactly once) and applies it
- * at the time it was received. Pings waiting when a shard changes owner are taken by the new owner.
+ * at the time it was received, the deletion committing only with the state that counts it (an
+ * owner killed before that loses nothing). Pings waiting when a shard changes owner, or taken while
+ * it moved away, are taken by the new owner.
  */
 
 import { rfc3339 } from "../../platform/time.js";
@@ -19,7 +21,7 @@ import type { HealthcheckResult } from "../results.js";
 import { newKey } from "./fields.js";
 import { PingRateLimiter } from "./pings.js";
 import { type HeartbeatRhythm, rhythmOf } from "./schedule.js";
-import type { HeartbeatStore } from "./store.js";
+import type { AppliedPings, HeartbeatStore, StoredPing } from "./store.js";
 import {
   type HeartbeatEvent,
   type HeartbeatSnapshot,
@@ -37,6 +39,9 @@ export const FLUSH_PERIOD_MS = 1_000;
 
 /** Every how many flushes the owner looks for waiting pings it was not told about (cluster mode). */
 const SWEEP_EVERY = 10;
+
+/** The most ids of pings applied whose deletion is not committed yet, kept against applying them twice. */
+const MAX_APPLIED = 10_000;
 
 /** What the wiring logs (a pino logger fits). */
 export interface HeartbeatLogger {
@@ -92,6 +97,10 @@ export class ModuleHeartbeats implements HeartbeatHost {
   #dirty = new Set<string>();
   /** The last state of heartbeats whose shard moved away, until it is written. */
   readonly #leaving = new Map<string, HeartbeatSnapshot>();
+  /** Ids of stored pings applied here whose deletion did not commit yet (a failed transaction). */
+  readonly #applied = new Set<number>();
+  /** Heartbeats that moved here whose stored state is still being read ({@link #adopt}): reads pending. */
+  readonly #adopting = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
   #flushes = 0;
@@ -178,6 +187,9 @@ export class ModuleHeartbeats implements HeartbeatHost {
         // The shard moved away: its new owner reads the state written now; pings from now on are
         // stored for it.
         this.tracker.untrack(definition.name);
+        // Moved away before its stored state was even read, with nothing applied here: the stored
+        // state is the right one, not the blank one tracked meanwhile.
+        if (this.#adopting.has(definition.name) && snapshot.lastPingMs === undefined) return;
         this.#leaving.set(definition.name, snapshot);
         this.#dirty.add(definition.name);
         void this.#flush();
@@ -234,18 +246,58 @@ export class ModuleHeartbeats implements HeartbeatHost {
     return { kind: "ok" };
   }
 
-  /** Cluster mode: applies the waiting pings of `names` that this instance judges (all when undefined). */
+  /**
+   * Cluster mode: applies the waiting pings of `names` that this instance judges (all when
+   * undefined). Their deletion and the write of the states that count them are one transaction
+   * (store.ts): a ping leaves the table only once its effect is stored. A ping whose heartbeat
+   * moved away while it was being read stays in the table for the new owner.
+   */
   async takePings(names: readonly string[] | undefined): Promise<void> {
     const mine = (names ?? [...this.#keys.keys()]).filter((name) => this.tracker.has(name));
     if (mine.length === 0) return;
+    const applied: number[] = [];
     try {
-      for (const ping of await this.#options.store.takePings(mine)) {
-        const { name, signal, body, timeMs } = ping;
-        this.tracker.ping(name, { signal, body, timeMs, ...(ping.rid === undefined ? {} : { rid: ping.rid }) });
-      }
+      await this.#options.store.takePings(mine, (pings) => this.#applyTaken(pings, applied));
+      // Committed: the rows of these pings are gone, their ids will not come back.
+      for (const id of applied) this.#applied.delete(id);
     } catch (error) {
       this.#options.logger.warn({ err: error }, "could not read the heartbeat pings other instances received");
     }
+  }
+
+  /**
+   * Applies pings taken from the table (inside the store's transaction, synchronously): those of
+   * heartbeats no longer judged here are given back, those already applied before a failed commit
+   * are not applied twice.
+   * @param applied receives the ids of the pings applied now or before
+   */
+  #applyTaken(pings: readonly StoredPing[], applied: number[]): AppliedPings {
+    const kept: StoredPing[] = [];
+    const changed = new Set<string>();
+    for (const ping of pings) {
+      const { id, name, signal, body, timeMs } = ping;
+      if (this.#applied.has(id)) {
+        // Counted before a failed commit: its state is written with the deletion this time.
+        applied.push(id);
+        changed.add(name);
+        continue;
+      }
+      if (!this.tracker.ping(name, { signal, body, timeMs, ...(ping.rid === undefined ? {} : { rid: ping.rid }) })) {
+        kept.push(ping);
+        continue;
+      }
+      applied.push(id);
+      changed.add(name);
+      // Until the commit: should it fail, the rows stay and must not count twice (bounded: the oldest go).
+      if (this.#applied.size >= MAX_APPLIED) this.#applied.delete(this.#applied.values().next().value as number);
+      this.#applied.add(id);
+    }
+    const snapshots: Array<[string, HeartbeatSnapshot]> = [];
+    for (const name of changed) {
+      const snapshot = this.tracker.snapshotOf(name);
+      if (snapshot !== undefined) snapshots.push([name, snapshot]);
+    }
+    return { snapshots, kept, nowMs: this.#now() };
   }
 
   #index(definition: HeartbeatDefinition): void {
@@ -268,6 +320,7 @@ export class ModuleHeartbeats implements HeartbeatHost {
 
   /** Cluster mode: a heartbeat that moved here takes the state its previous owner wrote. */
   #adopt(name: string): void {
+    this.#adopting.set(name, (this.#adopting.get(name) ?? 0) + 1);
     void this.#options.store
       .snapshots([name])
       .then((found) => {
@@ -280,6 +333,11 @@ export class ModuleHeartbeats implements HeartbeatHost {
         if (rhythm === undefined) return;
         this.tracker.untrack(name);
         this.tracker.track(name, rhythm, snapshot);
+      })
+      .finally(() => {
+        const pending = (this.#adopting.get(name) ?? 1) - 1;
+        if (pending > 0) this.#adopting.set(name, pending);
+        else this.#adopting.delete(name);
       })
       .then(() => this.takePings([name]))
       .catch((error: unknown) =>

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import type { Catalog, Registration } from "../../../src/healthchecks/catalog.js";
 import { validateDefinition } from "../../../src/healthchecks/definition.js";
-import type { HeartbeatStore, StoredPing } from "../../../src/healthchecks/heartbeat/store.js";
+import type { AppliedPings, HeartbeatStore, StoredPing } from "../../../src/healthchecks/heartbeat/store.js";
 import type { HeartbeatSnapshot, PingSignal } from "../../../src/healthchecks/heartbeat/tracker.js";
 import { ModuleHeartbeats } from "../../../src/healthchecks/heartbeat/wiring.js";
 
@@ -20,6 +20,9 @@ class MemoryStore {
   readonly keys = new Map<string, string>();
   pings: StoredPing[] = [];
   failPings = false;
+  failCommit = false;
+  /** Runs while the pings are being read (before they are applied). */
+  beforeApply: (() => void | Promise<void>) | undefined;
   #id = 0;
 
   async snapshots(names?: readonly string[]) {
@@ -40,10 +43,15 @@ class MemoryStore {
     if (this.failPings) throw new Error("database unavailable");
     this.pings.push({ id: ++this.#id, name, signal, body, timeMs, ...(rid === undefined ? {} : { rid }) });
   }
-  async takePings(names: readonly string[]) {
+  /** Like the database: deletion, snapshots and given-back pings in one transaction. */
+  async takePings(names: readonly string[], apply: (pings: StoredPing[]) => AppliedPings) {
     const taken = this.pings.filter((ping) => names.includes(ping.name));
-    this.pings = this.pings.filter((ping) => !names.includes(ping.name));
-    return taken;
+    await this.beforeApply?.();
+    const { snapshots, kept } = apply(taken);
+    if (this.failCommit) throw new Error("commit failed");
+    this.pings = [...this.pings.filter((ping) => !names.includes(ping.name)), ...kept].sort((a, b) => a.id - b.id);
+    for (const [name, snapshot] of snapshots) this.snapshotRows.set(name, snapshot);
+    return taken.length - kept.length;
   }
 }
 
@@ -112,6 +120,59 @@ describe("the heartbeats' wiring", () => {
     expect(owner.heartbeats.stateOf("job")).toBe("down");
     await here.heartbeats.close();
     await owner.heartbeats.close();
+  });
+
+  it("keeps a stored ping whose heartbeat moved away while it was being taken", async () => {
+    const here = setup();
+    const owner = setup(true, here.store);
+    const next = setup(true, here.store);
+    const entry = registration("job");
+    here.place(entry, false);
+    owner.place(entry, true);
+    await here.heartbeats.ping(KEY, { kind: "fail" }, undefined, "disk full");
+    here.store.beforeApply = () => owner.heartbeats.placed(entry, false);
+    await owner.heartbeats.takePings(["job"]);
+    here.store.beforeApply = undefined;
+    expect(owner.recorded).toEqual([]);
+    expect(here.store.pings).toHaveLength(1);
+    // The new owner applies it.
+    next.place(entry, true);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(next.recorded).toEqual([{ name: "job", success: false, message: "disk full" }]);
+    expect(here.store.pings).toEqual([]);
+    expect(here.store.snapshotRows.get("job")).toMatchObject({ state: "down" });
+    for (const instance of [here, owner, next]) await instance.heartbeats.close();
+  });
+
+  it("leaves taken pings in the table until their state is written, applied once", async () => {
+    const here = setup();
+    const owner = setup(true, here.store);
+    const entry = registration("job");
+    here.place(entry, false);
+    owner.place(entry, true);
+    await here.heartbeats.ping(KEY, { kind: "fail" }, undefined, "disk full");
+    here.store.failCommit = true;
+    await owner.heartbeats.takePings(["job"]);
+    expect(here.store.pings).toHaveLength(1);
+    here.store.failCommit = false;
+    await owner.heartbeats.takePings(["job"]);
+    expect(owner.recorded).toEqual([{ name: "job", success: false, message: "disk full" }]);
+    expect(here.store.pings).toEqual([]);
+    expect(here.store.snapshotRows.get("job")).toMatchObject({ state: "down" });
+    await here.heartbeats.close();
+    await owner.heartbeats.close();
+  });
+
+  it("does not overwrite the stored state when the shard moves away before it was read", async () => {
+    const { heartbeats, store, place } = setup();
+    const stored = { state: "up" as const, lastPingMs: 1_000, expectedMs: 3_601_000, runs: [] };
+    store.snapshotRows.set("job", stored);
+    const entry = registration("job");
+    place(entry, true);
+    heartbeats.placed(entry, false);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await heartbeats.close();
+    expect(store.snapshotRows.get("job")).toEqual(stored);
   });
 
   it("never answers OK for a ping it could not store", async () => {
