@@ -9,6 +9,7 @@
  *   the heartbeat, waiting for its owner to apply them and delete them in the transaction that
  *   writes the state counting them (docs/cluster.md).
  */
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Generated, Kysely } from "kysely";
 import { type Database, migrationDialect, type PlatformTables } from "../../platform/database.js";
 import { runDdl } from "../../platform/ddl.js";
@@ -104,6 +105,12 @@ type Tables = PlatformTables & HeartbeatTables;
 
 /** Names per IN list and rows per statement: well under the bind-parameter limits. */
 const CHUNK = 500;
+/**
+ * Rows per statement of the state writes, which come every second while pings arrive: statements of
+ * SQLite run on the event loop, so a second's thousand states go as ten short writes with answers to
+ * requests between them, not one long one.
+ */
+const WRITE_CHUNK = 100;
 
 /** Reads and writes the heartbeats' tables. */
 export class HeartbeatStore {
@@ -273,7 +280,8 @@ async function upsertSnapshots(
   nowMs: number,
 ): Promise<void> {
   const sorted = [...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  for (const part of chunk(sorted)) {
+  for (const [index, part] of chunk(sorted, WRITE_CHUNK).entries()) {
+    if (index > 0) await yieldToEventLoop();
     await db
       .insertInto("healthcheck_heartbeat")
       .values(
@@ -294,8 +302,8 @@ async function upsertSnapshots(
   }
 }
 
-function chunk<T>(items: T[]): T[][] {
+function chunk<T>(items: T[], size: number = CHUNK): T[][] {
   const parts: T[][] = [];
-  for (let index = 0; index < items.length; index += CHUNK) parts.push(items.slice(index, index + CHUNK));
+  for (let index = 0; index < items.length; index += size) parts.push(items.slice(index, index + size));
   return parts;
 }
