@@ -5,9 +5,11 @@
  * one-click unsubscribe link (RFC 8058). Mail leaves through the platform's {@link Mailer}; an
  * address is never logged.
  */
+
 import type { FastifyBaseLogger } from "fastify";
 import { escapeHtml } from "../platform/html.js";
 import type { Mail, Mailer } from "../platform/mailer.js";
+import { decodeEntities } from "./browser/widget-logic.js";
 import { type MailAction, MODERATION_LINK_TTL_MS, signLink, UNSUBSCRIBE_LINK_TTL_MS } from "./mail-links.js";
 import type { MailComment, MailStore } from "./storage-mail.js";
 
@@ -42,12 +44,8 @@ export interface PostedComment {
   readonly spam: boolean;
 }
 
-const ENTITIES: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'" };
-
-/** The text of a stored (HTML-escaped) field, as the visitor wrote it. */
-export function unescapeHtml(text: string): string {
-  return text.replace(/&(amp|lt|gt|quot|#39);/g, (_match, name: string) => ENTITIES[name] ?? "");
-}
+/** The text of a stored (HTML-escaped) field, as the visitor wrote it: the widget's own decoding. */
+export const unescapeHtml: (text: string) => string = decodeEntities;
 
 /** One line of at most 80 characters, for subjects. */
 function oneLine(text: string): string {
