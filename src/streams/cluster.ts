@@ -4,7 +4,8 @@
  * `VIGIE_EVENTS`, subject `vigie.events.<stream>`, one message per request and target stream);
  * the owner consumes them with a durable pull consumer per stream (`vigie-<stream>`) and
  * acknowledges them once run. Index searches and current-time on a non-owner are answered by the
- * owner over NATS request/reply; channel publications reach the subscribers of every instance.
+ * owner over NATS request/reply (an answer larger than one NATS message in parts: query-parts.ts);
+ * channel publications reach the subscribers of every instance.
  */
 import { createHash } from "node:crypto";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
@@ -15,6 +16,8 @@ import { isPlainObject } from "../platform/validation.js";
 import type { Flow } from "./action.js";
 import type { Stream, StreamEngine } from "./engine.js";
 import type { Event } from "./event.js";
+import { answerTooLarge, type BoundsWording, tooManyResults } from "./query-answer.js";
+import { PartsError, requestInParts, respondInParts } from "./query-parts.js";
 
 /** Milliseconds a non-owner waits for the owner's answer to a query. */
 export const QUERY_TIMEOUT_MS = 2_000;
@@ -168,7 +171,7 @@ export class StreamCluster {
       owns: (name) => leases.owns(name),
       forward: (name, events) => this.#forward(name, events),
       send: (name, events) => this.#send(name, events),
-      ask: (name, query) => this.ask(name, query),
+      ask: (name, query, bounds) => this.ask(name, query, bounds),
     };
     leases.setKeys(() => engine.names());
     leases.listen({
@@ -187,22 +190,44 @@ export class StreamCluster {
   }
 
   /**
-   * Asks the owner of `stream` (index search, current-time).
+   * Asks the owner of `stream` (index search, current-time). A large answer arrives in parts
+   * (query-parts.ts), each awaited at most {@link QUERY_TIMEOUT_MS}, the whole held to `bounds`
+   * (default: `max-query-bytes` and `max-query-results` of this instance's streams, named as an
+   * index search's).
    * @throws UnavailableError `owner of stream <name> unavailable` after {@link QUERY_TIMEOUT_MS}
-   *   without an answer; the owner's own error (an invalid query) as it answered it
+   *   without an answer or a part of it; QueryBoundError when the answer exceeds `bounds` (with the
+   *   message of an answer beyond them on one instance); the owner's own error (an invalid query,
+   *   an answer beyond its bounds) as it answered it
    */
-  async ask(stream: string, query: Query): Promise<unknown> {
+  async ask(stream: string, query: Query, bounds?: BoundsWording): Promise<unknown> {
+    const limits: BoundsWording = bounds ?? {
+      results: this.engine.limits.queryResults,
+      bytes: this.engine.limits.queryBytes,
+      resultsSetting: "streams.max-query-results",
+      what: "index search",
+    };
+    const unavailable = () => new UnavailableError(`owner of stream ${stream} unavailable`);
     let answer: Answer | undefined;
     try {
-      const reply = await this.#connection.request(querySubject(stream), encoder.encode(JSON.stringify(query)), {
-        timeout: QUERY_TIMEOUT_MS,
-      });
-      answer = parseAnswer(reply.data);
-    } catch {
-      throw new UnavailableError(`owner of stream ${stream} unavailable`);
+      const reply = await requestInParts(
+        this.#connection,
+        querySubject(stream),
+        encoder.encode(JSON.stringify(query)),
+        {
+          partTimeoutMs: QUERY_TIMEOUT_MS,
+          // The answer's JSON, {"value":[...]}, is one byte shorter than the events' answer of an
+          // index search, {"events":[...]}, which max-query-bytes bounds.
+          maxBytes: limits.bytes,
+        },
+      );
+      answer = parseAnswer(reply);
+    } catch (error) {
+      if (error instanceof PartsError && error.failure.kind === "too-large") throw answerTooLarge(limits);
+      throw unavailable();
     }
-    if (answer === undefined) throw new UnavailableError(`owner of stream ${stream} unavailable`);
+    if (answer === undefined) throw unavailable();
     if ("error" in answer) throw answeredError(answer.status, answer.error);
+    if (Array.isArray(answer.value) && answer.value.length > limits.results) throw tooManyResults(limits);
     return answer.value;
   }
 
@@ -308,7 +333,7 @@ export class StreamCluster {
         if (error !== null) return;
         void this.#answer(name, message.data).then((answer) => {
           try {
-            message.respond(encoder.encode(JSON.stringify(answer)));
+            respondInParts(this.#connection, message, encoder.encode(JSON.stringify(answer)));
           } catch {
             // The connection closed meanwhile: the asker times out, as with an owner gone.
           }

@@ -142,7 +142,7 @@ function routesCluster({ cluster, shared, streams }: ClusterParts): StreamRoutes
       await cluster.changes.publish(STREAMS_TOPIC, { names: [name] });
     },
     owns: (name) => streams.owns(name),
-    ask: (name, query) => streams.ask(name, query),
+    ask: (name, query, bounds) => streams.ask(name, query, bounds),
   };
 }
 

@@ -34,7 +34,7 @@ import type { Forwarder, Stream, StreamEngine } from "../engine.js";
 import { type Event, timeOf } from "../event.js";
 import type { RiemannMetrics } from "../metrics.js";
 import { DEFAULT_STREAM } from "../names.js";
-import { type AnswerBounds, encodeAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
+import { type AnswerBounds, encodeAnswer, searchIndexes, tooManyResults } from "../query-answer.js";
 import {
   type DecodedEvent,
   EVENTS_FRAME_OVERHEAD,
@@ -263,17 +263,14 @@ export class RiemannHandler {
       streams.map(async (stream) =>
         forwarder.owns(stream.name)
           ? searchIndexes([stream.index], predicate, bounds)
-          : eventsOf(await forwarder.ask(stream.name, { kind: "riemann-search", query: text, limit: bounds.results })),
+          : eventsOf(
+              await forwarder.ask(stream.name, { kind: "riemann-search", query: text, limit: bounds.results }, bounds),
+            ),
       ),
     );
     const [only] = parts;
     const found = parts.length === 1 && only !== undefined ? only : [...new Set(parts.flat())];
-    if (found.length > bounds.results) {
-      throw new QueryBoundError(
-        "max-query-results",
-        `query matches more than ${bounds.results} events (${bounds.resultsSetting})`,
-      );
-    }
+    if (found.length > bounds.results) throw tooManyResults(bounds);
     return found.sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0));
   }
 

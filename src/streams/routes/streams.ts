@@ -17,7 +17,7 @@ import type { Predicate } from "../condition.js";
 import { type EdnValue, isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
-import { type AnswerBounds, jsonAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
+import { type AnswerBounds, type BoundsWording, jsonAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
 import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
 import { removeStreamFile, writeStreamFile } from "../storage.js";
 import { type NamedRoute, streamNotFound } from "./request.js";
@@ -47,10 +47,15 @@ export interface StreamRoutesCluster {
   /** Whether this instance owns the stream (and answers its queries itself). */
   owns(name: string): boolean;
   /**
-   * Asks the owner.
-   * @throws UnavailableError when the owner does not answer within 2 s
+   * Asks the owner; a large answer comes in parts, received within `bounds`.
+   * @throws UnavailableError when the owner does not answer within 2 s (or a part of its answer);
+   *   QueryBoundError when the answer exceeds `bounds`
    */
-  ask(name: string, query: { kind: "search"; query: unknown } | { kind: "current-time" }): Promise<unknown>;
+  ask(
+    name: string,
+    query: { kind: "search"; query: unknown } | { kind: "current-time" },
+    bounds?: BoundsWording,
+  ): Promise<unknown>;
 }
 
 /**
@@ -256,7 +261,7 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     let events: unknown;
     if (cluster !== undefined && !cluster.owns(stream.name)) {
       compileWhereQuery(query); // an invalid query is a 400 here, without asking the owner
-      events = await cluster.ask(stream.name, { kind: "search", query });
+      events = await bounded(() => cluster.ask(stream.name, { kind: "search", query }, bounds));
     } else {
       const predicate = compileWhereQuery(query);
       events = await bounded(() => searchIndexes([stream.index], predicate, bounds));
