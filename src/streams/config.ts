@@ -155,7 +155,11 @@ export const streamsShape = {
    * applies to Riemann queries instead).
    */
   "max-query-results": v.withDefault(v.integer(1, 10_000_000), DEFAULT_STREAM_LIMITS.queryResults),
-  /** Bytes of one search's or query's answer at most (its JSON, or its protobuf reply); beyond, an error. */
+  /**
+   * Bytes of one search's or query's answer at most (its JSON, or its protobuf reply); beyond, an
+   * error. In cluster mode it also bounds an answer received from another instance's owner, as its
+   * parts arrive.
+   */
   "max-query-bytes": v.withDefault(v.size(), DEFAULT_STREAM_LIMITS.queryBytes),
   /** Outputs by name (docs/streams.md). */
   outputs: v.withDefault(outputsSection, {}),
