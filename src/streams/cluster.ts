@@ -95,7 +95,18 @@ export interface ReceivedQuery {
  */
 type Answer = { readonly value: unknown } | { readonly status: number; readonly error: string };
 
-/** What the owner runs for a query (the routes' own code: compile the query, search the index). */
+/**
+ * An answer its runner serialised already (a slice per turn of the event loop, while measuring
+ * it): the UTF-8 JSON text `{"value": ...}`, sent as it is.
+ */
+export class EncodedAnswer {
+  constructor(readonly json: Uint8Array) {}
+}
+
+/**
+ * What the owner runs for a query (the routes' own code: compile the query, search the index): the
+ * answer's value, or its {@link EncodedAnswer}.
+ */
 export type QueryRunner = (stream: Stream, query: ReceivedQuery) => Promise<unknown>;
 
 /** The error codes, to find the code of a status an owner answered. */
@@ -333,7 +344,8 @@ export class StreamCluster {
         if (error !== null) return;
         void this.#answer(name, message.data).then((answer) => {
           try {
-            respondInParts(this.#connection, message, encoder.encode(JSON.stringify(answer)));
+            const json = answer instanceof EncodedAnswer ? answer.json : encoder.encode(JSON.stringify(answer));
+            respondInParts(this.#connection, message, json);
           } catch {
             // The connection closed meanwhile: the asker times out, as with an owner gone.
           }
@@ -411,13 +423,14 @@ export class StreamCluster {
     message.ack();
   }
 
-  async #answer(name: string, data: Uint8Array): Promise<Answer> {
+  async #answer(name: string, data: Uint8Array): Promise<Answer | EncodedAnswer> {
     const stream = this.engine.get(name);
     if (stream === undefined || !this.leases.owns(name)) {
       return { status: 503, error: `owner of stream ${name} unavailable` };
     }
     try {
-      return { value: await this.runQuery(stream, parseQuery(data)) };
+      const value = await this.runQuery(stream, parseQuery(data));
+      return value instanceof EncodedAnswer ? value : { value };
     } catch (error) {
       if (error instanceof VigieError) return { status: STATUS_OF[error.code], error: error.message };
       return { status: 500, error: "the owner could not answer the query" };

@@ -123,7 +123,8 @@ export async function encodeAnswer<T>(
   return assemble(parts, size);
 }
 
-const OPEN = Buffer.from('{"events":[');
+/** The start of an answer, by its key. */
+const OPENS = { events: Buffer.from('{"events":['), value: Buffer.from('{"value":[') };
 const COMMA = Buffer.from(",");
 const CLOSE = Buffer.from("]}");
 
@@ -134,9 +135,15 @@ function eventJson(event: Event): Uint8Array {
 
 /**
  * The JSON answer of an index search, `{"events": [...]}`, as bytes, serialised a slice per turn.
+ * @param key the answer's one key: `events`, or `value` for an owner's answer to another instance
  * @throws QueryBoundError when it would be larger than `bounds.bytes`
  */
-export function jsonAnswer(events: readonly Event[], bounds: AnswerBounds): Promise<Buffer> {
+export function jsonAnswer(
+  events: readonly Event[],
+  bounds: AnswerBounds,
+  key: "events" | "value" = "events",
+): Promise<Buffer> {
+  const OPEN = OPENS[key];
   return encodeAnswer(
     events,
     eventJson,

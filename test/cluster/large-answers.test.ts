@@ -72,7 +72,9 @@ describe.skipIf(SKIP !== undefined)("index answers larger than a NATS message, t
     });
 
   it("answers a 30 000-event search through the non-owner with every event", async () => {
+    const onOwnerStarted = performance.now();
     const onOwner = await search(owner, '[:= :service "many"]');
+    const onOwnerElapsed = performance.now() - onOwnerStarted;
     expect(onOwner.status).toBe(200);
     expect(onOwner.body.events).toHaveLength(MANY);
     const started = performance.now();
@@ -83,7 +85,9 @@ describe.skipIf(SKIP !== undefined)("index answers larger than a NATS message, t
     // More than one NATS message (1 MiB) of events.
     expect(JSON.stringify(through.body).length).toBeGreaterThan(2 * 1024 * 1024);
     expect(through.body.events).toEqual(onOwner.body.events);
-    console.info(`30 000-event search through the non-owner: ${Math.round(elapsed)} ms`);
+    console.info(
+      `30 000-event search: ${Math.round(elapsed)} ms through the non-owner, ${Math.round(onOwnerElapsed)} ms on the owner`,
+    );
   }, 60_000);
 
   it("answers a search beyond max-query-results with the owner's own error", async () => {

@@ -11,6 +11,7 @@ import { ConflictError, INVALID_JSON, InvalidError, TooLargeError } from "../../
 import type { RouteDescription } from "../../platform/openapi.js";
 import { queryOf } from "../../platform/query.js";
 import type { StreamLimits } from "../action.js";
+import { EncodedAnswer } from "../cluster.js";
 import { CompileError } from "../compile-error.js";
 import type { CompiledConfig } from "../compiler.js";
 import type { Predicate } from "../condition.js";
@@ -130,7 +131,7 @@ async function bounded<T>(answer: () => Promise<T>): Promise<T> {
  * What a stream's owner answers to another instance's query (cluster mode): the current time, or
  * the events of an index search (a where-condition, or a Riemann query of that instance's Riemann
  * input, with that input's `limit` of events), held to the same bounds as on one instance: the
- * events' JSON is measured against `max-query-bytes` before it is sent.
+ * events' answer is serialised a slice per turn, and measured against `max-query-bytes`, here.
  * @throws InvalidError for an invalid query, or an answer beyond a bound (naming it)
  */
 export function answerQuery(
@@ -151,8 +152,7 @@ export function answerQuery(
   }
   return bounded(async () => {
     const found = await searchIndexes([stream.index], predicate, bounds);
-    await jsonAnswer(found, bounds);
-    return found;
+    return new EncodedAnswer(await jsonAnswer(found, bounds, "value"));
   });
 }
 
