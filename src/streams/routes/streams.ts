@@ -132,6 +132,8 @@ async function bounded<T>(answer: () => Promise<T>): Promise<T> {
  * the events of an index search (a where-condition, or a Riemann query of that instance's Riemann
  * input, with that input's `limit` of events), held to the same bounds as on one instance: the
  * events' answer is serialised a slice per turn, and measured against `max-query-bytes`, here.
+ * @returns the current time (seconds), or the search's answer `{"value": [events]}`
+ *   serialised (an EncodedAnswer, sent as it is)
  * @throws InvalidError for an invalid query, or an answer beyond a bound (naming it)
  */
 export function answerQuery(
