@@ -33,17 +33,39 @@ export class LineProtocolError extends Error {
   }
 }
 
-/** Units of a timestamp, by the `precision` parameter's value (InfluxDB 1.x and 2.x names), in seconds. */
-export const PRECISIONS: Readonly<Record<string, number>> = {
-  ns: 1e-9,
-  n: 1e-9,
-  us: 1e-6,
-  u: 1e-6,
-  ms: 1e-3,
-  s: 1,
-  m: 60,
-  h: 3600,
+/**
+ * The unit of a timestamp: `digits` of it are fractions of a second (9 for nanoseconds), and a
+ * whole unit is `multiplier` seconds (60 for minutes). The digits are split rather than the number
+ * divided, so that `1556813561098000000` ns is 1556813561.098 s exactly as a double can hold it
+ * (the integer itself is beyond 2^53).
+ */
+export interface TimeUnit {
+  readonly digits: number;
+  readonly multiplier: number;
+}
+
+/** The units by `precision` value (InfluxDB 1.x and 2.x names): `ns` (`n`), `us` (`u`), `ms`, `s`, `m`, `h`. */
+export const PRECISIONS: Readonly<Record<string, TimeUnit>> = {
+  ns: { digits: 9, multiplier: 1 },
+  n: { digits: 9, multiplier: 1 },
+  us: { digits: 6, multiplier: 1 },
+  u: { digits: 6, multiplier: 1 },
+  ms: { digits: 3, multiplier: 1 },
+  s: { digits: 0, multiplier: 1 },
+  m: { digits: 0, multiplier: 60 },
+  h: { digits: 0, multiplier: 3600 },
 };
+
+/** A timestamp (an optional `-` and digits) in seconds. */
+function secondsOf(timestamp: string, unit: TimeUnit): number {
+  const negative = timestamp.charCodeAt(0) === 45;
+  const digits = negative ? timestamp.slice(1) : timestamp;
+  const cut = digits.length - unit.digits;
+  const whole = cut > 0 ? Number(digits.slice(0, cut)) : 0;
+  const fraction = unit.digits === 0 ? 0 : Number(digits.slice(Math.max(cut, 0))) / 10 ** unit.digits;
+  const seconds = (whole + fraction) * unit.multiplier;
+  return negative ? -seconds : seconds;
+}
 
 const SPACE = 32;
 const COMMA = 44;
@@ -220,7 +242,7 @@ function parsePoint(text: string): Point {
  */
 export class LineProtocolReader {
   readonly #text: string;
-  readonly #unit: number;
+  readonly #unit: TimeUnit;
   readonly #now: number;
   #offset = 0;
   #line = 0;
@@ -232,10 +254,10 @@ export class LineProtocolReader {
   firstError: LineProtocolError | undefined;
 
   /**
-   * @param unit seconds per unit of the timestamps (a value of {@link PRECISIONS})
+   * @param unit the unit of the timestamps (a value of {@link PRECISIONS})
    * @param now the time of receipt in seconds, for lines without a timestamp
    */
-  constructor(text: string, unit: number, now: number) {
+  constructor(text: string, unit: TimeUnit, now: number) {
     this.#text = text;
     this.#unit = unit;
     this.#now = now;
@@ -271,7 +293,7 @@ export class LineProtocolReader {
   }
 
   #emit(point: Point, emit: (event: Event) => void): void {
-    const time = point.timestamp === undefined ? this.#now : Number(point.timestamp) * this.#unit;
+    const time = point.timestamp === undefined ? this.#now : secondsOf(point.timestamp, this.#unit);
     for (const [key, value] of point.fields) {
       const event: Event = {};
       for (const [tag, tagValue] of point.tags) event[tag] = tagValue;
