@@ -172,7 +172,7 @@ export const streamsShape = {
    * subdirectory of the first one, which only Vigie writes.
    */
   directories: v.withDefault<string[]>(v.array(v.string({ min: 1 })), []),
-  /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (docs/configuration.md). */
+  /** Body limit of pushes and ingestion (remote write, OTLP, line protocol), in bytes (docs/configuration.md). */
   "ingestion-body-limit": v.withDefault(v.size(), 32 * 1024 * 1024),
   /** The bounds of a stream's state (docs/configuration.md); see StreamLimits. */
   "max-index-size": v.withDefault(v.integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.indexSize),

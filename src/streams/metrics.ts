@@ -31,7 +31,7 @@ export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engin
   const dropped = counter(
     registry,
     "stream_dropped_events_total",
-    'Events dropped: skipped by an action (reason "skipped"), or refused by a way in (action: push, otlp, remote-write, riemann, event-sink) for exceeding an event bound (reason: max-event-fields, max-event-tags, max-event-string, max-event-size).',
+    'Events dropped: skipped by an action (reason "skipped"), or refused by a way in (action: push, otlp, remote-write, riemann, graphite, influx, event-sink) for exceeding an event bound (reason: max-event-fields, max-event-tags, max-event-string, max-event-size).',
     ["stream", "action", "reason"],
   );
   const indexSizes = function* (): Generator<readonly [string, number]> {
