@@ -98,6 +98,15 @@ const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 const UINT64_MAX = 2n ** 64n - 1n;
 
+/** Whether a line holds nothing but spaces and tabs. */
+function isBlank(line: string): boolean {
+  for (let i = 0; i < line.length; i++) {
+    const code = line.charCodeAt(i);
+    if (code !== SPACE && code !== 9) return false;
+  }
+  return true;
+}
+
 /** A field value as an event sees it: a number (the metric) or a string (the description). */
 type FieldValue = number | string;
 
@@ -115,10 +124,11 @@ class LineCursor {
   }
 
   /**
-   * An escaped name or tag value, up to the first unescaped character among `stops` (or the end).
-   * A backslash before a character of `escapes`, or before a backslash, stands for that character.
+   * An escaped name or tag value, up to the first unescaped comma or space, or equals sign when
+   * `equalsStops` (or the end). A backslash before a character of `escapes`, or before a
+   * backslash, stands for that character; before another one it is kept.
    */
-  name(escapes: string, stops: readonly number[]): string {
+  name(escapes: string, equalsStops: boolean): string {
     const text = this.text;
     let result = "";
     let start = this.position;
@@ -134,7 +144,7 @@ class LineCursor {
         }
         continue;
       }
-      if (stops.includes(code)) break;
+      if (code === COMMA || code === SPACE || (equalsStops && code === EQUALS)) break;
     }
     this.position = i;
     return result + text.slice(start, i);
@@ -180,6 +190,8 @@ function bareValue(text: string, key: string): number {
   if (boolean !== undefined) return boolean;
   if (FLOAT.test(text)) return Number(text);
   if (INTEGER.test(text) || UNSIGNED.test(text)) {
+    // 15 digits or fewer are within int64 and exact as doubles: no BigInt needed.
+    if (text.length <= 16) return Number(text.slice(0, -1));
     const digits = BigInt(text.slice(0, -1));
     const unsigned = text.endsWith("u");
     if (unsigned ? digits > UINT64_MAX : digits < INT64_MIN || digits > INT64_MAX) {
@@ -202,22 +214,22 @@ interface Point {
 /** Parses one line (not empty, not a comment). @throws Error saying what is wrong */
 function parsePoint(text: string): Point {
   const cursor = new LineCursor(text);
-  const measurement = cursor.name(MEASUREMENT_ESCAPES, [COMMA, SPACE]);
+  const measurement = cursor.name(MEASUREMENT_ESCAPES, false);
   if (measurement === "") throw new Error("missing measurement");
   const tags: [string, string][] = [];
   while (cursor.at(COMMA)) {
     cursor.position++;
-    const key = cursor.name(KEY_ESCAPES, [EQUALS, COMMA, SPACE]);
+    const key = cursor.name(KEY_ESCAPES, true);
     if (key === "" || !cursor.at(EQUALS)) throw new Error("invalid tag: a tag is key=value");
     cursor.position++;
-    const value = cursor.name(KEY_ESCAPES, [COMMA, SPACE]);
+    const value = cursor.name(KEY_ESCAPES, false);
     if (value === "") throw new Error(`tag ${JSON.stringify(key)} has no value`);
     tags.push([key, value]);
   }
   if (!cursor.spaces() || cursor.done) throw new Error("missing fields");
   const fields: [string, FieldValue][] = [];
   for (;;) {
-    const key = cursor.name(KEY_ESCAPES, [EQUALS, COMMA, SPACE]);
+    const key = cursor.name(KEY_ESCAPES, true);
     if (key === "" || !cursor.at(EQUALS)) throw new Error("invalid field: a field is key=value");
     cursor.position++;
     fields.push([key, cursor.at(QUOTE) ? cursor.quoted() : bareValue(cursor.bare(), key)]);
@@ -277,7 +289,7 @@ export class LineProtocolReader {
       const line = text.slice(this.#offset, stop);
       this.#offset = end + 1;
       this.#line++;
-      if (line.trim() === "" || line.charCodeAt(0) === 35) continue; // blank, or a # comment
+      if (isBlank(line) || line.charCodeAt(0) === 35) continue; // blank, or a # comment
       let point: Point;
       try {
         point = parsePoint(line);

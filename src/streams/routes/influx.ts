@@ -4,7 +4,7 @@
  * `POST /api/v1/influx/api/v2/write?bucket=<stream>` (InfluxDB 2.x clients, Telegraf's
  * `[[outputs.influxdb_v2]]`). `precision` (`ns` by default, `us`, `ms`, `s`, and 1.x's `n`, `u`,
  * `m`, `h`) is the unit of the timestamps. Without `db`/`bucket` the events go to the default
- * streams; an unknown stream is a 404 before the body is read.
+ * streams; an unknown stream is a 404 before the body is decoded.
  *
  * Each field of each line becomes an event (influx-line.ts). As InfluxDB does, the valid lines of
  * a body are written even when others are malformed; the answer is then a 400 naming the first
