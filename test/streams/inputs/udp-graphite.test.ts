@@ -64,7 +64,9 @@ describe("the Riemann input over UDP", () => {
     const port = await server.listen();
     closers.push(() => server.close());
     const client = createSocket("udp4");
-    closers.push(() => client.close());
+    closers.push(() => {
+      client.close();
+    });
     const send = (datagram: Uint8Array) =>
       new Promise<void>((resolve, reject) =>
         client.send(datagram, port, "127.0.0.1", (error) => (error ? reject(error) : resolve())),
