@@ -5,7 +5,7 @@
  * Telegraf's influxdb output would (Telegraf is not in Debian). After bad input, `/healthz` still
  * answers. A test whose binary is missing is skipped with the reason.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { createSocket } from "node:dgram";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
@@ -13,13 +13,11 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeMsg } from "../../src/streams/riemann/protocol.js";
+import { collectdMissing, startCollectd } from "../support/collectd.js";
 import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 import { until } from "../support/until.js";
 
 const RIEMANN_CLIENT = "/usr/bin/riemann-client";
-const COLLECTD = "/usr/sbin/collectd";
-const COLLECTD_PLUGINS = "/usr/lib/collectd";
-const COLLECTD_TYPES = "/usr/share/collectd/types.db";
 
 /** Why a binary's tests cannot run here, printed when they are skipped. */
 function missing(binary: string, what: string): string | undefined {
@@ -29,8 +27,7 @@ function missing(binary: string, what: string): string | undefined {
   return reason;
 }
 const NO_RIEMANN_CLIENT = missing(RIEMANN_CLIENT, "riemann-c-client");
-const NO_COLLECTD =
-  missing(COLLECTD, "collectd-core") ?? missing(join(COLLECTD_PLUGINS, "write_graphite.so"), "collectd-core");
+const NO_COLLECTD = collectdMissing("write_graphite", "its end-to-end Graphite tests");
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 const INDEX = "{:actions {:action :index :params [[:host :service]]}}";
@@ -165,44 +162,25 @@ describe("Graphite plaintext", () => {
   it.skipIf(NO_COLLECTD !== undefined)(
     "receives collectd's load and memory metrics through write_graphite, the host from host-pattern",
     async () => {
-      const configFile = join(directory, "collectd.conf");
-      writeFileSync(
-        configFile,
-        [
-          'Hostname "vigie-e2e-collectd"',
-          "FQDNLookup false",
-          `BaseDir ${JSON.stringify(directory)}`,
-          `PIDFile ${JSON.stringify(join(directory, "collectd.pid"))}`,
-          `PluginDir ${JSON.stringify(COLLECTD_PLUGINS)}`,
-          `TypesDB ${JSON.stringify(COLLECTD_TYPES)}`,
-          "Interval 1",
-          "LoadPlugin load",
-          "LoadPlugin memory",
-          "LoadPlugin write_graphite",
-          "<Plugin write_graphite>",
-          '  <Node "vigie">',
-          '    Host "127.0.0.1"',
-          `    Port "${graphitePort}"`,
-          '    Protocol "tcp"',
-          '    Prefix "servers."',
-          "  </Node>",
-          "</Plugin>",
-          "",
-        ].join("\n"),
-      );
-      const collectd = spawn(COLLECTD, ["-f", "-C", configFile], { stdio: ["ignore", "pipe", "pipe"] });
-      children.add(collectd);
-      let output = "";
-      collectd.stdout?.on("data", (chunk) => {
-        output += chunk;
-      });
-      collectd.stderr?.on("data", (chunk) => {
-        output += chunk;
-      });
+      const collectd = startCollectd(directory, "vigie-e2e-collectd", [
+        "LoadPlugin load",
+        "LoadPlugin memory",
+        "LoadPlugin write_graphite",
+        "<Plugin write_graphite>",
+        '  <Node "vigie">',
+        '    Host "127.0.0.1"',
+        `    Port "${graphitePort}"`,
+        '    Protocol "tcp"',
+        '    Prefix "servers."',
+        "  </Node>",
+        "</Plugin>",
+      ]);
+      children.add(collectd.child);
       try {
         const events = await until(
           async () => {
-            if (collectd.exitCode !== null) throw new Error(`collectd exited with ${collectd.exitCode}:\n${output}`);
+            const { exitCode } = collectd.child;
+            if (exitCode !== null) throw new Error(`collectd exited with ${exitCode}:\n${collectd.output()}`);
             const found = await indexed("graphite", '[:= :host "vigie-e2e-collectd"]');
             const services = found.map((event) => String(event.service));
             const load = services.some((service) => service.startsWith("servers.vigie-e2e-collectd.load."));
@@ -219,9 +197,8 @@ describe("Graphite plaintext", () => {
         expect(events.map((event) => event.service)).toContain("servers.vigie-e2e-collectd.load.load.shortterm");
         expect(await indexed("main", '[:= :host "vigie-e2e-collectd"]')).toEqual([]);
       } finally {
-        collectd.kill("SIGTERM");
-        await new Promise((resolve) => (collectd.exitCode === null ? collectd.once("exit", resolve) : resolve(null)));
-        children.delete(collectd);
+        await collectd.stop();
+        children.delete(collectd.child);
       }
     },
     40_000,
