@@ -266,7 +266,7 @@ interface Inputs {
 }
 
 /**
- * Starts the Riemann input (TCP, UDP, both sharing one handler) and the Graphite input, those the
+ * Starts the Riemann input (over TCP, over UDP) and the Graphite input, those the
  * section enables.
  * @throws Error naming the setting when one cannot listen (what was started is closed first)
  */

@@ -133,6 +133,18 @@ describe("the Riemann input over UDP", () => {
     expect(indexed(engine).map((event) => event.host)).toEqual(["after"]);
   });
 
+  it("refuses to start on a port in use, naming the setting", async () => {
+    const taken = createSocket("udp4");
+    closers.push(() => {
+      taken.close();
+    });
+    await new Promise<void>((resolve) => taken.bind(0, "127.0.0.1", () => resolve()));
+    const port = taken.address().port;
+    const handler = { handle: () => Buffer.alloc(0) };
+    const server = new RiemannUdpServer({ host: "127.0.0.1", port, handler, metrics: () => {}, logger });
+    await expect(server.listen()).rejects.toThrow(`streams.riemann.udp-port: cannot listen on 127.0.0.1:${port}: `);
+  });
+
   it("handles a datagram of more events than a slice", async () => {
     const engine = engineWith();
     const { outcomes, send } = await serveUdp(engine);
@@ -173,37 +185,38 @@ describe("Graphite lines", () => {
   });
 });
 
+/** Settings as the configuration gives them, on 127.0.0.1 and any port, with `changes`. */
+function graphiteSettings(changes: Partial<GraphiteSettings> = {}): GraphiteSettings {
+  return {
+    enabled: true,
+    host: "127.0.0.1",
+    port: 0,
+    stream: undefined,
+    "host-pattern": undefined,
+    "max-connections": 100,
+    "max-line-length": 4096,
+    ...changes,
+  };
+}
+
 describe("the Graphite plaintext input", () => {
   async function serveGraphite(engine: StreamEngine, settings: Partial<GraphiteSettings> = {}) {
     const counts = { connections: 0, ok: 0, malformed: 0 };
     const closed: Partial<Record<GraphiteClosure, number>> = {};
-    const server = new GraphiteServer(
-      {
-        enabled: true,
-        host: "127.0.0.1",
-        port: 0,
-        stream: undefined,
-        "host-pattern": undefined,
-        "max-connections": 100,
-        "max-line-length": 4096,
-        ...settings,
-      },
-      engine,
-      {
-        metrics: {
-          connections: (delta) => {
-            counts.connections += delta;
-          },
-          lines: (outcome, count) => {
-            counts[outcome] += count;
-          },
-          closed: (reason) => {
-            closed[reason] = (closed[reason] ?? 0) + 1;
-          },
+    const server = new GraphiteServer(graphiteSettings(settings), engine, {
+      metrics: {
+        connections: (delta) => {
+          counts.connections += delta;
         },
-        logger,
+        lines: (outcome, count) => {
+          counts[outcome] += count;
+        },
+        closed: (reason) => {
+          closed[reason] = (closed[reason] ?? 0) + 1;
+        },
       },
-    );
+      logger,
+    });
     const port = await server.listen();
     closers.push(() => server.close());
     const open = async () => {
@@ -274,6 +287,16 @@ describe("the Graphite plaintext input", () => {
     const fresh = await open();
     fresh.write("after 1 10\n");
     await until(async () => (counts.ok === 2 ? true : undefined), "counts.ok === 2");
+  });
+
+  it("refuses to start on a port in use, naming the section", async () => {
+    const engine = engineWith();
+    const metrics = { connections: () => {}, lines: () => {}, closed: () => {} };
+    const first = new GraphiteServer(graphiteSettings(), engine, { metrics, logger });
+    const port = await first.listen();
+    closers.push(() => first.close());
+    const second = new GraphiteServer(graphiteSettings({ port }), engine, { metrics, logger });
+    await expect(second.listen()).rejects.toThrow(`streams.graphite: cannot listen on 127.0.0.1:${port}: `);
   });
 
   it("closes connections beyond max-connections", async () => {
