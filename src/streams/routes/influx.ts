@@ -11,7 +11,9 @@
  * malformed line and how many there were. 204 otherwise. The body is any content type (Telegraf
  * says `text/plain`), plain or gzipped (`Content-Encoding: gzip`), at most
  * `streams.ingestion-body-limit` bytes, compressed or not. A large body is read a slice per turn of
- * the event loop, and its events pushed a chunk per turn.
+ * the event loop, and its events pushed a chunk per turn. With `security.require-token`, both
+ * take a token as every API route does; the 2.x path also reads `Authorization: Token <token>`,
+ * the scheme of InfluxDB 2.x clients.
  */
 import { promisify } from "node:util";
 import { gunzip } from "node:zlib";
@@ -32,7 +34,7 @@ import { LineProtocolReader, PRECISIONS } from "../influx-line.js";
 import type { InfluxMetrics } from "../metrics.js";
 import { DEFAULT_STREAM } from "../names.js";
 import { deliverSliced, TurnClock } from "../slices.js";
-import { guardedOptions, streamTargets } from "./request.js";
+import { streamTargets } from "./request.js";
 
 const gunzipAsync = promisify(gunzip);
 
@@ -97,6 +99,13 @@ async function bodyText(request: FastifyRequest, bodyLimit: number): Promise<str
   }
 }
 
+/** `Authorization: Token <token>` (InfluxDB 2.x's scheme) as `Bearer <token>`, for the API guard. */
+const tokenScheme: preHandlerHookHandler = (request, _reply, done) => {
+  const header = request.headers.authorization;
+  if (header !== undefined && /^token\s/i.test(header)) request.headers.authorization = `Bearer ${header.slice(6)}`;
+  done();
+};
+
 /** Registers both write routes, in a context of their own that reads every body as raw bytes. */
 export async function influxRoutes(app: FastifyInstance, options: InfluxRoutesOptions): Promise<void> {
   const { engine, bodyLimit, metrics } = options;
@@ -128,9 +137,12 @@ export async function influxRoutes(app: FastifyInstance, options: InfluxRoutesOp
       `invalid line protocol: ${error.message}${others > 0 ? ` (and ${others} more malformed lines)` : ""}; the valid lines were written`,
     );
   };
+  const guard = options.guard;
   const routeOptions = (version: 1 | 2) => ({
-    ...guardedOptions(bodyLimit, options.guard),
+    bodyLimit,
     config: { openapi: describe(version) },
+    // InfluxDB 2.x clients send their token as `Authorization: Token <token>`: read as Bearer.
+    ...(guard === undefined ? {} : { preHandler: version === 1 ? [guard] : [tokenScheme, guard] }),
   });
   app.post("/api/v1/influx/write", routeOptions(1), (request, reply) => write(request, reply, "db"));
   app.post("/api/v1/influx/api/v2/write", routeOptions(2), (request, reply) => write(request, reply, "bucket"));

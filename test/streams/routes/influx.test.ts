@@ -5,8 +5,10 @@
 import { gzipSync } from "node:zlib";
 import type { InjectOptions } from "fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createRegistryModule } from "../../../src/registry/index.js";
 import type { VigieServer } from "../../../src/server.js";
 import { streamsModule } from "../../../src/streams/index.js";
+import { RegistryClient } from "../../registry/client.js";
 import { startTestServer } from "../../support/server.js";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
@@ -139,6 +141,33 @@ describe("InfluxDB line protocol routes", () => {
 });
 
 describe("InfluxDB line protocol routes with security.require-token", () => {
+  it("take a registry token as Bearer on both paths, and as InfluxDB 2.x's Token on the 2.x path", async () => {
+    const registry = createRegistryModule({
+      environment: { VIGIE_ADMIN_NAME: "root", VIGIE_ADMIN_PASSWORD: "root-password" },
+    });
+    const server = await startTestServer({
+      modules: [registry, streamsModule],
+      config: { security: { "require-token": true } },
+    });
+    try {
+      const client = new RegistryClient(server.app);
+      const admin = await client.token("root", "root-password");
+      await client.user(admin, { name: "tina", password: "tina-password", role: "tech" });
+      const tech = await client.token("tina", "tina-password");
+      const post = (url: string, authorization: string) =>
+        server.app.inject({ method: "POST", url, payload: "m f=1", headers: { authorization } });
+      expect((await post("/api/v1/influx/write", `Bearer ${tech}`)).statusCode).toBe(204);
+      expect((await post("/api/v1/influx/api/v2/write", `Bearer ${tech}`)).statusCode).toBe(204);
+      expect((await post("/api/v1/influx/api/v2/write", `Token ${tech}`)).statusCode).toBe(204);
+      expect((await post("/api/v1/influx/api/v2/write", `token ${tech}`)).statusCode).toBe(204);
+      // The 1.x path takes only what every route takes.
+      expect((await post("/api/v1/influx/write", `Token ${tech}`)).statusCode).toBe(401);
+      expect((await post("/api/v1/influx/api/v2/write", "Token wrong")).statusCode).toBe(401);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("requires a token on both paths", async () => {
     const server = await startTestServer({ modules: [streamsModule], config: { security: { "require-token": true } } });
     try {
