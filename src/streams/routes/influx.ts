@@ -78,17 +78,22 @@ function describe(version: 1 | 2): RouteDescription {
 }
 
 /**
- * The body as text, gunzipped when it says so.
+ * The body as text (at once when it is not compressed), gunzipped when it says so.
  * @throws UnsupportedMediaTypeError for an encoding other than gzip; TooLargeError when it gunzips to
  *   more than `bodyLimit`; InvalidError when it is not gzip
  */
-async function bodyText(request: FastifyRequest, bodyLimit: number): Promise<string> {
+function bodyText(request: FastifyRequest, bodyLimit: number): string | Promise<string> {
   const body = request.body instanceof Buffer ? request.body : Buffer.alloc(0);
   const encoding = (request.headers["content-encoding"] ?? "identity").toLowerCase();
   if (encoding === "identity") return body.toString("utf8");
   if (encoding !== "gzip") {
     throw new UnsupportedMediaTypeError(`unsupported Content-Encoding ${encoding}; use gzip or none`);
   }
+  return gunzipText(body, bodyLimit);
+}
+
+/** @throws TooLargeError beyond `bodyLimit` once gunzipped; InvalidError when it is not gzip */
+async function gunzipText(body: Buffer, bodyLimit: number): Promise<string> {
   try {
     return (await gunzipAsync(body, { maxOutputLength: bodyLimit })).toString("utf8");
   } catch (error) {
@@ -119,7 +124,8 @@ export async function influxRoutes(app: FastifyInstance, options: InfluxRoutesOp
     const unit = PRECISIONS[precision];
     if (unit === undefined || !Object.hasOwn(PRECISIONS, precision)) throw queryError("precision", PRECISION_RULE);
     const streams = streamTargets(engine, name);
-    const text = await bodyText(request, bodyLimit);
+    const body = bodyText(request, bodyLimit);
+    const text = typeof body === "string" ? body : await body;
     const reader = new LineProtocolReader(text, unit, Date.now() / 1000);
     const events: Event[] = [];
     const emit = (event: Event) => events.push(event);
