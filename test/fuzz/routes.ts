@@ -357,6 +357,51 @@ const otlp: fc.Arbitrary<Payload> = fc.oneof(
   }),
 );
 
+/** Line protocol bodies: lines built from the protocol's pieces (escapes, types), random text, gzip. */
+const lineProtocol: fc.Arbitrary<Payload> = fc
+  .oneof(
+    fc
+      .array(
+        fc
+          .tuple(
+            fc.constantFrom("cpu", "my\\ m", "m\\,x", "", "#c", "a=b"),
+            fc.constantFrom("", ",host=h", ",t\\ k=v\\=1", ",k=", ",=v"),
+            fc.constantFrom(" ", "  ", ""),
+            fc.constantFrom(
+              "f=1",
+              "f=1i",
+              "f=-9i",
+              "f=18446744073709551616u",
+              'f="s\\"q"',
+              "f=T",
+              "f=",
+              "f=nan",
+              "a=1,b=2",
+            ),
+            fc.constantFrom("", " 1700000000000000000", " -1", " 1.5", " x", " 99999999999999999999999"),
+          )
+          .map((parts) => parts.join("")),
+        { maxLength: 5 },
+      )
+      .map((lines) => Buffer.from(lines.join("\n"))),
+    fc.string({ maxLength: 200 }).map((text) => Buffer.from(text)),
+    fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
+  )
+  .chain((body) =>
+    fc.constantFrom<Payload>(
+      { body, headers: { "content-type": "text/plain; charset=utf-8" } },
+      { body: gzipSync(body), headers: { "content-type": "text/plain", "content-encoding": "gzip" } },
+      { body, headers: { "content-type": "application/json", "content-encoding": "deflate" } },
+      { body, headers: {} },
+    ),
+  );
+
+/** The query of the line protocol routes: the stream, the precision, and stray parameters. */
+const influxQuery = queryString(
+  ["db", "bucket", "precision", "org"],
+  fc.oneof(fc.constantFrom("ns", "s", "h", "constructor", "__proto__", "fuzzed", "default", "nope"), segment()),
+);
+
 /**
  * Values of the history route's `since`, `until` and `limit`: RFC 3339 times (valid ones, some
  * with offsets, and broken ones), integers around the bounds and huge, and fuzzed segments.
@@ -660,6 +705,8 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
     route("POST", "/api/v1/tsdb/remote-write/:name", { params: streamNames, payload: remoteWrite }),
     route("POST", "/api/v1/prometheus/remote-write/:name", { params: streamNames, payload: remoteWrite }),
     route("POST", "/api/v1/opentelemetry/v1/traces/:name", { params: streamNames, payload: otlp }),
+    route("POST", "/api/v1/influx/write", { query: influxQuery, payload: lineProtocol }),
+    route("POST", "/api/v1/influx/api/v2/write", { query: influxQuery, payload: lineProtocol }),
     route("POST", "/api/v1/stream/:name", {
       params: { name: ["fuzzed", "default"] },
       payload: jsonPayload(

@@ -303,6 +303,48 @@ describe("streams.riemann", () => {
   });
 });
 
+describe("streams.riemann.udp-port and streams.graphite", () => {
+  it("are off by default; Graphite on 127.0.0.1:2003 with its bounds", () => {
+    expect(section({}).riemann["udp-port"]).toBeUndefined();
+    expect(section({ riemann: { "udp-port": 5555 } }).riemann["udp-port"]).toBe(5555);
+    expect(section({}).graphite).toEqual({
+      enabled: false,
+      host: "127.0.0.1",
+      port: 2003,
+      "max-connections": 1000,
+      "max-line-length": 4096,
+    });
+    expect(
+      section({
+        graphite: { enabled: true, stream: "g", "host-pattern": "^servers\\.([^.]+)\\.", "max-line-length": "1KiB" },
+      }).graphite,
+    ).toMatchObject({ stream: "g", "host-pattern": "^servers\\.([^.]+)\\.", "max-line-length": 1024 });
+  });
+
+  it("refuse a host-pattern without a capture group or not linear, a bad stream name, unknown keys", () => {
+    expect(refusal({ graphite: { "host-pattern": "^servers\\." } })).toMatch(
+      /^invalid configuration: streams.graphite.host-pattern: needs a capture group: the host/,
+    );
+    expect(refusal({ graphite: { "host-pattern": "(a)\\1" } })).toMatch(
+      /^invalid configuration: streams.graphite.host-pattern: must be a regular expression in RE2 syntax/,
+    );
+    expect(refusal({ graphite: { stream: "a b" } })).toMatch(/^invalid configuration: streams.graphite.stream: /);
+    expect(refusal({ graphite: { hosts: "x" } })).toMatch(/^invalid configuration: streams.graphite.hosts: /);
+    expect(refusal({ riemann: { "udp-port": 70000 } })).toMatch(/^invalid configuration: streams.riemann.udp-port: /);
+  });
+
+  it("are refused when tokens are required: neither protocol carries one", () => {
+    const tokens = { security: { "require-token": true } };
+    expect(refusal({ riemann: { "udp-port": 5555 } }, tokens)).toBe(
+      "invalid configuration: streams.riemann.udp-port: cannot be set when security.require-token is true: a UDP datagram carries no token",
+    );
+    expect(refusal({ graphite: { enabled: true } }, tokens)).toBe(
+      "invalid configuration: streams.graphite.enabled: cannot be true when security.require-token is true: Graphite's plaintext protocol carries no token",
+    );
+    expect(() => parse({ graphite: { enabled: false, port: 2004 } }, tokens)).not.toThrow();
+  });
+});
+
 describe("streams.max-subscriptions-per-client", () => {
   it("is left to the hub's default when absent, and a positive integer when given", () => {
     expect(section({})["max-subscriptions-per-client"]).toBeUndefined();

@@ -126,6 +126,8 @@ describe("the streams routes in GET /openapi.json", () => {
     });
     expect(withExamples.sort()).toEqual([
       "POST /api/v1/index/{name}/search",
+      "POST /api/v1/influx/api/v2/write",
+      "POST /api/v1/influx/write",
       "POST /api/v1/opentelemetry/v1/traces/{name}",
       "POST /api/v1/stream/{name}",
       "PUT /api/v1/stream/{name}",
@@ -171,6 +173,20 @@ describe("the streams routes in GET /openapi.json", () => {
       payload: JSON.stringify({ query: Buffer.from('[:= :service "shop"]').toString("base64") }),
     });
     expect(spans.events).toEqual([expect.objectContaining({ service: "shop", name: "GET /users", kind: "server" })]);
+
+    // Line protocol: the example as text, on both paths, into the stream by db / bucket.
+    for (const [path, parameter] of [
+      ["/api/v1/influx/write", "db"],
+      ["/api/v1/influx/api/v2/write", "bucket"],
+    ] as const) {
+      const { mediaType, example } = exampleOf(operationOf("POST", path));
+      expect(mediaType).toBe("text/plain");
+      await call("POST", path, { payload: String(example), mediaType, query: `${parameter}=cpu` });
+    }
+    const lines = await call("POST", "/api/v1/index/{name}/search", {
+      payload: JSON.stringify({ query: Buffer.from('[:= :service "cpu.usage_user"]').toString("base64") }),
+    });
+    expect(lines.events).toEqual([expect.objectContaining({ host: "web-1", metric: 12.5, time: 1_700_000_000 })]);
 
     // Remote write has no example (a binary body): a real one, of the described media type.
     for (const path of ["/api/v1/tsdb/remote-write/{name}", "/api/v1/prometheus/remote-write/{name}"]) {
