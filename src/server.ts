@@ -144,7 +144,7 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     try {
       await cluster?.connect();
       const links = serverLinks(config, moduleList);
-      const outputs = createOutputs(config, moduleList, metricsRegistry, app.log);
+      const outputs = await createOutputs(config, moduleList, metricsRegistry, app.log, database);
       const context = await setUp(
         app,
         config,

@@ -6,10 +6,12 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Registry } from "prom-client";
 import { ConfigError, configErrorMessage, type VigieConfig } from "../config.js";
+import type { Database } from "../database.js";
 import type { AnyModule } from "../module.js";
 import { sectionOf } from "../module.js";
 import { ValidationError } from "../validation.js";
 import { checkOutputFiles, type OutputDefinition } from "./config.js";
+import { SqlDurableStore } from "./durable-storage.js";
 import { SmtpMailer } from "./mail-queue.js";
 import { outputMetrics } from "./metrics.js";
 import { OutputNotifier } from "./notifier.js";
@@ -46,15 +48,32 @@ export function declaredOutputs(
 }
 
 /**
- * Builds the outputs (nothing is contacted before something is sent) and the notifier.
- * @throws ConfigError when the directory of a `file` output does not exist
+ * Durable outputs keep their queue in the server's database, one queue per output: instances of a
+ * cluster would share it while each runs the output (docs/outputs.md).
+ * @throws ConfigError naming the first durable output when cluster mode is on
  */
-export function createOutputs(
+function refuseDurableInCluster(config: VigieConfig, definitions: Readonly<Record<string, OutputDefinition>>): void {
+  if (!config.cluster.enabled) return;
+  const durable = Object.entries(definitions).find(([, definition]) => definition.durable);
+  if (durable !== undefined) {
+    throw new ConfigError(`output ${durable[0]}: durable outputs are not available in cluster mode yet`);
+  }
+}
+
+/**
+ * Builds the outputs (nothing is contacted before something is sent) and the notifier; durable
+ * outputs take back the events their previous run kept in `database`.
+ * @throws ConfigError when the directory of a `file` output does not exist, or an output is
+ *   durable in cluster mode
+ * @throws the database's error when the kept events cannot be read
+ */
+export async function createOutputs(
   config: VigieConfig,
   modules: readonly AnyModule[],
   metrics: Registry,
   logger: FastifyBaseLogger,
-): PlatformOutputs {
+  database: Database,
+): Promise<PlatformOutputs> {
   const definitions: Record<string, OutputDefinition> = {};
   for (const [section, declared] of declaredOutputs(config, modules)) {
     try {
@@ -65,10 +84,16 @@ export function createOutputs(
     }
     Object.assign(definitions, declared);
   }
+  refuseDurableInCluster(config, definitions);
   let notifier: OutputNotifier | undefined;
   const outputs: Outputs = new Outputs(definitions, {
-    metrics: outputMetrics(metrics, () => outputs.queued()),
+    metrics: outputMetrics(
+      metrics,
+      () => outputs.queued(),
+      () => outputs.stored(),
+    ),
     logger,
+    store: new SqlDurableStore(database.kysely),
     publicUrl: config.http["public-url"],
     settled: (batch, start, end, outcome, reason) => notifier?.settled(batch, start, end, outcome, reason),
     beforeDrain: () => notifier?.flush(),
@@ -80,6 +105,7 @@ export function createOutputs(
     (output) => !UNGROUPED_TYPES.has(definitions[output]?.type ?? ""),
   );
   const built = notifier;
+  await outputs.restore();
   const mailer = new SmtpMailer(definitions, logger);
   return {
     outputs,
