@@ -5,6 +5,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { Registry } from "prom-client";
+import type { NatsLink } from "../cluster/index.js";
 import { ConfigError, configErrorMessage, type VigieConfig } from "../config.js";
 import type { Database } from "../database.js";
 import type { AnyModule } from "../module.js";
@@ -48,24 +49,11 @@ export function declaredOutputs(
 }
 
 /**
- * Durable outputs keep their queue in the server's database, one queue per output: instances of a
- * cluster would share it while each runs the output (docs/outputs.md).
- * @throws ConfigError naming the first durable output when cluster mode is on
- */
-function refuseDurableInCluster(config: VigieConfig, definitions: Readonly<Record<string, OutputDefinition>>): void {
-  if (!config.cluster.enabled) return;
-  const durable = Object.entries(definitions).find(([, definition]) => definition.durable);
-  if (durable !== undefined) {
-    throw new ConfigError(`output ${durable[0]}: durable outputs are not available in cluster mode yet`);
-  }
-}
-
-/**
  * Builds the outputs (nothing is contacted before something is sent) and the notifier; durable
- * outputs take back the events their previous run kept in `database`.
- * @throws ConfigError when the directory of a `file` output does not exist, or an output is
- *   durable in cluster mode
- * @throws the database's error when the kept events cannot be read
+ * outputs take back the events their previous run kept in `database`, or, in cluster mode
+ * (`nats` given), their JetStream streams.
+ * @throws ConfigError when the directory of a `file` output does not exist
+ * @throws the database's or JetStream's error when the durable queues cannot be read
  */
 export async function createOutputs(
   config: VigieConfig,
@@ -73,6 +61,7 @@ export async function createOutputs(
   metrics: Registry,
   logger: FastifyBaseLogger,
   database: Database,
+  nats?: NatsLink,
 ): Promise<PlatformOutputs> {
   const definitions: Record<string, OutputDefinition> = {};
   for (const [section, declared] of declaredOutputs(config, modules)) {
@@ -84,7 +73,7 @@ export async function createOutputs(
     }
     Object.assign(definitions, declared);
   }
-  refuseDurableInCluster(config, definitions);
+
   let notifier: OutputNotifier | undefined;
   const outputs: Outputs = new Outputs(definitions, {
     metrics: outputMetrics(
@@ -94,6 +83,7 @@ export async function createOutputs(
     ),
     logger,
     store: new SqlDurableStore(database.kysely),
+    ...(nats === undefined ? {} : { nats }),
     publicUrl: config.http["public-url"],
     settled: (batch, start, end, outcome, reason) => notifier?.settled(batch, start, end, outcome, reason),
     beforeDrain: () => notifier?.flush(),
