@@ -222,11 +222,13 @@ export class OutputQueue<P> {
   }
 
   /**
-   * Enqueues events read back from the queue's log at start-up, oldest first, before any new one;
-   * they are not written again. Those beyond `queue-size` are not taken.
+   * Enqueues events read back from the queue's log (at start-up, or a JetStream message), oldest
+   * first, without writing them again, and lets them leave without waiting for `flush-interval`:
+   * they waited already. Those beyond `queue-size` are not taken.
    */
   restore(events: readonly Event[]): void {
-    for (const event of events) if (!this.#enqueue(event)) return;
+    for (const event of events) if (!this.#enqueue(event)) break;
+    if (this.#count > 0) this.#closeOpen();
   }
 
   #accept(event: Event): boolean {
