@@ -73,7 +73,6 @@ export async function createOutputs(
     }
     Object.assign(definitions, declared);
   }
-
   let notifier: OutputNotifier | undefined;
   const outputs: Outputs = new Outputs(definitions, {
     metrics: outputMetrics(
