@@ -39,6 +39,8 @@ export class DurableLog implements QueueLog {
   /** Events numbered below this ended and may be removed. */
   #acknowledgedBefore = 1;
   #scheduled = false;
+  /** A write is due on the next turn of the event loop (the buffer filled up). */
+  #immediate = false;
   #timer: NodeJS.Timeout | undefined;
   /** The write in progress, if any. */
   #writing: Promise<void> | undefined;
@@ -90,7 +92,7 @@ export class DurableLog implements QueueLog {
   append(event: Event): void {
     this.#buffer.push(event);
     if (this.#buffer.length >= FLUSH_EVENTS) this.#flushSoon();
-    else this.#schedule();
+    else if (!this.#scheduled) this.#schedule();
   }
 
   acknowledge(count: number): void {
@@ -105,15 +107,19 @@ export class DurableLog implements QueueLog {
     this.#timer.unref();
   }
 
+  /** A write on the next turn of the event loop, once (a write in progress is followed by another). */
   #flushSoon(): void {
-    if (this.#closed || this.#writing !== undefined) return;
+    if (this.#immediate || this.#closed || this.#writing !== undefined) return;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#scheduled = true;
+    this.#immediate = true;
     setImmediate(this.#flush);
   }
 
   readonly #flush = (): void => {
     this.#scheduled = false;
+    this.#immediate = false;
     this.#timer = undefined;
     if (this.#closed) return; // close() writes the rest itself
     // One write at a time, in order: a removal never runs before the write of what it removes.
