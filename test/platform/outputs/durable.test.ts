@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase, platformMigrations } from "../../../src/platform/database.js";
 import type { OutputDefinition } from "../../../src/platform/outputs/config.js";
 import { DurableLog, FLUSH_EVENTS } from "../../../src/platform/outputs/durable-log.js";
-import { SqlDurableStore } from "../../../src/platform/outputs/durable-storage.js";
+import { type DurableStore, type QueueWrite, SqlDurableStore } from "../../../src/platform/outputs/durable-storage.js";
 import { outputMetrics } from "../../../src/platform/outputs/metrics.js";
 import { Outputs } from "../../../src/platform/outputs/outputs.js";
 import { dropWhenClosed } from "../../registry/sessions.js";
@@ -20,6 +20,48 @@ import { until } from "../../support/until.js";
 const ms = (milliseconds: number) => ({ text: `${milliseconds}ms`, milliseconds });
 const silent = pino({ level: "silent" });
 const range = (count: number, from = 0) => Array.from({ length: count }, (_, i) => from + i);
+
+describe("the durable log when the database refuses writes", () => {
+  /** A store that fails its first `failures` writes, and records the others. */
+  function flakyStore(failures: number) {
+    const writes: QueueWrite[] = [];
+    let left = failures;
+    const store: DurableStore = {
+      load: async () => ({ events: [], removed: 0 }),
+      write: async (_output, change) => {
+        if (left-- > 0) throw new Error("database is locked");
+        writes.push(change);
+      },
+    };
+    return { store, writes };
+  }
+
+  it("keeps the events in memory and writes them, in order and numbered as before, once it can", async () => {
+    const { store, writes } = flakyStore(1);
+    const log = new DurableLog("flaky", store, 10, silent);
+    await log.restore(10, () => {});
+    log.append({ n: 0 });
+    log.append({ n: 1 });
+    // The first write fails; the next one, a second later, carries both events and a third one.
+    await new Promise((wait) => setTimeout(wait, 50));
+    expect(writes).toEqual([]);
+    log.append({ n: 2 });
+    log.acknowledge(1);
+    await until(async () => (writes.length > 0 ? true : undefined), "a write", 5_000);
+    expect(writes[0]).toEqual({ firstSeq: 1, events: ['{"n":0}', '{"n":1}', '{"n":2}'], removeBefore: 2 });
+    expect(log.stored).toBe(2);
+    await log.close();
+  });
+
+  it("is full once queue-size events wait to be written: the output drops new ones", async () => {
+    const { store } = flakyStore(1_000);
+    const log = new DurableLog("flaky", store, 3, silent);
+    await log.restore(3, () => {});
+    for (const n of range(3)) log.append({ n });
+    expect(log.full).toBe(true);
+    await log.close();
+  });
+});
 
 describe.each(DATABASE_KINDS)("durable outputs on $kind", ({ kind, skip }) => {
   describe.skipIf(skip)("", () => {
