@@ -10,7 +10,13 @@
 import { createHash } from "node:crypto";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
-import { EVENTS_STREAM, type LeaseSet, type NatsLink, subjectToken } from "../platform/cluster/index.js";
+import {
+  EVENTS_STREAM,
+  eventsOfMessage,
+  type LeaseSet,
+  type NatsLink,
+  subjectToken,
+} from "../platform/cluster/index.js";
 import { type ErrorCode, errorMessage, STATUS_OF, UnavailableError, VigieError } from "../platform/errors.js";
 import { isPlainObject } from "../platform/validation.js";
 import type { Flow } from "./action.js";
@@ -404,12 +410,8 @@ export class StreamCluster {
   }
 
   #run(name: string, message: JsMsg): void {
-    let events: Event[];
-    try {
-      const parsed: unknown = JSON.parse(decoder.decode(message.data));
-      if (!Array.isArray(parsed)) throw new Error("not an array");
-      events = parsed;
-    } catch {
+    const events: Event[] | undefined = eventsOfMessage(message.data);
+    if (events === undefined) {
       // Not a message of ours: acknowledged so that it does not come back forever.
       message.term();
       return;

@@ -45,6 +45,7 @@ describe("streams.outputs", () => {
       "flush-interval": { milliseconds: 1000 },
       timeout: { milliseconds: 10_000 },
       "max-retry-time": { milliseconds: 300_000 },
+      durable: false,
     });
     expect(outputs.archive).toMatchObject({ type: "file", "batch-size": 1000, "date-suffix": false });
     expect(outputs.tsdb).toMatchObject({ type: "prometheus-remote-write", "batch-size": 1000 });
@@ -64,6 +65,7 @@ describe("streams.outputs", () => {
           "flush-interval": "250ms",
           timeout: "2s",
           "max-retry-time": "1m",
+          durable: true,
         },
       },
     });
@@ -75,6 +77,7 @@ describe("streams.outputs", () => {
       "flush-interval": { milliseconds: 250 },
       timeout: { milliseconds: 2000 },
       "max-retry-time": { milliseconds: 60_000 },
+      durable: true,
     });
   });
 
@@ -105,6 +108,9 @@ describe("streams.outputs", () => {
     );
     expect(refusal({ outputs: { "bad name": { type: "http", url: "https://example.org" } } })).toMatch(
       /^invalid configuration: streams.outputs.bad name: the name must be 1 to 128 characters/,
+    );
+    expect(refusal({ outputs: { hook: { type: "http", url: "https://example.org", durable: "yes" } } })).toBe(
+      'invalid configuration: streams.outputs.hook.durable: must be true or false (got "yes")',
     );
     expect(refusal({ outputs: { hook: { type: "alertmanager", url: "http://a", labels: "host" } } })).toMatch(
       /^invalid configuration: streams.outputs.hook.labels: must be an array/,
