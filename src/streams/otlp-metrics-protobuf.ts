@@ -208,9 +208,12 @@ export class OtlpMetricsDecoder {
     switch (type) {
       case "gauge":
       case "sum": {
-        const double = this.#double(fields, 4);
+        // A oneof: of as_double (4) and as_int (6), the last on the wire wins.
+        const doubleAt = fields.fixed[4]?.at(-1) ?? -1;
+        const intAt = fields.fixed[6]?.at(-1) ?? -1;
+        if (doubleAt > intAt) return { kind: "number", value: this.#double(fields, 4) };
         const int = this.#fixed64(fields, 6);
-        return { kind: "number", value: double ?? (int === undefined ? undefined : Number(BigInt.asIntN(64, int))) };
+        return { kind: "number", value: int === undefined ? undefined : Number(BigInt.asIntN(64, int)) };
       }
       case "histogram": {
         const bounds = this.#repeatedFixed(fields, 7, true);

@@ -10,13 +10,17 @@ import { OTLPLogExporter as ProtobufLogExporter } from "@opentelemetry/exporter-
 import { OTLPMetricExporter as HttpJsonMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
 import { OTLPMetricExporter as ProtobufMetricExporter } from "@opentelemetry/exporter-metrics-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import { type LogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } from "@opentelemetry/sdk-logs";
-import { MeterProvider, type PushMetricExporter, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
+import { LoggerProvider, type LogRecordExporter, SimpleLogRecordProcessor } from "@opentelemetry/sdk-logs";
+import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from "@opentelemetry/sdk-metrics";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addStream, freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
-const resource = resourceFromAttributes({ "service.name": "shop", "host.name": "web-1", "deployment.environment": "test" });
+const resource = resourceFromAttributes({
+  "service.name": "shop",
+  "host.name": "web-1",
+  "deployment.environment": "test",
+});
 
 describe("OpenTelemetry JS SDK metric and log exporters against the real process", () => {
   let vigie: VigieProcess;
