@@ -11,8 +11,8 @@
  * name and version are `otel.scope.name` and `otel.scope.version` (the names OpenTelemetry uses for
  * them outside OTLP), when not empty.
  *
- * A data point: `service` = metric name, `time` (seconds) from `timeUnixNano`, `start-time` when
- * set, `type` (`gauge`, `sum`, `histogram`, `exponential-histogram`, `summary`), `unit` and
+ * A data point: `service` = metric name, `time` (seconds) from `timeUnixNano` when set,
+ * `start-time` when set, `type` (`gauge`, `sum`, `histogram`, `exponential-histogram`, `summary`), `unit` and
  * `description` when not empty, `temporality` (`delta`, `cumulative`, `unspecified`) for sums and
  * histograms, `monotonic` for sums; then
  * - gauge, sum: `metric` = the value (int or double; absent when the point has none);
@@ -27,7 +27,8 @@
  * it is, any other value as its JSON text), `state` from the severity number (see
  * {@link stateOfSeverity}), `severity` = severity text and `severity-number` when set, `time` from
  * `timeUnixNano` or, when zero, `observedTimeUnixNano`, `trace-id` and `span-id` (hex) and
- * `event-name` when set.
+ * `event-name` when set. An event without a time is given the time of arrival by
+ * {@link collectEvents}, as a push is.
  */
 import type protobuf from "protobufjs";
 import type { Event } from "./event.js";
@@ -202,7 +203,7 @@ function setValues(event: Event, values: PointValues): void {
 export function dataPointEvent(origin: OtlpOrigin, metric: MetricHead, point: DataPoint): Event {
   const event = originEvent(origin, point.attributes);
   event.service = metric.name;
-  event.time = point.time;
+  if (point.time !== 0) event.time = point.time;
   if (point.start !== 0) event["start-time"] = point.start;
   event.type = metric.type;
   if (metric.unit !== "") event.unit = metric.unit;
@@ -246,12 +247,14 @@ const ITEMS_PER_CHECK = 64;
 /**
  * Runs a decoder to its end: each item is an event (kept when within `bounds`) or the bound an
  * item exceeded (counted). A sliced run lets the event loop turn between slices.
+ * @param now seconds since the epoch: the time of an event that has none
  * @throws what the decoder throws
  */
 export async function collectEvents(
   items: Iterable<Event | EventBound>,
   bounds: EventBounds,
   sliced: boolean,
+  now: number,
 ): Promise<OtlpDecoded> {
   const events: Event[] = [];
   const refused = new Map<EventBound, number>();
@@ -261,8 +264,10 @@ export async function collectEvents(
     if (typeof item === "string") refused.set(item, (refused.get(item) ?? 0) + 1);
     else {
       const bound = exceededBound(item, bounds);
-      if (bound === undefined) events.push(item);
-      else refused.set(bound, (refused.get(bound) ?? 0) + 1);
+      if (bound === undefined) {
+        item.time ??= now;
+        events.push(item);
+      } else refused.set(bound, (refused.get(bound) ?? 0) + 1);
     }
     if (clock !== undefined && ++count % ITEMS_PER_CHECK === 0 && clock.due()) await clock.turn();
   }

@@ -73,7 +73,7 @@ function signalRoute(app: FastifyInstance, options: OtlpSignalsOptions, signal: 
       const items = json
         ? signal.json(parseJsonRequest(body.toString("utf8")), bounds)
         : signal.protobuf(bounds).events(body);
-      decoded = await collectEvents(items, bounds, body.length > INLINE_DECODED_BYTES);
+      decoded = await collectEvents(items, bounds, body.length > INLINE_DECODED_BYTES, Date.now() / 1000);
     } catch (error) {
       const invalid = invalidProtobuf(error);
       if (invalid instanceof OtlpError) {

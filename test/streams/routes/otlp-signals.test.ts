@@ -144,8 +144,15 @@ describe("OTLP/HTTP metrics and logs routes", () => {
     expect(LogsResponse.toObject(LogsResponse.decode(protobufAnswer.rawPayload), { longs: Number })).toEqual({
       partialSuccess: { rejectedLogRecords: 1, errorMessage: REFUSED.replace("%s", "log records") },
     });
+    // A record without a time takes the time of arrival, as a push does.
+    const untimed = { resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: "no time" } }] }] }] };
+    expect((await post("logs", JSON.stringify(untimed), "application/json")).json()).toEqual({});
+    const [arrived] = (await indexed("signals")).filter(
+      (event: { description: string }) => event.description === "no time",
+    );
+    expect(Math.abs(arrived.time - Date.now() / 1000)).toBeLessThan(60);
     const metrics = (await inject({ method: "GET", url: "/metrics" })).body;
-    expect(metrics).toContain('otlp_log_records_total{stream="signals"} 1');
+    expect(metrics).toContain('otlp_log_records_total{stream="signals"} 2');
     expect(metrics).toContain('otlp_log_records_total{stream="default"} 1');
   });
 
