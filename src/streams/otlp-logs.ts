@@ -9,6 +9,7 @@ import protobuf from "protobufjs";
 import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter, exceededBound } from "./event-bounds.js";
 import { anyValue, enumIndex, hexId, type Json, keyValues, list, record, seconds } from "./otlp.js";
+import { INDEX, overBoundOf, type Patterns } from "./otlp-json-parts.js";
 import { type LogRecord, logRecordEvent, type OtlpOrigin, type OtlpResponse } from "./otlp-signals.js";
 import {
   hex,
@@ -31,6 +32,13 @@ export const LOGS_RESPONSE: OtlpResponse = {
   rejectedField: "rejectedLogRecords",
 };
 
+/** What the mapping reads of a request, for a large body's skeleton (otlp-json-parts.ts). */
+export const LOGS_PATTERNS: Patterns = [
+  ["resourceLogs", INDEX, "resource"],
+  ["resourceLogs", INDEX, "scopeLogs", INDEX, "scope"],
+  ["resourceLogs", INDEX, "scopeLogs", INDEX, "logRecords", INDEX],
+];
+
 /** `SeverityNumber` names (OTLP/JSON may spell an enum by name). */
 const SEVERITY_NAMES: Readonly<Record<string, number>> = Object.fromEntries(
   ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"].flatMap((level, index) =>
@@ -50,8 +58,8 @@ function originOf(resourceAttributes: Json, scope: unknown): OtlpOrigin {
 }
 
 /**
- * The events of a parsed OTLP/JSON request, one per log record, in order; a record over an event
- * bound gives the bound instead.
+ * The events of a parsed OTLP/JSON request (or of a large body's skeleton), one per log record, in
+ * order; a record over an event bound gives the bound instead.
  * @throws OtlpError for an invalid id or time, or values nested too deep
  */
 export function* logEventsOfJson(request: Json, bounds: EventBounds): Generator<Event | EventBound> {
@@ -61,7 +69,13 @@ export function* logEventsOfJson(request: Json, bounds: EventBounds): Generator<
     for (const scopeLogsItem of list(scopeLogs)) {
       const { scope, logRecords } = record(scopeLogsItem);
       const origin = originOf(resourceAttributes, scope);
+      const over = overBoundOf(resource, scope);
       for (const item of list(logRecords)) {
+        const itemOver = over ?? overBoundOf(item);
+        if (itemOver !== undefined) {
+          yield itemOver;
+          continue;
+        }
         const log = record(item);
         const logRecord: LogRecord = {
           attributes: keyValues(log.attributes, 1),

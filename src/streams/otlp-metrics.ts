@@ -11,6 +11,7 @@ import { isPlainObject } from "../platform/validation.js";
 import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, exceededBound } from "./event-bounds.js";
 import { enumIndex, type Json, keyValues, list, OtlpError, record, seconds } from "./otlp.js";
+import { INDEX, overBoundOf, type Patterns } from "./otlp-json-parts.js";
 import {
   type DataPoint,
   dataPointEvent,
@@ -140,8 +141,11 @@ function pointValues(point: Json, type: MetricType): PointValues {
   }
 }
 
-/** A metric of OTLP/JSON: its head and the list of its data points (none when it has no data). */
-function metricOf(metric: Json): { head: MetricHead; points: unknown[] } | undefined {
+/**
+ * A metric of OTLP/JSON: its head, the list of its data points (none when it has no data), and the
+ * bound a part of its head is over in a large body's skeleton (otlp-json-parts.ts).
+ */
+function metricOf(metric: Json): { head: MetricHead; points: unknown[]; over: EventBound | undefined } | undefined {
   // As protobuf's oneof, the last kind present wins.
   let found: readonly [Json, MetricType] | undefined;
   for (const [key, type] of DATA_KEYS) if (isPlainObject(metric[key])) found = [record(metric[key]), type];
@@ -155,12 +159,13 @@ function metricOf(metric: Json): { head: MetricHead; points: unknown[] } | undef
     temporality: enumIndex(data.aggregationTemporality, TEMPORALITY_NAMES),
     monotonic: data.isMonotonic === true,
   };
-  return { head, points: list(data.dataPoints) };
+  const over = overBoundOf(metric.name, metric.description, metric.unit, data.aggregationTemporality, data.isMonotonic);
+  return { head, points: list(data.dataPoints), over };
 }
 
 /**
- * The events of a parsed OTLP/JSON request, one per data point, in order; a point over an event
- * bound gives the bound instead.
+ * The events of a parsed OTLP/JSON request (or of a large body's skeleton), one per data point, in
+ * order; a point over an event bound gives the bound instead.
  * @throws OtlpError for an invalid number or time, or attribute values nested too deep
  */
 export function* metricEventsOfJson(request: Json, bounds: EventBounds): Generator<Event | EventBound> {
@@ -176,10 +181,16 @@ export function* metricEventsOfJson(request: Json, bounds: EventBounds): Generat
         scopeVersion: typeof scopeRecord.version === "string" ? scopeRecord.version : "",
         scopeAttributes: keyValues(scopeRecord.attributes, 1),
       };
+      const over = overBoundOf(resource, scope);
       for (const metricItem of list(metrics)) {
         const metric = metricOf(record(metricItem));
         if (metric === undefined) continue;
         for (const pointItem of metric.points) {
+          const pointOver = over ?? metric.over ?? overBoundOf(pointItem);
+          if (pointOver !== undefined) {
+            yield pointOver;
+            continue;
+          }
           const point = record(pointItem);
           const dataPoint: DataPoint = {
             attributes: keyValues(point.attributes, 1),
@@ -194,3 +205,15 @@ export function* metricEventsOfJson(request: Json, bounds: EventBounds): Generat
     }
   }
 }
+
+const METRIC = ["resourceMetrics", INDEX, "scopeMetrics", INDEX, "metrics", INDEX] as const;
+const KIND_KEYS = DATA_KEYS.map(([key]) => key);
+
+/** What the mapping reads of a request, for a large body's skeleton (otlp-json-parts.ts). */
+export const METRICS_PATTERNS: Patterns = [
+  ["resourceMetrics", INDEX, "resource"],
+  ["resourceMetrics", INDEX, "scopeMetrics", INDEX, "scope"],
+  [...METRIC, ["name", "description", "unit"]],
+  [...METRIC, KIND_KEYS, ["aggregationTemporality", "isMonotonic"]],
+  [...METRIC, KIND_KEYS, "dataPoints", INDEX],
+];

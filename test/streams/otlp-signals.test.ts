@@ -10,8 +10,9 @@ import { describe, expect, it } from "vitest";
 import type { Event } from "../../src/streams/event.js";
 import { DEFAULT_EVENT_BOUNDS, type EventBound, type EventBounds } from "../../src/streams/event-bounds.js";
 import { OtlpError } from "../../src/streams/otlp.js";
-import { logEventsOfJson, OtlpLogsDecoder } from "../../src/streams/otlp-logs.js";
-import { metricEventsOfJson } from "../../src/streams/otlp-metrics.js";
+import { jsonSkeleton } from "../../src/streams/otlp-json-parts.js";
+import { LOGS_PATTERNS, logEventsOfJson, OtlpLogsDecoder } from "../../src/streams/otlp-logs.js";
+import { METRICS_PATTERNS, metricEventsOfJson } from "../../src/streams/otlp-metrics.js";
 import { OtlpMetricsDecoder } from "../../src/streams/otlp-metrics-protobuf.js";
 import { stateOfSeverity } from "../../src/streams/otlp-signals.js";
 
@@ -337,7 +338,7 @@ describe("OTLP metrics", () => {
     ]);
   });
 
-  it("decodes random requests as the OTLP/JSON mapping does", () => {
+  it("decodes random requests as the OTLP/JSON mapping does, protobuf and large JSON alike", async () => {
     const key = fc.constantFrom("a", "b", "host.name", "service", "c.d");
     const attrs = fc.array(
       fc.record({
@@ -431,11 +432,15 @@ describe("OTLP metrics", () => {
         { maxLength: 2 },
       ),
     });
-    fc.assert(
-      fc.property(request, (object) => {
+    await fc.assert(
+      fc.asyncProperty(request, async (object) => {
         // protobufjs keeps one member of a oneof: the request as protobuf is the reference.
         const bytes = encode(MetricsRequest, object);
-        expect(metricsProtobuf(bytes)).toEqual(all(metricEventsOfJson(toJson(MetricsRequest, bytes), LOOSE)));
+        const json = toJson(MetricsRequest, bytes);
+        const expected = all(metricEventsOfJson(json, LOOSE));
+        expect(metricsProtobuf(bytes)).toEqual(expected);
+        const skeleton = await jsonSkeleton(Buffer.from(JSON.stringify(json)), METRICS_PATTERNS, LOOSE);
+        expect(all(metricEventsOfJson(skeleton, LOOSE))).toEqual(expected);
       }),
       { seed: SEED, numRuns: 150 },
     );
@@ -479,7 +484,7 @@ describe("OTLP logs", () => {
     expect(() => logsProtobuf(bytes.subarray(0, 10))).toThrow(/truncated|beyond the end/);
   });
 
-  it("decodes random requests as the OTLP/JSON mapping does", () => {
+  it("decodes random requests as the OTLP/JSON mapping does, protobuf and large JSON alike", async () => {
     const key = fc.constantFrom("a", "b", "host.name", "service.name", "description");
     const value = fc.oneof(
       fc.record({ stringValue: fc.string({ maxLength: 4 }) }),
@@ -520,12 +525,58 @@ describe("OTLP logs", () => {
         { maxLength: 2 },
       ),
     });
-    fc.assert(
-      fc.property(request, (object) => {
+    await fc.assert(
+      fc.asyncProperty(request, async (object) => {
         const bytes = encode(LogsRequest, object);
-        expect(logsProtobuf(bytes)).toEqual(all(logEventsOfJson(toJson(LogsRequest, bytes), LOOSE)));
+        const json = toJson(LogsRequest, bytes);
+        const expected = all(logEventsOfJson(json, LOOSE));
+        expect(logsProtobuf(bytes)).toEqual(expected);
+        const skeleton = await jsonSkeleton(Buffer.from(JSON.stringify(json)), LOGS_PATTERNS, LOOSE);
+        expect(all(logEventsOfJson(skeleton, LOOSE))).toEqual(expected);
       }),
       { seed: SEED, numRuns: 150 },
     );
+  });
+});
+
+describe("large OTLP/JSON bodies", () => {
+  it("keeps the last of repeated keys, as JSON.parse does", async () => {
+    const text =
+      '{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"first"}}]}],' +
+      '"scopeLogs":[{"logRecords":[{"body":{"stringValue":"second"}}],"logRecords":5}]}],"resourceLogs":[' +
+      '{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"third"}},{"body":{"stringValue":"x"},"body":{"intValue":"4"}}]}]}]}';
+    const skeleton = await jsonSkeleton(Buffer.from(text), LOGS_PATTERNS, LOOSE);
+    expect(all(logEventsOfJson(skeleton, LOOSE))).toEqual(all(logEventsOfJson(JSON.parse(text), LOOSE)));
+    expect(all(logEventsOfJson(skeleton, LOOSE))).toEqual([
+      { description: "third", state: "ok" },
+      { description: "4", state: "ok" },
+    ]);
+  });
+
+  it("drops every item under a value over the first bound, without parsing it", async () => {
+    const many = Array.from({ length: 200 }, (_, i) => ({ key: `k${i}`, value: { intValue: String(i) } }));
+    const bounds = { ...DEFAULT_EVENT_BOUNDS, fields: 20 };
+    const request = {
+      resourceMetrics: [
+        {
+          resource: { attributes: many },
+          scopeMetrics: [{ metrics: [{ name: "a", gauge: { dataPoints: [{}, {}] } }] }],
+        },
+        {
+          scopeMetrics: [
+            { metrics: [{ name: "b", sum: { dataPoints: [{ asInt: "1", attributes: many }, { asInt: "2" }] } }] },
+          ],
+        },
+      ],
+    };
+    const skeleton = await jsonSkeleton(Buffer.from(JSON.stringify(request)), METRICS_PATTERNS, bounds);
+    const expected = ["max-event-fields", "max-event-fields", "max-event-fields"];
+    expect(all(metricEventsOfJson(skeleton, bounds))).toEqual([
+      ...expected,
+      { service: "b", type: "sum", temporality: "unspecified", monotonic: false, metric: 2 },
+    ]);
+    expect(all(metricEventsOfJson(request, bounds))).toEqual(all(metricEventsOfJson(skeleton, bounds)));
+    await expect(jsonSkeleton(Buffer.from("[1]"), METRICS_PATTERNS, bounds)).rejects.toThrow("must be a JSON object");
+    await expect(jsonSkeleton(Buffer.from('{"a":'), METRICS_PATTERNS, bounds)).rejects.toThrow("not valid JSON");
   });
 });

@@ -13,14 +13,15 @@ import type { Event } from "../event.js";
 import { boundProblem, type EventBound, type EventBounds } from "../event-bounds.js";
 import type { CounterByName } from "../metrics.js";
 import { OtlpError, parseJsonRequest } from "../otlp.js";
-import { LOGS_RESPONSE, logEventsOfJson, OtlpLogsDecoder } from "../otlp-logs.js";
-import { METRICS_RESPONSE, metricEventsOfJson } from "../otlp-metrics.js";
+import { jsonSkeleton, type Patterns } from "../otlp-json-parts.js";
+import { LOGS_PATTERNS, LOGS_RESPONSE, logEventsOfJson, OtlpLogsDecoder } from "../otlp-logs.js";
+import { METRICS_PATTERNS, METRICS_RESPONSE, metricEventsOfJson } from "../otlp-metrics.js";
 import { OtlpMetricsDecoder } from "../otlp-metrics-protobuf.js";
 import { collectEvents, jsonResponse, type OtlpResponse, protobufResponse } from "../otlp-signals.js";
 import { invalidProtobuf } from "../otlp-wire.js";
 import { deliverSliced } from "../slices.js";
 import { otlpLogs, otlpMetrics } from "./ingestion-api.js";
-import { otlpBody } from "./otlp-traces.js";
+import { INLINE_JSON_BYTES, otlpBody } from "./otlp-traces.js";
 import { INLINE_DECODED_BYTES } from "./remote-write.js";
 import { guardedOptions, type NamedRoute, streamTargets } from "./request.js";
 
@@ -44,6 +45,8 @@ interface Signal {
   readonly items: string;
   readonly response: OtlpResponse;
   readonly openapi: RouteDescription;
+  /** What the OTLP/JSON mapping reads, for a large body's skeleton. */
+  readonly patterns: Patterns;
   readonly json: (request: Record<string, unknown>, bounds: EventBounds) => Iterable<Event | EventBound>;
   /** A decoder of protobuf bodies (one per request: they are not reentrant). */
   readonly protobuf: (bounds: EventBounds) => { events(body: Uint8Array): Iterable<Event | EventBound> };
@@ -70,10 +73,12 @@ function signalRoute(app: FastifyInstance, options: OtlpSignalsOptions, signal: 
     const bounds = engine.limits.event;
     let decoded: Awaited<ReturnType<typeof collectEvents>>;
     try {
-      const items = json
-        ? signal.json(parseJsonRequest(body.toString("utf8")), bounds)
-        : signal.protobuf(bounds).events(body);
-      decoded = await collectEvents(items, bounds, body.length > INLINE_DECODED_BYTES, Date.now() / 1000);
+      const large = body.length > (json ? INLINE_JSON_BYTES : INLINE_DECODED_BYTES);
+      let items: Iterable<Event | EventBound>;
+      if (!json) items = signal.protobuf(bounds).events(body);
+      else if (large) items = signal.json(await jsonSkeleton(body, signal.patterns, bounds), bounds);
+      else items = signal.json(parseJsonRequest(body.toString("utf8")), bounds);
+      decoded = await collectEvents(items, bounds, large, Date.now() / 1000);
     } catch (error) {
       const invalid = invalidProtobuf(error);
       if (invalid instanceof OtlpError) {
@@ -111,6 +116,7 @@ export function otlpSignalRoutes(app: FastifyInstance, options: OtlpSignalsOptio
     response: METRICS_RESPONSE,
     openapi: otlpMetrics,
     json: metricEventsOfJson,
+    patterns: METRICS_PATTERNS,
     protobuf: (bounds) => new OtlpMetricsDecoder(bounds),
     counter: options.dataPoints,
   });
@@ -120,6 +126,7 @@ export function otlpSignalRoutes(app: FastifyInstance, options: OtlpSignalsOptio
     response: LOGS_RESPONSE,
     openapi: otlpLogs,
     json: logEventsOfJson,
+    patterns: LOGS_PATTERNS,
     protobuf: (bounds) => new OtlpLogsDecoder(bounds),
     counter: options.logRecords,
   });

@@ -29,7 +29,7 @@ import { guardedOptions, type NamedRoute, streamTargets } from "./request.js";
 const gunzipAsync = promisify(gunzip);
 
 /** OTLP/JSON bodies up to this many bytes are parsed at once (as pushes are, push.ts). */
-const INLINE_JSON_BYTES = 64 * 1024;
+export const INLINE_JSON_BYTES = 64 * 1024;
 
 /** What the traces route needs. */
 export interface OtlpTracesOptions {

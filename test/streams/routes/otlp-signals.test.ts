@@ -22,6 +22,7 @@ const LogsResponse = logsProto.lookupType("vigie.otlp.logs.ExportLogsServiceResp
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 const encode = (type: protobuf.Type, request: object) => Buffer.from(type.encode(type.fromObject(request)).finish());
 
+const T = "1700000000000000000";
 const WIDE = Array.from({ length: 30 }, (_, i) => ({ key: `k${i}`, value: { intValue: String(i) } }));
 
 const METRICS = {
@@ -72,7 +73,7 @@ describe("OTLP/HTTP metrics and logs routes", () => {
   beforeEach(async () => {
     server = await startTestServer({
       modules: [streamsModule],
-      config: { streams: { "ingestion-body-limit": "64KiB", "max-event-fields": 20 } },
+      config: { streams: { "ingestion-body-limit": "1MiB", "max-event-fields": 20 } },
     });
     const config = b64("{:default true :actions {:action :index :params [[:service :description]]}}");
     for (const name of ["signals", "other"]) {
@@ -131,6 +132,25 @@ describe("OTLP/HTTP metrics and logs routes", () => {
     expect(empty.rawPayload.length).toBe(0);
   });
 
+  it("reads a large OTLP/JSON body a slice at a time, with the same answer", async () => {
+    const points = Array.from({ length: 3000 }, (_, i) => ({ timeUnixNano: T, asInt: String(i) }));
+    points.push({ timeUnixNano: T, asInt: "-1", attributes: WIDE } as (typeof points)[number]);
+    const request = {
+      resourceMetrics: [{ scopeMetrics: [{ metrics: [{ name: "many", gauge: { dataPoints: points } }] }] }],
+    };
+    const text = JSON.stringify(request);
+    expect(text.length).toBeGreaterThan(64 * 1024);
+    const response = await post("metrics", text, "application/json");
+    expect(response.json()).toEqual({
+      partialSuccess: { rejectedDataPoints: "1", errorMessage: REFUSED.replace("%s", "data points") },
+    });
+    expect(await indexed("signals")).toEqual([{ service: "many", time: 1_700_000_000, type: "gauge", metric: 2999 }]);
+    const metrics = (await inject({ method: "GET", url: "/metrics" })).body;
+    expect(metrics).toContain('otlp_data_points_total{stream="signals"} 3000');
+    const broken = await post("metrics", `${text.slice(0, -2)}`, "application/json");
+    expect(broken.json()).toEqual({ error: "invalid OTLP metrics request: request body is not valid JSON" });
+  });
+
   it("takes logs in both encodings, to the default streams too", async () => {
     const json = await post("logs", JSON.stringify(LOGS), "application/json", {}, "default");
     expect(json.statusCode).toBe(200);
@@ -175,8 +195,8 @@ describe("OTLP/HTTP metrics and logs routes", () => {
       });
       expect((await post(signal, "{}", "application/json", { "content-encoding": "br" })).statusCode).toBe(415);
       expect((await post(signal, "{}", "text/plain")).statusCode).toBe(415);
-      expect((await post(signal, Buffer.alloc(70 * 1024), "application/x-protobuf")).statusCode).toBe(413);
-      const bomb = gzipSync(Buffer.alloc(1024 * 1024));
+      expect((await post(signal, Buffer.alloc(1100 * 1024), "application/x-protobuf")).statusCode).toBe(413);
+      const bomb = gzipSync(Buffer.alloc(2 * 1024 * 1024));
       expect((await post(signal, bomb, "application/x-protobuf", { "content-encoding": "gzip" })).statusCode).toBe(413);
     }
     const badPoint = {
