@@ -10,14 +10,14 @@ import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter, exceededBound } from "./event-bounds.js";
 import { anyValue, enumIndex, hexId, type Json, keyValues, list, record, seconds } from "./otlp.js";
 import { INDEX, overBoundOf, type Patterns } from "./otlp-json-parts.js";
-import { type LogRecord, logRecordEvent, type OtlpOrigin, type OtlpResponse } from "./otlp-signals.js";
+import { type LogRecord, logRecordEvent, type OtlpOrigin, type OtlpResponse, originOfJson } from "./otlp-signals.js";
 import {
   hex,
-  lastOccurrence,
   OtlpValueReader,
   OVER,
   occurrences,
   type Region,
+  scopeLevels,
   seconds as secondsOfNanoseconds,
   utf8,
 } from "./otlp-wire.js";
@@ -46,17 +46,6 @@ const SEVERITY_NAMES: Readonly<Record<string, number>> = Object.fromEntries(
   ),
 );
 
-/** The origin of the records of a scope: its resource's and scope's attributes and name. */
-function originOf(resourceAttributes: Json, scope: unknown): OtlpOrigin {
-  const scopeRecord = record(scope);
-  return {
-    resource: resourceAttributes,
-    scopeName: typeof scopeRecord.name === "string" ? scopeRecord.name : "",
-    scopeVersion: typeof scopeRecord.version === "string" ? scopeRecord.version : "",
-    scopeAttributes: keyValues(scopeRecord.attributes, 1),
-  };
-}
-
 /**
  * The events of a parsed OTLP/JSON request (or of a large body's skeleton), one per log record, in
  * order; a record over an event bound gives the bound instead.
@@ -68,7 +57,7 @@ export function* logEventsOfJson(request: Json, bounds: EventBounds): Generator<
     const resourceAttributes = keyValues(record(resource).attributes, 1);
     for (const scopeLogsItem of list(scopeLogs)) {
       const { scope, logRecords } = record(scopeLogsItem);
-      const origin = originOf(resourceAttributes, scope);
+      const origin = originOfJson(resourceAttributes, scope);
       const over = overBoundOf(resource, scope);
       for (const item of list(logRecords)) {
         const itemOver = over ?? overBoundOf(item);
@@ -123,24 +112,9 @@ export class OtlpLogsDecoder {
   *events(body: Uint8Array): Generator<Event | EventBound, void, void> {
     this.#buffer = body;
     this.#values.buffer = body;
-    for (const resourceLogs of occurrences(body, 0, body.length, 1)) {
-      const resource = this.#values.attributes(lastOccurrence(body, resourceLogs, 1), 1, 1);
-      for (const scopeLogs of occurrences(body, resourceLogs.start, resourceLogs.end, 2)) {
-        const scope = this.#values.scope(lastOccurrence(body, scopeLogs, 1), 1);
-        const origin: OtlpOrigin = {
-          resource: resource.attributes,
-          scopeName: scope.name,
-          scopeVersion: scope.version,
-          scopeAttributes: scope.attributes.attributes,
-        };
-        const over = resource.exceeded ?? scope.attributes.exceeded;
-        const shared = {
-          fields: resource.fields + scope.attributes.fields,
-          size: resource.size + scope.attributes.size,
-        };
-        for (const log of occurrences(body, scopeLogs.start, scopeLogs.end, 2)) {
-          yield over ?? this.#record(log, origin, shared);
-        }
+    for (const { origin, over, shared, region } of scopeLevels(body, this.#values)) {
+      for (const log of occurrences(body, region.start, region.end, 2)) {
+        yield over ?? this.#record(log, origin, shared);
       }
     }
     this.#buffer = new Uint8Array(0);

@@ -13,16 +13,7 @@ import { type EventBound, type EventBounds, EventMeter, exceededBound } from "./
 import { OtlpError } from "./otlp.js";
 import type { DataPoint, ExponentialBuckets, MetricHead, MetricType, OtlpOrigin, PointValues } from "./otlp-signals.js";
 import { dataPointEvent } from "./otlp-signals.js";
-import {
-  type Json,
-  lastOccurrence,
-  OtlpValueReader,
-  OVER,
-  occurrences,
-  type Region,
-  seconds,
-  utf8,
-} from "./otlp-wire.js";
+import { type Json, OtlpValueReader, OVER, occurrences, type Region, scopeLevels, seconds, utf8 } from "./otlp-wire.js";
 import { FIXED64, LENGTH_DELIMITED, VARINT, WireCursor } from "./protobuf-wire.js";
 
 /** Field numbers of `Metric`'s kinds. */
@@ -88,25 +79,10 @@ export class OtlpMetricsDecoder {
   *events(body: Uint8Array): Generator<Event | EventBound, void, void> {
     this.#buffer = body;
     this.#values.buffer = body;
-    for (const resourceMetrics of occurrences(body, 0, body.length, 1)) {
-      const resource = this.#values.attributes(lastOccurrence(body, resourceMetrics, 1), 1, 1);
-      for (const scopeMetrics of occurrences(body, resourceMetrics.start, resourceMetrics.end, 2)) {
-        const scope = this.#values.scope(lastOccurrence(body, scopeMetrics, 1), 1);
-        const origin: OtlpOrigin = {
-          resource: resource.attributes,
-          scopeName: scope.name,
-          scopeVersion: scope.version,
-          scopeAttributes: scope.attributes.attributes,
-        };
-        const over = resource.exceeded ?? scope.attributes.exceeded;
-        for (const metric of occurrences(body, scopeMetrics.start, scopeMetrics.end, 2)) {
-          const { head, points } = this.#metric(metric);
-          const shared = {
-            fields: resource.fields + scope.attributes.fields,
-            size: resource.size + scope.attributes.size,
-          };
-          for (const point of points) yield over ?? this.#point(point, origin, head, shared);
-        }
+    for (const { origin, over, shared, region } of scopeLevels(body, this.#values)) {
+      for (const metric of occurrences(body, region.start, region.end, 2)) {
+        const { head, points } = this.#metric(metric);
+        for (const point of points) yield over ?? this.#point(point, origin, head, shared);
       }
     }
     this.#buffer = new Uint8Array(0);

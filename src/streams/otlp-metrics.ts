@@ -18,8 +18,8 @@ import {
   type ExponentialBuckets,
   type MetricHead,
   type MetricType,
-  type OtlpOrigin,
   type OtlpResponse,
+  originOfJson,
   type PointValues,
 } from "./otlp-signals.js";
 
@@ -174,13 +174,7 @@ export function* metricEventsOfJson(request: Json, bounds: EventBounds): Generat
     const resourceAttributes = keyValues(record(resource).attributes, 1);
     for (const scopeMetricsItem of list(scopeMetrics)) {
       const { scope, metrics } = record(scopeMetricsItem);
-      const scopeRecord = record(scope);
-      const origin: OtlpOrigin = {
-        resource: resourceAttributes,
-        scopeName: typeof scopeRecord.name === "string" ? scopeRecord.name : "",
-        scopeVersion: typeof scopeRecord.version === "string" ? scopeRecord.version : "",
-        scopeAttributes: keyValues(scopeRecord.attributes, 1),
-      };
+      const origin = originOfJson(resourceAttributes, scope);
       const over = overBoundOf(resource, scope);
       for (const metricItem of list(metrics)) {
         const metric = metricOf(record(metricItem));

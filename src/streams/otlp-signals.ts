@@ -34,7 +34,7 @@ import type protobuf from "protobufjs";
 import type { Event } from "./event.js";
 import type { EventBound, EventBounds } from "./event-bounds.js";
 import { exceededBound } from "./event-bounds.js";
-import type { Json } from "./otlp.js";
+import { type Json, keyValues, record } from "./otlp.js";
 import { TurnClock } from "./slices.js";
 
 /** Riemann's own fields: never taken from an attribute. */
@@ -55,6 +55,20 @@ export interface OtlpOrigin {
   readonly scopeName: string;
   readonly scopeVersion: string;
   readonly scopeAttributes: Json;
+}
+
+/**
+ * The origin of the items of a scope of OTLP/JSON: its resource's attributes (read once for all
+ * its scopes) and the scope's.
+ */
+export function originOfJson(resourceAttributes: Json, scope: unknown): OtlpOrigin {
+  const scopeRecord = record(scope);
+  return {
+    resource: resourceAttributes,
+    scopeName: typeof scopeRecord.name === "string" ? scopeRecord.name : "",
+    scopeVersion: typeof scopeRecord.version === "string" ? scopeRecord.version : "",
+    scopeAttributes: keyValues(scopeRecord.attributes, 1),
+  };
 }
 
 /** The kinds of metric, as the `type` field names them. */
@@ -165,24 +179,26 @@ function setDefined(event: Event, key: string, value: number | undefined): void 
   if (value !== undefined) event[key] = value;
 }
 
+/** A histogram's `count`, and its `sum`, `min` and `max` when set. */
+function setTotals(event: Event, totals: { count: number; sum?: number; min?: number; max?: number }): void {
+  event.count = totals.count;
+  setDefined(event, "sum", totals.sum);
+  setDefined(event, "min", totals.min);
+  setDefined(event, "max", totals.max);
+}
+
 function setValues(event: Event, values: PointValues): void {
   switch (values.kind) {
     case "number":
       setDefined(event, "metric", values.value);
       return;
     case "histogram":
-      event.count = values.count;
-      setDefined(event, "sum", values.sum);
-      setDefined(event, "min", values.min);
-      setDefined(event, "max", values.max);
+      setTotals(event, values);
       event["bucket-bounds"] = values.bounds;
       event["bucket-counts"] = values.counts;
       return;
     case "exponential-histogram":
-      event.count = values.count;
-      setDefined(event, "sum", values.sum);
-      setDefined(event, "min", values.min);
-      setDefined(event, "max", values.max);
+      setTotals(event, values);
       event.scale = values.scale;
       event["zero-count"] = values.zeroCount;
       event["zero-threshold"] = values.zeroThreshold;

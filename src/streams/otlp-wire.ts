@@ -9,11 +9,12 @@
  */
 import { MAX_EVENT_NESTING } from "./event.js";
 import type { EventBound, EventMeter } from "./event-bounds.js";
-import { OtlpError } from "./otlp.js";
+import { type Json, OtlpError } from "./otlp.js";
+import type { OtlpOrigin } from "./otlp-signals.js";
 import { FIXED64, LENGTH_DELIMITED, VARINT, WireCursor, WireError } from "./protobuf-wire.js";
 
 /** An object of the event being decoded. */
-export type Json = Record<string, unknown>;
+export type { Json };
 
 /** What a value decoder returns once the event is over a bound: stop reading it. */
 export const OVER = Symbol("over a bound");
@@ -277,5 +278,40 @@ export class OtlpValueReader {
       } else wire.skip(tag & 7);
     }
     return object;
+  }
+}
+
+/** A scope of a metrics or logs request: where its items come from, and its region. */
+export interface ScopeLevel {
+  readonly origin: OtlpOrigin;
+  /** The bound the resource's or scope's attributes exceed: every item of the scope exceeds it. */
+  readonly over: EventBound | undefined;
+  /** The fields and bytes the resource's and scope's attributes add to each item's event. */
+  readonly shared: { readonly fields: number; readonly size: number };
+  /** The `ScopeMetrics` or `ScopeLogs`: its items are field 2. */
+  readonly region: Region;
+}
+
+/**
+ * The scopes of an `ExportMetricsServiceRequest` or `ExportLogsServiceRequest` (same layout: the
+ * request's field 1 holds resources; each has its `Resource` as field 1 and scopes as field 2;
+ * each scope its `InstrumentationScope` as field 1), their attributes read with `values` (whose
+ * buffer is `body`) as flat fields of the events.
+ */
+export function* scopeLevels(body: Uint8Array, values: OtlpValueReader): Generator<ScopeLevel, void, void> {
+  for (const resourceRegion of occurrences(body, 0, body.length, 1)) {
+    const resource = values.attributes(lastOccurrence(body, resourceRegion, 1), 1, 1);
+    for (const region of occurrences(body, resourceRegion.start, resourceRegion.end, 2)) {
+      const scope = values.scope(lastOccurrence(body, region, 1), 1);
+      const origin: OtlpOrigin = {
+        resource: resource.attributes,
+        scopeName: scope.name,
+        scopeVersion: scope.version,
+        scopeAttributes: scope.attributes.attributes,
+      };
+      const over = resource.exceeded ?? scope.attributes.exceeded;
+      const shared = { fields: resource.fields + scope.attributes.fields, size: resource.size + scope.attributes.size };
+      yield { origin, over, shared, region };
+    }
   }
 }
