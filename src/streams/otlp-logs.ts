@@ -92,15 +92,11 @@ export function* logEventsOfJson(request: Json, bounds: EventBounds): Generator<
  * a request decoded in slices needs an instance of its own.
  */
 export class OtlpLogsDecoder {
-  readonly #bounds: EventBounds;
-  readonly #meter: EventMeter;
+  /** Reads the body being decoded (its buffer) and measures each item's event (its meter). */
   readonly #values: OtlpValueReader;
-  #buffer: Uint8Array = new Uint8Array(0);
 
-  constructor(bounds: EventBounds) {
-    this.#bounds = bounds;
-    this.#meter = new EventMeter(bounds);
-    this.#values = new OtlpValueReader(this.#meter);
+  constructor(readonly bounds: EventBounds) {
+    this.#values = new OtlpValueReader(new EventMeter(bounds));
   }
 
   /**
@@ -110,15 +106,13 @@ export class OtlpLogsDecoder {
    *   bytes are not a valid request
    */
   *events(body: Uint8Array): Generator<Event | EventBound, void, void> {
-    this.#buffer = body;
     this.#values.buffer = body;
     for (const { origin, over, shared, region } of scopeLevels(body, this.#values)) {
       for (const log of occurrences(body, region.start, region.end, 2)) {
         yield over ?? this.#record(log, origin, shared);
       }
     }
-    this.#buffer = new Uint8Array(0);
-    this.#values.buffer = this.#buffer;
+    this.#values.buffer = new Uint8Array(0);
   }
 
   /**
@@ -126,8 +120,8 @@ export class OtlpLogsDecoder {
    * text (3), body (5), attributes (6), trace and span ids (9, 10), event name (12).
    */
   #record(region: Region, origin: OtlpOrigin, shared: { fields: number; size: number }): Event | EventBound {
-    const buffer = this.#buffer;
-    const meter = this.#meter;
+    const buffer = this.#values.buffer;
+    const meter = this.#values.meter;
     meter.start();
     meter.merge(shared.fields, shared.size);
     const log = { time: 0n, observed: 0n, severity: 0, text: "", traceId: "", spanId: "", eventName: "" };
@@ -170,6 +164,6 @@ export class OtlpLogsDecoder {
       spanId: log.spanId,
       eventName: log.eventName,
     });
-    return exceededBound(event, this.#bounds) ?? event;
+    return exceededBound(event, this.bounds) ?? event;
   }
 }

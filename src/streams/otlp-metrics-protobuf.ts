@@ -59,15 +59,11 @@ const zigzag = (value: bigint): number => Number((value >> 1n) ^ -(value & 1n));
  * decoded in slices needs an instance of its own.
  */
 export class OtlpMetricsDecoder {
-  readonly #bounds: EventBounds;
-  readonly #meter: EventMeter;
+  /** Reads the body being decoded (its buffer) and measures each item's event (its meter). */
   readonly #values: OtlpValueReader;
-  #buffer: Uint8Array = new Uint8Array(0);
 
-  constructor(bounds: EventBounds) {
-    this.#bounds = bounds;
-    this.#meter = new EventMeter(bounds);
-    this.#values = new OtlpValueReader(this.#meter);
+  constructor(readonly bounds: EventBounds) {
+    this.#values = new OtlpValueReader(new EventMeter(bounds));
   }
 
   /**
@@ -77,7 +73,6 @@ export class OtlpMetricsDecoder {
    *   attribute values nested too deep; WireError for a truncated field
    */
   *events(body: Uint8Array): Generator<Event | EventBound, void, void> {
-    this.#buffer = body;
     this.#values.buffer = body;
     for (const { origin, over, shared, region } of scopeLevels(body, this.#values)) {
       for (const metric of occurrences(body, region.start, region.end, 2)) {
@@ -85,13 +80,12 @@ export class OtlpMetricsDecoder {
         for (const point of points) yield over ?? this.#point(point, origin, head, shared);
       }
     }
-    this.#buffer = new Uint8Array(0);
-    this.#values.buffer = this.#buffer;
+    this.#values.buffer = new Uint8Array(0);
   }
 
   /** A `Metric`: name (1), description (2), unit (3), and its kind's data (the last of 5 to 11). */
   #metric(region: Region): { head: MetricHead; points: Region[] } {
-    const buffer = this.#buffer;
+    const buffer = this.#values.buffer;
     const head = { name: "", description: "", unit: "", type: "gauge" as MetricType, temporality: 0, monotonic: false };
     let data: Region | undefined;
     const wire = new WireCursor(buffer, region.start, region.end);
@@ -139,13 +133,13 @@ export class OtlpMetricsDecoder {
     head: MetricHead,
     shared: { fields: number; size: number },
   ): Event | EventBound {
-    const meter = this.#meter;
+    const meter = this.#values.meter;
     meter.start();
     meter.merge(shared.fields, shared.size);
     const attributesField = ATTRIBUTES_FIELD[head.type];
     const attributes: Json = {};
     const fields: PointFields = { fixed: [], varint: [], delimited: [] };
-    const wire = new WireCursor(this.#buffer, region.start, region.end);
+    const wire = new WireCursor(this.#values.buffer, region.start, region.end);
     while (wire.position < region.end) {
       const tag = wire.varint();
       const field = tag >>> 3;
@@ -176,7 +170,7 @@ export class OtlpMetricsDecoder {
       values,
     };
     const event = dataPointEvent(origin, head, point);
-    return exceededBound(event, this.#bounds) ?? event;
+    return exceededBound(event, this.bounds) ?? event;
   }
 
   /** The values of a point by its metric's kind, or OVER once the point is over a bound. */
@@ -215,7 +209,7 @@ export class OtlpMetricsDecoder {
       case "summary": {
         const quantiles: Array<{ quantile: number; value: number }> = [];
         for (const region of fields.delimited[6] ?? []) {
-          if (!this.#meter.field(9) || !this.#meter.value()) return OVER;
+          if (!this.#values.meter.field(9) || !this.#values.meter.value()) return OVER;
           quantiles.push(this.#quantile(region));
         }
         return {
@@ -240,12 +234,12 @@ export class OtlpMetricsDecoder {
 
   #fixed64(fields: PointFields, field: number): bigint | undefined {
     const position = fields.fixed[field]?.at(-1);
-    return position === undefined ? undefined : new WireCursor(this.#buffer, position, position + 8).fixed64();
+    return position === undefined ? undefined : new WireCursor(this.#values.buffer, position, position + 8).fixed64();
   }
 
   #double(fields: PointFields, field: number): number | undefined {
     const position = fields.fixed[field]?.at(-1);
-    return position === undefined ? undefined : new WireCursor(this.#buffer, position, position + 8).double();
+    return position === undefined ? undefined : new WireCursor(this.#values.buffer, position, position + 8).double();
   }
 
   /**
@@ -254,16 +248,16 @@ export class OtlpMetricsDecoder {
    */
   #repeatedFixed(fields: PointFields, field: number, isDouble: boolean): number[] | typeof OVER {
     const items: number[] = [];
-    const meter = this.#meter;
+    const meter = this.#values.meter;
     const read = (wire: WireCursor) => (isDouble ? wire.double() : Number(wire.fixed64()));
     for (const position of fields.fixed[field] ?? []) {
       if (!meter.value()) return OVER;
-      items.push(read(new WireCursor(this.#buffer, position, position + 8)));
+      items.push(read(new WireCursor(this.#values.buffer, position, position + 8)));
     }
     for (const region of fields.delimited[field] ?? []) {
       if ((region.end - region.start) % 8 !== 0)
         throw new OtlpError("invalid protobuf: packed field of a partial item");
-      const wire = new WireCursor(this.#buffer, region.start, region.end);
+      const wire = new WireCursor(this.#values.buffer, region.start, region.end);
       while (wire.position < region.end) {
         if (!meter.value()) return OVER;
         items.push(read(wire));
@@ -277,8 +271,8 @@ export class OtlpMetricsDecoder {
     const counts: number[] = [];
     let offset = 0;
     if (region === undefined) return { offset, counts };
-    const meter = this.#meter;
-    const wire = new WireCursor(this.#buffer, region.start, region.end);
+    const meter = this.#values.meter;
+    const wire = new WireCursor(this.#values.buffer, region.start, region.end);
     while (wire.position < region.end) {
       const tag = wire.varint();
       const field = tag >>> 3;
@@ -288,7 +282,7 @@ export class OtlpMetricsDecoder {
         counts.push(Number(BigInt.asUintN(64, wire.varint64())));
       } else if (field === 2 && (tag & 7) === LENGTH_DELIMITED) {
         const at = wire.bytes();
-        const packed = new WireCursor(this.#buffer, at, wire.position);
+        const packed = new WireCursor(this.#values.buffer, at, wire.position);
         while (packed.position < packed.end) {
           if (!meter.value()) return OVER;
           counts.push(Number(BigInt.asUintN(64, packed.varint64())));
@@ -301,7 +295,7 @@ export class OtlpMetricsDecoder {
   /** A `ValueAtQuantile`: quantile (1), value (2). */
   #quantile(region: Region): { quantile: number; value: number } {
     const quantile = { quantile: 0, value: 0 };
-    const wire = new WireCursor(this.#buffer, region.start, region.end);
+    const wire = new WireCursor(this.#values.buffer, region.start, region.end);
     while (wire.position < region.end) {
       const tag = wire.varint();
       const field = tag >>> 3;
