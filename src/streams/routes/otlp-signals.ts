@@ -5,7 +5,7 @@
  * or JSON, plain or gzipped. The answer is the export response in the request's encoding: empty
  * when every item was taken, with a partial success counting those dropped for an event bound.
  */
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, preHandlerHookHandler } from "fastify";
 import { InvalidError } from "../../platform/errors.js";
 import type { RouteDescription } from "../../platform/openapi.js";
 import type { StreamEngine } from "../engine.js";
@@ -17,7 +17,7 @@ import { jsonSkeleton, type Patterns } from "../otlp-json-parts.js";
 import { LOGS_PATTERNS, LOGS_RESPONSE, logEventsOfJson, OtlpLogsDecoder } from "../otlp-logs.js";
 import { METRICS_PATTERNS, METRICS_RESPONSE, metricEventsOfJson } from "../otlp-metrics.js";
 import { OtlpMetricsDecoder } from "../otlp-metrics-protobuf.js";
-import { collectEvents, jsonResponse, type OtlpResponse, protobufResponse } from "../otlp-signals.js";
+import { collectEvents, jsonResponse, type OtlpDecoded, type OtlpResponse, protobufResponse } from "../otlp-signals.js";
 import { invalidProtobuf } from "../otlp-wire.js";
 import { deliverSliced } from "../slices.js";
 import { otlpLogs, otlpMetrics } from "./ingestion-api.js";
@@ -34,7 +34,7 @@ export interface OtlpSignalsOptions {
   readonly dataPoints: CounterByName;
   /** `otlp_log_records_total{stream}`. */
   readonly logRecords: CounterByName;
-  readonly guard: Parameters<typeof guardedOptions>[1];
+  readonly guard: preHandlerHookHandler | undefined;
 }
 
 /** One signal: its path, what it decodes, how it answers. */
@@ -71,7 +71,7 @@ function signalRoute(app: FastifyInstance, options: OtlpSignalsOptions, signal: 
     const body = await otlpBody(request, bodyLimit, signal.name);
     const json = (request.headers["content-type"] ?? "").toLowerCase().startsWith("application/json");
     const bounds = engine.limits.event;
-    let decoded: Awaited<ReturnType<typeof collectEvents>>;
+    let decoded: OtlpDecoded;
     try {
       const large = body.length > (json ? INLINE_JSON_BYTES : INLINE_DECODED_BYTES);
       let items: Iterable<Event | EventBound>;
