@@ -1,7 +1,8 @@
 /**
  * The streams metrics (docs/streams.md): `stream_events_total{stream}`,
  * `stream_dropped_events_total{stream,action,reason}` and `stream_index_size{stream}`, which the
- * engine feeds; `remote_write_samples_total{stream}` and `otlp_spans_total{stream}`, which the ingestion
+ * engine feeds; `remote_write_samples_total{stream}`, `otlp_spans_total{stream}`, `otlp_data_points_total{stream}`
+ * and `otlp_log_records_total{stream}`, which the ingestion
  * routes feed; and those of outputs, publish/subscribe, async queues and the Riemann input. Label
  * children are resolved once per stream, action, output or channel, so counting costs one call.
  */
@@ -98,6 +99,10 @@ export interface IngestionCounters {
   readonly samples: CounterByName;
   /** `otlp_spans_total{stream}`. */
   readonly spans: CounterByName;
+  /** `otlp_data_points_total{stream}`. */
+  readonly dataPoints: CounterByName;
+  /** `otlp_log_records_total{stream}`. */
+  readonly logRecords: CounterByName;
 }
 
 /** Registers the ingestion counters in `registry`. */
@@ -116,6 +121,22 @@ export function ingestionCounters(registry: Registry): IngestionCounters {
         registry,
         "otlp_spans_total",
         "Spans received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
+        ["stream"],
+      ),
+    ),
+    dataPoints: counterByLabel(
+      counter(
+        registry,
+        "otlp_data_points_total",
+        "Metric data points received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
+        ["stream"],
+      ),
+    ),
+    logRecords: counterByLabel(
+      counter(
+        registry,
+        "otlp_log_records_total",
+        "Log records received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
         ["stream"],
       ),
     ),

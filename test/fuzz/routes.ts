@@ -341,21 +341,65 @@ const otlpSkeleton = {
   ],
 };
 
-const otlp: fc.Arbitrary<Payload> = fc.oneof(
-  jsonPayload(mutated(otlpSkeleton)),
-  fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
-    body: Buffer.from(bytes),
-    headers: { "content-type": "application/x-protobuf" },
-  })),
-  fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
-    body: gzipSync(Buffer.from(bytes)),
-    headers: { "content-type": "application/json", "content-encoding": "gzip" },
-  })),
-  fc.constant({
-    body: Buffer.from("not gzip"),
-    headers: { "content-type": "application/json", "content-encoding": "gzip" },
-  }),
-);
+const otlpMetricsSkeleton = {
+  resourceMetrics: [
+    {
+      resource: { attributes: [{ key: "host.name", value: { stringValue: "web-1" } }] },
+      scopeMetrics: [
+        {
+          scope: { name: "lib" },
+          metrics: [
+            { name: "queue", gauge: { dataPoints: [{ timeUnixNano: "1700000000000000000", asInt: "5" }] } },
+            {
+              name: "latency",
+              histogram: { dataPoints: [{ count: "2", sum: 1.5, explicitBounds: [1], bucketCounts: ["1", "1"] }] },
+            },
+            { name: "rpc", summary: { dataPoints: [{ count: "1", quantileValues: [{ quantile: 0.5, value: 2 }] }] } },
+          ],
+        },
+      ],
+    },
+  ],
+};
+
+const otlpLogsSkeleton = {
+  resourceLogs: [
+    {
+      resource: { attributes: [{ key: "service.name", value: { stringValue: "api" } }] },
+      scopeLogs: [
+        {
+          scope: { name: "lib" },
+          logRecords: [
+            {
+              timeUnixNano: "1700000000000000000",
+              severityNumber: 17,
+              body: { stringValue: "failed" },
+              attributes: [{ key: "n", value: { intValue: "5" } }],
+            },
+          ],
+        },
+      ],
+    },
+  ],
+};
+
+/** OTLP/HTTP bodies: a mutated OTLP/JSON request, random protobuf, gzip of random bytes, bad gzip. */
+const otlpPayload = (skeleton: Record<string, unknown>): fc.Arbitrary<Payload> =>
+  fc.oneof(
+    jsonPayload(mutated(skeleton)),
+    fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
+      body: Buffer.from(bytes),
+      headers: { "content-type": "application/x-protobuf" },
+    })),
+    fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
+      body: gzipSync(Buffer.from(bytes)),
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+    })),
+    fc.constant({
+      body: Buffer.from("not gzip"),
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+    }),
+  );
 
 /** Line protocol bodies: lines built from the protocol's pieces (escapes, types), random text, gzip. */
 const lineProtocol: fc.Arbitrary<Payload> = fc
@@ -704,7 +748,15 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
 
     route("POST", "/api/v1/tsdb/remote-write/:name", { params: streamNames, payload: remoteWrite }),
     route("POST", "/api/v1/prometheus/remote-write/:name", { params: streamNames, payload: remoteWrite }),
-    route("POST", "/api/v1/opentelemetry/v1/traces/:name", { params: streamNames, payload: otlp }),
+    route("POST", "/api/v1/opentelemetry/v1/traces/:name", { params: streamNames, payload: otlpPayload(otlpSkeleton) }),
+    route("POST", "/api/v1/opentelemetry/v1/metrics/:name", {
+      params: streamNames,
+      payload: otlpPayload(otlpMetricsSkeleton),
+    }),
+    route("POST", "/api/v1/opentelemetry/v1/logs/:name", {
+      params: streamNames,
+      payload: otlpPayload(otlpLogsSkeleton),
+    }),
     route("POST", "/api/v1/influx/write", { query: influxQuery, payload: lineProtocol }),
     route("POST", "/api/v1/influx/api/v2/write", { query: influxQuery, payload: lineProtocol }),
     route("POST", "/api/v1/stream/:name", {
