@@ -8,9 +8,13 @@ import type { FastifyBaseLogger } from "fastify";
 import { alertmanagerTransport } from "./alertmanager-output.js";
 import type { OutputDefinition } from "./config.js";
 import { type DeliveryOptions, type DeliverySettings, OutputQueue } from "./delivery.js";
+import { elasticsearchTransport } from "./elasticsearch-output.js";
 import type { Event, Flow } from "./event.js";
 import { fileTransport } from "./file-output.js";
+import { graphiteTransport } from "./graphite-output.js";
 import { httpTransport } from "./http-output.js";
+import { influxdbTransport } from "./influxdb-output.js";
+import { lokiTransport } from "./loki-output.js";
 import type { OutputMetrics } from "./metrics.js";
 import { discordTransport } from "./notifiers/discord.js";
 import { emailTransport } from "./notifiers/email.js";
@@ -67,6 +71,14 @@ function queueOf(name: string, definition: OutputDefinition, options: OutputsOpt
       return new OutputQueue(name, remoteWriteTransport(definition), settings, options);
     case "alertmanager":
       return new OutputQueue(name, alertmanagerTransport(definition), settings, options);
+    case "loki":
+      return new OutputQueue(name, lokiTransport(definition), settings, options);
+    case "elasticsearch":
+      return new OutputQueue(name, elasticsearchTransport(definition), settings, options);
+    case "influxdb":
+      return new OutputQueue(name, influxdbTransport(definition), settings, options);
+    case "graphite":
+      return new OutputQueue(name, graphiteTransport(definition), settings, options);
     case "slack":
       return new OutputQueue(name, slackTransport(definition, notifier), settings, options);
     case "discord":
