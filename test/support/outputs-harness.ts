@@ -2,13 +2,27 @@
  * Outputs built as the server builds them, with their own metrics registry and a logger whose
  * lines are kept, for the output types' tests; short timings keep the suites fast.
  */
-import pino from "pino";
-import { Registry } from "prom-client";
-import { expect } from "vitest";
+import { afterEach, expect } from "vitest";
 import { type OutputDefinition, outputsSection } from "../../src/platform/outputs/config.js";
-import { outputMetrics } from "../../src/platform/outputs/metrics.js";
-import { Outputs } from "../../src/platform/outputs/outputs.js";
-import { until } from "./until.js";
+import { harnessOf } from "./notifiers.js";
+import { type Receiver, type Responder, startReceiver } from "./receiver.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Runs `cleanup` after the current test (in reverse order of registration). */
+export function afterTest(cleanup: () => Promise<void>): void {
+  cleanups.push(cleanup);
+}
+
+/** A receiver (test/support/receiver.ts) closed after the current test. */
+export async function receiver(responder?: Responder): Promise<Receiver> {
+  const started = await startReceiver(responder);
+  afterTest(() => started.close());
+  return started;
+}
 
 /** Common keys with short timings, as written in a file. */
 export const FAST_RAW = { "flush-interval": "30ms", timeout: "2s", "max-retry-time": "5s" };
@@ -20,43 +34,21 @@ export function definitionOf(raw: Record<string, unknown>): OutputDefinition {
   return parsed;
 }
 
-/** Outputs, their registry, the log lines (parsed and raw), and readers of the output metrics. */
-export function outputsHarness(definitions: Record<string, OutputDefinition>, cleanups: Array<() => Promise<void>>) {
-  const registry = new Registry();
-  const logs: Array<Record<string, unknown>> = [];
-  const rawLogs: string[] = [];
-  const logger = pino(
-    { level: "debug" },
-    {
-      write(line: string) {
-        rawLogs.push(line);
-        logs.push(JSON.parse(line));
-      },
-    },
-  );
-  const outputs: Outputs = new Outputs(definitions, {
-    metrics: outputMetrics(registry, () => outputs.queued()),
-    logger,
-  });
-  cleanups.push(() => outputs.drain(0));
+/**
+ * Outputs, their registry, the log lines (parsed and raw), and readers of the output metrics; the
+ * outputs are stopped after the current test.
+ */
+export function outputsHarness(definitions: Record<string, OutputDefinition>) {
+  const { outputs, registry, logs, rawLogs, count, settled, close } = harnessOf(definitions);
+  afterTest(close);
   const metric = async (series: string): Promise<number> => {
     const text = await registry.metrics();
     const line = text.split("\n").find((candidate) => candidate.startsWith(`${series} `));
     return line === undefined ? 0 : Number(line.slice(series.length + 1));
   };
-  const count = (output: string, outcome: string) =>
-    metric(`stream_output_events_total{output="${output}",outcome="${outcome}"}`);
   /** Asserts that a count reaches `expected` within 5 s. */
   const reaches = async (output: string, outcome: string, expected: number): Promise<void> => {
-    let last = 0;
-    await until(
-      async () => {
-        last = await count(output, outcome);
-        return last === expected ? true : undefined;
-      },
-      `${outcome} of ${output}`,
-      5000,
-    ).catch(() => {});
+    const last = await settled(output, outcome, expected);
     expect(last, `stream_output_events_total{output="${output}",outcome="${outcome}"}`).toBe(expected);
   };
   return { outputs, registry, logs, rawLogs, metric, count, reaches };

@@ -1,23 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   bulkDocument,
   bulkPath,
   encodeBulkBatch,
   readBulkAnswer,
 } from "../../../src/platform/outputs/elasticsearch-output.js";
-import { definitionOf, outputsHarness } from "../../support/outputs-harness.js";
-import { type Receiver, type Responder, startReceiver } from "../../support/receiver.js";
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function receiver(responder?: Responder): Promise<Receiver> {
-  const started = await startReceiver(responder);
-  cleanups.push(() => started.close());
-  return started;
-}
+import { definitionOf, outputsHarness, receiver } from "../../support/outputs-harness.js";
 
 const elasticsearch = (url: string, overrides: Record<string, unknown> = {}) =>
   definitionOf({ type: "elasticsearch", url, ...overrides });
@@ -113,10 +101,9 @@ describe("the elasticsearch output through the delivery model", () => {
       if (index === 1) return { status: 200, body: bulkAnswer([201, 429, 400, 201, 500]) };
       return { status: 200, body: bulkAnswer(Array.from({ length: count }, () => 201)) };
     });
-    const { outputs, reaches, count, metric } = outputsHarness(
-      { search: elasticsearch(target.url, { "api-key": "a2V5OnNlY3JldA==" }) },
-      cleanups,
-    );
+    const { outputs, reaches, count, metric } = outputsHarness({
+      search: elasticsearch(target.url, { "api-key": "a2V5OnNlY3JldA==" }),
+    });
     outputs.sink("search")([0, 1, 2, 3, 4].map((n) => ({ service: "s", n, time: 1_700_000_000 + n })));
     await reaches("search", "sent", 4);
     expect(await count("search", "dropped-rejected")).toBe(1);
@@ -139,12 +126,9 @@ describe("the elasticsearch output through the delivery model", () => {
       status: 200,
       body: bulkAnswer(index === 0 ? [201, 429] : [429]),
     }));
-    const { outputs, reaches, count } = outputsHarness(
-      {
-        search: elasticsearch(target.url, { "max-retry-time": "300ms" }),
-      },
-      cleanups,
-    );
+    const { outputs, reaches, count } = outputsHarness({
+      search: elasticsearch(target.url, { "max-retry-time": "300ms" }),
+    });
     outputs.sink("search")([{ n: 0 }, { n: 1 }]);
     // The first document went in at the first try: it is counted sent, once, and never sent again.
     await reaches("search", "dropped-retries-exhausted", 1);

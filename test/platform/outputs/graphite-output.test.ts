@@ -1,18 +1,13 @@
 import { createServer, type Server, type Socket } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   encodeGraphiteBatch,
   graphitePath,
   parsePathTemplate,
   pathOf,
 } from "../../../src/platform/outputs/graphite-output.js";
-import { definitionOf, outputsHarness } from "../../support/outputs-harness.js";
+import { afterTest, definitionOf, outputsHarness } from "../../support/outputs-harness.js";
 import { until } from "../../support/until.js";
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
 
 /** A plaintext carbon on 127.0.0.1: the lines it received, and the connections it accepted. */
 interface Carbon {
@@ -44,7 +39,7 @@ async function carbon(port = 0): Promise<Carbon> {
       for (const socket of connections) socket.destroy();
       server.close(() => resolve());
     });
-  cleanups.push(close);
+  afterTest(close);
   return { port: actual, lines, connections, close };
 }
 
@@ -87,7 +82,7 @@ describe("graphite paths", () => {
 describe("the graphite output over TCP", () => {
   it("sends batches over one connection, and counts skipped events", async () => {
     const server = await carbon();
-    const { outputs, reaches } = outputsHarness({ metrics: graphite(server.port) }, cleanups);
+    const { outputs, reaches } = outputsHarness({ metrics: graphite(server.port) });
     outputs.sink("metrics")([
       { host: "a", service: "cpu", metric: 1, time: 10 },
       { host: "a", service: "cpu" },
@@ -105,7 +100,7 @@ describe("the graphite output over TCP", () => {
     const first = await carbon();
     const port = first.port;
     await first.close();
-    const { outputs, reaches, metric } = outputsHarness({ metrics: graphite(port) }, cleanups);
+    const { outputs, reaches, metric } = outputsHarness({ metrics: graphite(port) });
     outputs.sink("metrics")({ host: "a", service: "x", metric: 1, time: 1 });
     await until(
       async () => ((await metric('stream_output_retries_total{output="metrics"}')) >= 2 ? true : undefined),

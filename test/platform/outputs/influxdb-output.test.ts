@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   encodeInfluxBatch,
   escapeKey,
@@ -7,19 +7,7 @@ import {
   quoteString,
   writePath,
 } from "../../../src/platform/outputs/influxdb-output.js";
-import { definitionOf, outputsHarness } from "../../support/outputs-harness.js";
-import { type Receiver, type Responder, startReceiver } from "../../support/receiver.js";
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function receiver(responder?: Responder): Promise<Receiver> {
-  const started = await startReceiver(responder);
-  cleanups.push(() => started.close());
-  return started;
-}
+import { definitionOf, outputsHarness, receiver } from "../../support/outputs-harness.js";
 
 const influxdb = (url: string, overrides: Record<string, unknown> = {}) =>
   definitionOf({ type: "influxdb", url, ...overrides });
@@ -94,10 +82,9 @@ describe("writePath", () => {
 describe("the influxdb output through the delivery model", () => {
   it("v2: POSTs line protocol with Authorization: Token, retrying a 5xx, events that are no point rejected", async () => {
     const target = await receiver((_request, index) => (index === 0 ? { status: 500 } : { status: 204 }));
-    const { outputs, reaches, count } = outputsHarness(
-      { tsdb: influxdb(target.url, { bucket: "vigie", org: "ops", token: "s3cret-token" }) },
-      cleanups,
-    );
+    const { outputs, reaches, count } = outputsHarness({
+      tsdb: influxdb(target.url, { bucket: "vigie", org: "ops", token: "s3cret-token" }),
+    });
     outputs.sink("tsdb")([
       { host: "a", service: "cpu", metric: 0.5, time: 10 },
       { host: "a", service: "cpu" },
@@ -117,10 +104,9 @@ describe("the influxdb output through the delivery model", () => {
 
   it("v1: POSTs to /write?db= with Basic authorization", async () => {
     const target = await receiver(() => ({ status: 204 }));
-    const { outputs, reaches } = outputsHarness(
-      { tsdb: influxdb(target.url, { database: "metrics", username: "u", password: "p" }) },
-      cleanups,
-    );
+    const { outputs, reaches } = outputsHarness({
+      tsdb: influxdb(target.url, { database: "metrics", username: "u", password: "p" }),
+    });
     outputs.sink("tsdb")({ service: "up", state: "ok", time: 1 });
     await reaches("tsdb", "sent", 1);
     expect(target.requests[0]?.url).toBe("/write?db=metrics");

@@ -1,18 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { encodeLokiBatch, lokiLabels, pushPath } from "../../../src/platform/outputs/loki-output.js";
-import { definitionOf, outputsHarness } from "../../support/outputs-harness.js";
-import { type Receiver, type Responder, startReceiver } from "../../support/receiver.js";
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function receiver(responder?: Responder): Promise<Receiver> {
-  const started = await startReceiver(responder);
-  cleanups.push(() => started.close());
-  return started;
-}
+import { definitionOf, outputsHarness, receiver } from "../../support/outputs-harness.js";
 
 const loki = (url: string, overrides: Record<string, unknown> = {}) =>
   definitionOf({ type: "loki", url, ...overrides });
@@ -79,10 +67,9 @@ describe("encodeLokiBatch", () => {
 describe("the loki output through the delivery model", () => {
   it("POSTs <url>/loki/api/v1/push as JSON with the tenant and a bearer token, retrying a 5xx", async () => {
     const target = await receiver((_request, index) => (index === 0 ? { status: 503 } : { status: 204 }));
-    const { outputs, reaches, count } = outputsHarness(
-      { logs: loki(`${target.url}/base/`, { tenant: "team-a", token: "t0ken" }) },
-      cleanups,
-    );
+    const { outputs, reaches, count } = outputsHarness({
+      logs: loki(`${target.url}/base/`, { tenant: "team-a", token: "t0ken" }),
+    });
     outputs.sink("logs")([
       { host: "web-1", service: "nginx", description: "GET /", time: 1_700_000_000 },
       { host: "web-1", service: "nginx", description: "GET /a", time: 1_700_000_001 },
@@ -112,10 +99,9 @@ describe("the loki output through the delivery model", () => {
 
   it("sends username and password as Basic authorization; a 400 is not retried", async () => {
     const target = await receiver(() => ({ status: 400, body: "entry out of order" }));
-    const { outputs, reaches, logs } = outputsHarness(
-      { logs: loki(target.url, { username: "loki-user", password: "pa55" }) },
-      cleanups,
-    );
+    const { outputs, reaches, logs } = outputsHarness({
+      logs: loki(target.url, { username: "loki-user", password: "pa55" }),
+    });
     outputs.sink("logs")({ host: "a", service: "b", time: 1 });
     await reaches("logs", "dropped-rejected", 1);
     expect(target.requests).toHaveLength(1);
