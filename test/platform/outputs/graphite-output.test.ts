@@ -6,6 +6,7 @@ import {
   parsePathTemplate,
   pathOf,
 } from "../../../src/platform/outputs/graphite-output.js";
+import { streamingServer } from "../../support/notifiers.js";
 import { afterTest, definitionOf, outputsHarness } from "../../support/outputs-harness.js";
 import { until } from "../../support/until.js";
 
@@ -116,5 +117,21 @@ describe("the graphite output over TCP", () => {
     await until(async () => (server.lines.length === 2 ? true : undefined), "two lines");
     expect(server.lines).toEqual(["a.x 1 1", "a.x 2 2"]);
     expect(server.connections).toHaveLength(2);
+  });
+});
+
+describe("the graphite output on a real server", () => {
+  it("writes what a stream sends to it", async () => {
+    const server = await carbon();
+    const vigie = await streamingServer(
+      { carbon: { type: "graphite", host: "127.0.0.1", port: server.port, path: "vigie.{host}.{service}" } },
+      "carbon",
+    );
+    afterTest(() => vigie.server.close());
+    expect(
+      await vigie.push([{ host: "web1.example.org", service: "disk used", metric: 0.95, time: 1_763_800_000.5 }]),
+    ).toBe(200);
+    await until(async () => (server.lines.length === 1 ? true : undefined), "one line");
+    expect(server.lines).toEqual(["vigie.web1_example_org.disk_used 0.95 1763800000"]);
   });
 });

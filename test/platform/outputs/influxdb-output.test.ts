@@ -7,7 +7,8 @@ import {
   quoteString,
   writePath,
 } from "../../../src/platform/outputs/influxdb-output.js";
-import { definitionOf, outputsHarness, receiver } from "../../support/outputs-harness.js";
+import { streamingServer } from "../../support/notifiers.js";
+import { afterTest, definitionOf, outputsHarness, receiver } from "../../support/outputs-harness.js";
 
 const influxdb = (url: string, overrides: Record<string, unknown> = {}) =>
   definitionOf({ type: "influxdb", url, ...overrides });
@@ -112,5 +113,23 @@ describe("the influxdb output through the delivery model", () => {
     expect(target.requests[0]?.url).toBe("/write?db=metrics");
     expect(target.requests[0]?.headers.authorization).toBe(`Basic ${Buffer.from("u:p").toString("base64")}`);
     expect(target.requests[0]?.body.toString()).toBe('up state="ok" 1000000000\n');
+  });
+});
+
+describe("the influxdb output on a real server", () => {
+  it("writes what a stream sends to it, the token taken from the environment", async () => {
+    const target = await receiver(() => ({ status: 204 }));
+    process.env.VIGIE_TEST_INFLUX_TOKEN = "env-t0ken";
+    const { server, push } = await streamingServer(
+      { influx: { type: "influxdb", url: target.url, bucket: "b", "token-env": "VIGIE_TEST_INFLUX_TOKEN" } },
+      "influx",
+    ).finally(() => {
+      delete process.env.VIGIE_TEST_INFLUX_TOKEN;
+    });
+    afterTest(() => server.close());
+    expect(await push([{ host: "web 1", service: "cpu", metric: 0.5, time: 2 }])).toBe(200);
+    await target.acceptedAtLeast(1);
+    expect(target.requests[0]?.headers.authorization).toBe("Token env-t0ken");
+    expect(target.requests[0]?.body.toString()).toBe("cpu,host=web\\ 1 metric=0.5 2000000000\n");
   });
 });
