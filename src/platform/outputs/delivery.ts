@@ -25,8 +25,11 @@ export interface PartlySettled {
 
 /** How one attempt at sending a unit ended. */
 export type AttemptResult =
-  /** Accepted (a 2xx answer, a completed write); `rejected` of the unit's events were refused for good all the same. */
-  | { readonly kind: "sent"; readonly rejected?: number }
+  /**
+   * Accepted (a 2xx answer, a completed write); `rejected` of the unit's events were refused for
+   * good all the same (a bulk API's answer per document), for `reason`.
+   */
+  | { readonly kind: "sent"; readonly rejected?: number; readonly reason?: string }
   /** Worth another try: network error, timeout, 5xx, 429, write error; `settled` events ended already. */
   | {
       readonly kind: "retry";
@@ -94,7 +97,8 @@ export interface DeliveryOptions {
    * Told how the events `batch[start]` to `batch[end - 1]` ended: `delivered`, or `failed` with the
    * reason (refused, not accepted within `max-retry-time`, not encodable). Units carry a batch's
    * events in order, so a unit is a range of its batch; a batch of which the transport could not
-   * send some events is not reported (which events those were is unknown).
+   * send some events is not reported (which events those were is unknown), and a unit taken in part
+   * ({@link PartlySettled}) is reported as a whole with its last outcome.
    */
   readonly settled?: Settled;
 }
@@ -341,7 +345,7 @@ export class OutputQueue<P> {
         const result = await this.#attempt(unit.payload);
         if (result === undefined || this.#stopped) return; // stop() counted what was left
         if (result.kind === "sent") {
-          if (result.rejected !== undefined) unsettled -= this.#refusedInPart(result.rejected);
+          if (result.rejected !== undefined) unsettled -= this.#refusedInPart(result.rejected, result.reason);
           this.#settle(unsettled, this.#sent);
           if (batch !== undefined) this.#onSettled?.(batch, start, end, "delivered");
           break;
@@ -358,7 +362,7 @@ export class OutputQueue<P> {
         }
         if (result.settled !== undefined) {
           this.#settle(result.settled.sent, this.#sent);
-          unsettled -= result.settled.sent + this.#refusedInPart(result.settled.rejected);
+          unsettled -= result.settled.sent + this.#refusedInPart(result.settled.rejected, result.reason);
         }
         const remaining = this.#settings.maxRetryTimeMs - (performance.now() - firstTry);
         const retryAfter = result.retryAfterMs;
@@ -389,10 +393,10 @@ export class OutputQueue<P> {
   }
 
   /** Counts the events of a unit that an attempt refused while taking others; returns their count. */
-  #refusedInPart(count: number): number {
+  #refusedInPart(count: number, reason = "refused"): number {
     if (count <= 0) return 0;
     this.#settle(count, this.#rejected);
-    this.#logFailure("warn", {}, `the receiver refused ${count} events of a batch it took in part; dropped`);
+    this.#logFailure("warn", { reason }, `the receiver refused ${count} events of a batch (${reason}); dropped`);
     return count;
   }
 

@@ -159,7 +159,7 @@ export function readBulkAnswer(request: BulkRequest, answer: Answer): AttemptRes
     else rejected += 1;
   }
   const detail = `${rejected + retried.length} of ${items.length} documents failed${errorType === "" ? "" : ` (${errorType})`}`;
-  if (retried.length === 0) return rejected === 0 ? SENT : { kind: "sent", rejected };
+  if (retried.length === 0) return rejected === 0 ? SENT : { kind: "sent", rejected, reason: `HTTP 200: ${detail}` };
   request.documents = retried;
   return { kind: "retry", reason: `HTTP 200: ${detail}`, settled: { sent, rejected } };
 }

@@ -77,7 +77,11 @@ describe("readBulkAnswer", () => {
   });
 
   it("counts refused documents when none is worth another try", () => {
-    expect(readBulkAnswer(request(), answer(bulkAnswer([201, 400, 201, 409])))).toEqual({ kind: "sent", rejected: 2 });
+    expect(readBulkAnswer(request(), answer(bulkAnswer([201, 400, 201, 409])))).toEqual({
+      kind: "sent",
+      rejected: 2,
+      reason: "HTTP 200: 2 of 4 documents failed (mapper_parsing_exception)",
+    });
   });
 
   it("refuses the unit when the answer does not say which documents failed, and reads other statuses as usual", () => {
