@@ -84,9 +84,13 @@ export function bulkDocument(event: Event, settings: BulkSettings, nowSeconds: n
     if (date === undefined) return undefined;
     index = index.replaceAll(DATE_MARKER, date);
   }
-  const document =
-    event["@timestamp"] === undefined ? { "@timestamp": new Date(time * 1000).toISOString(), ...event } : event;
-  return `{${JSON.stringify(settings.action)}:{"_index":${JSON.stringify(index)}}}\n${JSON.stringify(document)}\n`;
+  let document = JSON.stringify(event);
+  if (event["@timestamp"] === undefined) {
+    // Spliced into the event's JSON rather than spread into a copy of it: one object less per event.
+    const timestamp = `"@timestamp":"${new Date(time * 1000).toISOString()}"`;
+    document = document === "{}" ? `{${timestamp}}` : `{${timestamp},${document.slice(1)}`;
+  }
+  return `{${JSON.stringify(settings.action)}:{"_index":${JSON.stringify(index)}}}\n${document}\n`;
 }
 
 /** A batch as one bulk request; events whose time is no date are rejected. */
