@@ -110,7 +110,9 @@ export class GraphiteConnection {
    * @throws the socket's error (refused, reset, closed), or an AbortError when `signal` aborts
    */
   async write(lines: string, signal: AbortSignal): Promise<AttemptResult> {
-    const socket = this.#socket ?? (await this.#connect(signal));
+    const current = this.#socket;
+    // A connection that carbon closed a moment ago may not have reported its close yet.
+    const socket = current?.writable === true ? current : await this.#connect(signal);
     await new Promise<void>((resolve, reject) => {
       const onAbort = (): void => {
         // Part of the lines may be on the wire: the connection is not reused.

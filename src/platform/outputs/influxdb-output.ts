@@ -93,7 +93,8 @@ export function quoteString(text: string): string {
  */
 export function pointLine(event: Event, tags: readonly string[], nowSeconds: number): string | undefined {
   const service = scalarText(event.service);
-  if (service === undefined || escapeMeasurement(service) === "") return undefined;
+  const measurement = service === undefined ? "" : escapeMeasurement(service);
+  if (measurement === "") return undefined;
   let fields = "";
   const metric = metricOf(event);
   if (metric !== undefined) fields = `metric=${metric}`;
@@ -104,7 +105,7 @@ export function pointLine(event: Event, tags: readonly string[], nowSeconds: num
   if (fields === "") return undefined;
   const timestamp = nanosecondsText(timeOf(event) ?? nowSeconds);
   if (timestamp === undefined) return undefined;
-  return `${escapeMeasurement(service)}${tagSet(event, tags)} ${fields} ${timestamp}`;
+  return `${measurement}${tagSet(event, tags)} ${fields} ${timestamp}`;
 }
 
 /** `,key=value…` of the listed fields present (empty values left out: InfluxDB refuses them), sorted by key. */
