@@ -83,7 +83,7 @@ describe("streams.outputs", () => {
 
   it("refuses a wrong type, URL, format or key, naming the key", () => {
     expect(refusal({ outputs: { hook: { type: "smtp", url: "https://example.org" } } })).toBe(
-      'invalid configuration: streams.outputs.hook.type: must be one of http, file, prometheus-remote-write, alertmanager, email, slack, discord, telegram, ntfy, matrix, pagerduty, webhook (got "smtp")',
+      'invalid configuration: streams.outputs.hook.type: must be one of http, file, prometheus-remote-write, alertmanager, loki, elasticsearch, influxdb, graphite, email, slack, discord, telegram, ntfy, matrix, pagerduty, webhook (got "smtp")',
     );
     expect(refusal({ outputs: { hook: { url: "https://example.org" } } })).toMatch(
       /^invalid configuration: streams.outputs.hook.type: must be one of/,

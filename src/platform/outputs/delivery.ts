@@ -13,12 +13,30 @@ import type { Event, Flow } from "./event.js";
 import type { OutputMetrics } from "./metrics.js";
 import { backoffDelay } from "./retry.js";
 
+/**
+ * Of a unit's events, those that one attempt settled for good while others are tried again: a
+ * bulk API (Elasticsearch's `_bulk`) answers per document. The unit's payload then carries only the
+ * events left (the transport trims it).
+ */
+export interface PartlySettled {
+  readonly sent: number;
+  readonly rejected: number;
+}
+
 /** How one attempt at sending a unit ended. */
 export type AttemptResult =
-  /** Accepted (a 2xx answer, a completed write). */
-  | { readonly kind: "sent" }
-  /** Worth another try: network error, timeout, 5xx, 429, write error. */
-  | { readonly kind: "retry"; readonly reason: string; readonly retryAfterMs?: number }
+  /**
+   * Accepted (a 2xx answer, a completed write); `rejected` of the unit's events were refused for
+   * good all the same (a bulk API's answer per document), for `reason`.
+   */
+  | { readonly kind: "sent"; readonly rejected?: number; readonly reason?: string }
+  /** Worth another try: network error, timeout, 5xx, 429, write error; `settled` events ended already. */
+  | {
+      readonly kind: "retry";
+      readonly reason: string;
+      readonly retryAfterMs?: number;
+      readonly settled?: PartlySettled;
+    }
   /** Refused for good (a 4xx other than 429): not retried. `answer` is the start of the answer. */
   | { readonly kind: "rejected"; readonly reason: string; readonly answer: string };
 
@@ -79,7 +97,8 @@ export interface DeliveryOptions {
    * Told how the events `batch[start]` to `batch[end - 1]` ended: `delivered`, or `failed` with the
    * reason (refused, not accepted within `max-retry-time`, not encodable). Units carry a batch's
    * events in order, so a unit is a range of its batch; a batch of which the transport could not
-   * send some events is not reported (which events those were is unknown).
+   * send some events is not reported (which events those were is unknown), and a unit taken in part
+   * ({@link PartlySettled}) is reported as a whole with its last outcome.
    */
   readonly settled?: Settled;
   /**
@@ -367,30 +386,37 @@ export class OutputQueue<P> {
     let start = 0;
     for (const [index, unit] of units.entries()) {
       const end = start + unit.events;
+      // Events of the unit not settled yet: all of them, unless an attempt settled some (PartlySettled).
+      let unsettled = unit.events;
       for (let retry = 1; ; retry++) {
         const result = await this.#attempt(unit.payload);
         if (result === undefined || this.#stopped) return; // stop() counted what was left
         if (result.kind === "sent") {
-          this.#settle(unit.events, this.#sent);
+          if (result.rejected !== undefined) unsettled -= this.#refusedInPart(result.rejected, result.reason);
+          this.#settle(unsettled, this.#sent);
           if (batch !== undefined) this.#onSettled?.(batch, start, end, "delivered");
           break;
         }
         if (result.kind === "rejected") {
-          this.#settle(unit.events, this.#rejected);
+          this.#settle(unsettled, this.#rejected);
           if (batch !== undefined) this.#onSettled?.(batch, start, end, "failed", `refused: ${result.reason}`);
           this.#logFailure(
             "warn",
             { reason: result.reason, answer: result.answer },
-            `the receiver refused ${unit.events} events (${result.reason}); dropped without retry`,
+            `the receiver refused ${unsettled} events (${result.reason}); dropped without retry`,
           );
           break;
+        }
+        if (result.settled !== undefined) {
+          this.#settle(result.settled.sent, this.#sent);
+          unsettled -= result.settled.sent + this.#refusedInPart(result.settled.rejected, result.reason);
         }
         const remaining = this.#settings.maxRetryTimeMs - (performance.now() - firstTry);
         const retryAfter = result.retryAfterMs;
         // A receiver that asks to wait past the deadline will not take the batch in time.
         if (remaining <= 0 || (retryAfter !== undefined && retryAfter > remaining)) {
-          let left = 0;
-          for (const rest of units.slice(index)) left += rest.events;
+          let left = unsettled;
+          for (const rest of units.slice(index + 1)) left += rest.events;
           this.#settle(left, this.#exhausted);
           if (batch !== undefined) {
             const reason = `not accepted within max-retry-time: ${result.reason}`;
@@ -411,6 +437,14 @@ export class OutputQueue<P> {
       }
       start = end;
     }
+  }
+
+  /** Counts the events of a unit that an attempt refused while taking others; returns their count. */
+  #refusedInPart(count: number, reason = "refused"): number {
+    if (count <= 0) return 0;
+    this.#settle(count, this.#rejected);
+    this.#logFailure("warn", { reason }, `the receiver refused ${count} events of a batch (${reason}); dropped`);
+    return count;
   }
 
   /**

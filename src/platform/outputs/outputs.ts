@@ -11,10 +11,14 @@ import type { OutputDefinition } from "./config.js";
 import { type DeliveryOptions, type DeliverySettings, OutputQueue } from "./delivery.js";
 import { DurableLog } from "./durable-log.js";
 import type { DurableStore } from "./durable-storage.js";
+import { elasticsearchTransport } from "./elasticsearch-output.js";
 import type { Event, Flow } from "./event.js";
 import { fileTransport } from "./file-output.js";
+import { graphiteTransport } from "./graphite-output.js";
 import { httpTransport } from "./http-output.js";
+import { influxdbTransport } from "./influxdb-output.js";
 import { JetStreamQueue } from "./jetstream-queue.js";
+import { lokiTransport } from "./loki-output.js";
 import type { OutputMetrics } from "./metrics.js";
 import { discordTransport } from "./notifiers/discord.js";
 import { emailTransport } from "./notifiers/email.js";
@@ -76,6 +80,14 @@ function queueOf(name: string, definition: OutputDefinition, options: DeliveryOp
       return new OutputQueue(name, remoteWriteTransport(definition), settings, options);
     case "alertmanager":
       return new OutputQueue(name, alertmanagerTransport(definition), settings, options);
+    case "loki":
+      return new OutputQueue(name, lokiTransport(definition), settings, options);
+    case "elasticsearch":
+      return new OutputQueue(name, elasticsearchTransport(definition), settings, options);
+    case "influxdb":
+      return new OutputQueue(name, influxdbTransport(definition), settings, options);
+    case "graphite":
+      return new OutputQueue(name, graphiteTransport(definition), settings, options);
     case "slack":
       return new OutputQueue(name, slackTransport(definition, notifier), settings, options);
     case "discord":
