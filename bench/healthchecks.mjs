@@ -685,7 +685,9 @@ async function runVigie(target, { history, baseline, listing }) {
       const [tenMs, ...others] = baseline;
       const ratio = cores / tenMs.cores;
       const beside = others
-        .map((other) => `, x${(cores / other.cores).toFixed(2)} the ${other.tickMs} ms loop's ${other.cores.toFixed(3)}`)
+        .map(
+          (other) => `, x${(cores / other.cores).toFixed(2)} the ${other.tickMs} ms loop's ${other.cores.toFixed(3)}`,
+        )
         .join("");
       console.log(
         `CPU of vigie:   ${cores.toFixed(3)} cores (${cpu.toFixed(2)} s), x${ratio.toFixed(2)} the ${tenMs.tickMs} ms loop's ${tenMs.cores.toFixed(3)}${beside}   target <= x1.0 the ${tenMs.tickMs} ms loop   ${verdict(ratio <= 1.0)}`,
