@@ -3,16 +3,18 @@
  * with body-regexp, on its body. The whole exchange (connect, TLS handshake, headers, body read) is
  * bounded by the check's timeout.
  *
- * It uses undici's dispatcher handler interface rather than `request()`: the verdict is settled by
- * the check's own timer whatever phase undici is in (`request()` only honours an abort once the
+ * It uses undici's dispatcher handler interface rather than `request()`: the verdict is settled at
+ * the check's timeout whatever phase undici is in (`request()` only honours an abort once the
  * connection is up), and no response stream is built for a body that is mostly discarded, which
- * matters at thousands of runs per second (docs/healthchecks.md).
+ * matters at thousands of runs per second (docs/healthchecks.md). The timeouts of all exchanges
+ * wait in one {@link DeadlineQueue} (one timer, not one per run).
  */
 import { isIP } from "node:net";
 import { Agent, type Dispatcher, interceptors } from "undici";
 import { errnoCode, errorMessage } from "../platform/errors.js";
 import { escapeHtml } from "../platform/html.js";
 import { compileLinearRegex, type LinearRegex } from "../platform/regex.js";
+import { type DeadlineQueue, type Expiring, SHARED_DEADLINES } from "./deadline.js";
 import type { HttpDefinition } from "./definition.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
 import { hasTlsFiles, readTlsFiles, TLS_FILE_PATHS, type TlsFileLocation, type TlsFiles } from "./tls-files.js";
@@ -186,7 +188,7 @@ const POOL_KEYS = new WeakMap<HttpDefinition, string>();
 
 function createDispatchers(definition: HttpDefinition, files?: TlsFiles): Dispatchers {
   const agent = new Agent({
-    // The check's own timer bounds the attempt (Exchange); undici's connect timeout frees the
+    // The check's timeout bounds the attempt (Exchange); undici's connect timeout frees the
     // socket of an attempt that the check gave up on.
     connect: { rejectUnauthorized: !definition.insecure, timeout: connectTimeout(definition), ...files },
     connections: MAX_CONNECTIONS_PER_ORIGIN,
@@ -226,8 +228,10 @@ function isStaleConnection(error: Error): boolean {
   return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
 }
 
-/** One request of an http check, from dispatch to verdict. */
-class Exchange implements Dispatcher.DispatchHandler {
+/** One request of an http check, from dispatch to verdict; it waits for its timeout in a {@link DeadlineQueue}. */
+class Exchange implements Dispatcher.DispatchHandler, Expiring {
+  heapIndex = -1;
+  expiresAt: number;
   #controller: Dispatcher.DispatchController | undefined;
   #settled = false;
   #status = 0;
@@ -235,21 +239,22 @@ class Exchange implements Dispatcher.DispatchHandler {
   #keep = 0;
   #chunks: Buffer[] = [];
   #length = 0;
-  readonly #timer: NodeJS.Timeout;
   /** Where to send the request again, once, after a stale kept connection ({@link isStaleConnection}). */
   #retryDispatcher: Dispatcher | undefined;
   #retryOptions: RequestOptions | undefined;
 
   constructor(
     private readonly definition: HttpDefinition,
+    private readonly deadlines: DeadlineQueue,
     private readonly done: (outcome: Outcome) => void,
   ) {
-    this.#timer = setTimeout(
-      () => this.#fail(`timeout after ${definition.timeout.text}`),
-      definition.timeout.milliseconds,
-    );
-    // An execution in flight must not keep a stopping process alive.
-    this.#timer.unref();
+    this.expiresAt = deadlines.now() + definition.timeout.milliseconds;
+    deadlines.add(this);
+  }
+
+  /** The timeout has passed (called by the deadline queue). */
+  expire(): void {
+    this.#fail(`timeout after ${this.definition.timeout.text}`);
   }
 
   /** Gives up (the module is stopping). */
@@ -361,10 +366,16 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   #settle(outcome: Outcome): void {
     this.#settled = true;
-    clearTimeout(this.#timer);
+    this.deadlines.remove(this);
     this.#chunks = [];
     this.done(outcome);
   }
+}
+
+/** Options of an {@link HttpExecutor}. */
+export interface HttpExecutorOptions {
+  /** Where the timeouts of the exchanges wait; default the process's shared queue. */
+  readonly deadlines?: DeadlineQueue;
 }
 
 /**
@@ -374,11 +385,16 @@ class Exchange implements Dispatcher.DispatchHandler {
  * execution, so renewed files are read. Call {@link HttpExecutor.close} when done.
  */
 export class HttpExecutor {
+  readonly #deadlines: DeadlineQueue;
   /** Shared dispatchers by pool key. */
   readonly #shared = new Map<string, Dispatchers>();
   #uses = 0;
   readonly #inFlight = new Set<Exchange>();
   readonly #watched = new WeakSet<AbortSignal>();
+
+  constructor(options: HttpExecutorOptions = {}) {
+    this.#deadlines = options.deadlines ?? SHARED_DEADLINES;
+  }
 
   #sharedDispatchers(definition: HttpDefinition): Dispatchers {
     let key = POOL_KEYS.get(definition);
@@ -435,8 +451,8 @@ export class HttpExecutor {
     if (stop !== undefined) this.#watch(stop);
     let own: Agent | undefined;
     return new Promise<Outcome>((resolve) => {
-      // The exchange's timer starts here: reading the TLS files is part of the bounded execution.
-      const exchange = new Exchange(definition, (outcome) => {
+      // The exchange's timeout starts here: reading the TLS files is part of the bounded execution.
+      const exchange = new Exchange(definition, this.#deadlines, (outcome) => {
         this.#inFlight.delete(exchange);
         own?.destroy().catch(() => {});
         resolve(outcome);
