@@ -40,7 +40,7 @@ const NOT_XML =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is replaced
   /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
-/** Text that XML 1.0 accepts as character data or in an attribute (§2.2 Char, §2.4, §3.3.3). */
+/** Text that XML 1.0 accepts as character data or in an attribute value: its `Char` production, with `&`, `<`, `>` and quotes escaped. */
 export function xmlText(text: string): string {
   return text
     .replace(NOT_XML, "\uFFFD")
