@@ -175,11 +175,12 @@ export async function channelRoutes(app: FastifyInstance, options: ChannelRoutes
     return channel;
   };
   const taps = options.taps;
-  const tapChannelOf = (taps: Pick<Taps, "channelOf">) => (request: FastifyRequest) => {
+  /** The channel of the tap a request names (`:name`, `?point=`); 404 for an unknown one. */
+  const tapChannelOf = (streams: Pick<Taps, "channelOf">) => (request: FastifyRequest) => {
     const name = stringParameter(request.params, "name") ?? "";
     const point = queryString(queryOf(request.query), "point");
     if (point !== undefined && !isStreamName(point)) throw new InvalidError(`field point: ${STREAM_NAME_RULE}`);
-    return taps.channelOf(name, point);
+    return streams.channelOf(name, point);
   };
   const upgradeRequired = async () => {
     throw new VigieError(
