@@ -99,6 +99,11 @@ const commonShape = {
   timeout: v.withDefault(v.duration(1), seconds(10)),
   /** How long a batch is retried after its first try before it is dropped. */
   "max-retry-time": v.withDefault(v.duration(0), seconds(300)),
+  /**
+   * Keeps the queue in the database, so that accepted events survive a restart or a crash and are
+   * delivered after it, at least once, in order; `max-retry-time` then does not apply.
+   */
+  durable: v.withDefault(v.boolean(), false),
 };
 
 const typeShapes = {

@@ -82,6 +82,24 @@ export interface DeliveryOptions {
    * send some events is not reported (which events those were is unknown).
    */
   readonly settled?: Settled;
+  /**
+   * Keeps the queue on disk (`durable: true`): told of every event taken, and of every batch that
+   * ended, whatever its outcome; closed by {@link OutputQueue.stop}, which then leaves what was not
+   * sent where it is instead of dropping it.
+   */
+  readonly log?: QueueLog;
+}
+
+/** Where a durable queue keeps its events (durable-log.ts). */
+export interface QueueLog {
+  /** An event was taken (hot path: must only store it). */
+  append(event: Event): void;
+  /** Whether the log cannot take more events for now (they are dropped, counted `dropped-queue-full`). */
+  readonly full: boolean;
+  /** The `count` oldest events not yet acknowledged ended (sent, refused or given up). */
+  acknowledge(count: number): void;
+  /** Writes what is buffered; resolves once nothing is left to write (or writing failed). */
+  close(): Promise<void>;
 }
 
 /** See {@link DeliveryOptions.settled}. */
@@ -97,6 +115,8 @@ export type Settled = (
 interface Ready<P> {
   readonly units: readonly Unit<P>[];
   readonly batch: readonly Event[] | undefined;
+  /** Events of the batch, whatever became of them. */
+  readonly events: number;
 }
 
 /** At most one failure log line per output per this many milliseconds (the rest are counted). */
@@ -125,6 +145,7 @@ export class OutputQueue<P> {
   readonly #retried: () => void;
   readonly #observe: (seconds: number) => void;
   readonly #onSettled: Settled | undefined;
+  readonly #log: QueueLog | undefined;
 
   /** Events held: those of the open batch, of the closed batches waiting, and of the one in flight. */
   #size = 0;
@@ -161,6 +182,7 @@ export class OutputQueue<P> {
     this.#logger = options.logger;
     this.#random = options.random ?? Math.random;
     this.#onSettled = options.settled;
+    this.#log = options.log;
     const { metrics } = options;
     this.#sent = metrics.events(name, "sent");
     this.#droppedFull = metrics.events(name, "dropped-queue-full");
@@ -199,7 +221,23 @@ export class OutputQueue<P> {
     return false;
   }
 
+  /**
+   * Enqueues events read back from the queue's log (at start-up, or a JetStream message), oldest
+   * first, without writing them again, and lets them leave without waiting for `flush-interval`:
+   * they waited already. Those beyond `queue-size` are not taken.
+   */
+  restore(events: readonly Event[]): void {
+    for (const event of events) if (!this.#enqueue(event)) break;
+    if (this.#count > 0) this.#closeOpen();
+  }
+
   #accept(event: Event): boolean {
+    if (this.#log?.full === true || !this.#enqueue(event)) return false;
+    this.#log?.append(event);
+    return true;
+  }
+
+  #enqueue(event: Event): boolean {
     if (this.#size >= this.#limit) return false;
     this.#size += 1;
     const count = this.#count;
@@ -272,7 +310,7 @@ export class OutputQueue<P> {
     try {
       let encoded = this.#encodeNext();
       while (encoded !== undefined && !this.#stopped) {
-        const delivering = this.#deliver(encoded);
+        const delivering = this.#deliverAndAcknowledge(encoded);
         let next: Ready<P> | undefined;
         if (this.#pending.length > 0) {
           // One turn later, so that the request's bytes are written before the encoding runs.
@@ -304,14 +342,23 @@ export class OutputQueue<P> {
       this.#settle(batch.length, this.#rejected);
       this.#onSettled?.(batch, 0, batch.length, "failed", `could not encode: ${errorReason(error)}`);
       this.#logFailure("error", { reason: errorReason(error) }, `could not encode a batch of ${batch.length} events`);
-      return { units: [], batch: undefined };
+      return { units: [], batch: undefined, events: batch.length };
     }
     if (encoded.rejected > 0) {
       this.#settle(encoded.rejected, this.#rejected);
       this.#logFailure("warn", {}, `${encoded.rejected} events cannot be sent by this output type; dropped`);
-      return { units: encoded.units, batch: undefined };
+      return { units: encoded.units, batch: undefined, events: batch.length };
     }
-    return { units: encoded.units, batch };
+    return { units: encoded.units, batch, events: batch.length };
+  }
+
+  /**
+   * Delivers a batch, then tells the log that it ended: as a whole, so that a crash in the middle
+   * of a batch sends it again (at least once) rather than losing its last units.
+   */
+  async #deliverAndAcknowledge(ready: Ready<P>): Promise<void> {
+    await this.#deliver(ready);
+    if (!this.#stopped) this.#log?.acknowledge(ready.events);
   }
 
   /** Sends the units of one batch in order, each retried before the next, all within max-retry-time. */
@@ -471,7 +518,12 @@ export class OutputQueue<P> {
     this.#limit = 0;
     this.#reportDrops();
     const left = this.#size;
-    if (left > 0) {
+    if (left > 0 && this.#log !== undefined) {
+      this.#logger.info(
+        { output: this.#name, events: left },
+        `output ${this.#name}: ${left} events kept for the next start`,
+      );
+    } else if (left > 0) {
       this.#exhausted(left);
       this.#logFailure("error", {}, `the graceful stop dropped ${left} events that were not sent in time`);
     }
@@ -484,7 +536,7 @@ export class OutputQueue<P> {
     this.#timerArmed = false;
     this.#interrupt?.();
     this.#whenIdle?.();
-    await this.#transport.close(left > 0);
+    await Promise.all([this.#transport.close(left > 0), this.#log?.close()]);
   }
 }
 

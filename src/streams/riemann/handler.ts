@@ -34,7 +34,7 @@ import type { Forwarder, Stream, StreamEngine } from "../engine.js";
 import { type Event, timeOf } from "../event.js";
 import type { RiemannMetrics } from "../metrics.js";
 import { DEFAULT_STREAM } from "../names.js";
-import { type AnswerBounds, encodeAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
+import { type AnswerBounds, encodeAnswer, searchIndexes, tooManyResults } from "../query-answer.js";
 import {
   type DecodedEvent,
   EVENTS_FRAME_OVERHEAD,
@@ -119,8 +119,10 @@ export class RiemannHandler {
    * being handled a slice per turn of the event loop (see {@link #handleLarge}); the promise
    * resolves to undefined when {@link stop} interrupted it (no reply: the connection is closing).
    * Never throws nor rejects: every failure is an `ok: false` reply.
+   * @param answerQueries false for a message that gets no reply (UDP): its query, if any, is not
+   *   run, and the reply is {@link OK_FRAME} once its events went through
    */
-  handle(body: Uint8Array): Buffer | Promise<Buffer | undefined> {
+  handle(body: Uint8Array, answerQueries = true): Buffer | Promise<Buffer | undefined> {
     const reader = new MsgReader(body, this.engine.limits.event);
     const events: DecodedEvent[] = [];
     let complete: boolean;
@@ -129,7 +131,7 @@ export class RiemannHandler {
     } catch (error) {
       return this.#fail(`undecodable message: ${errorMessage(error)}`);
     }
-    if (!complete) return this.#handleLarge(body, reader, events);
+    if (!complete) return this.#handleLarge(body, reader, events, answerQueries);
     const lost: Lost = new Map();
     const forwarded: Forwarded = [];
     if (events.length > 0) {
@@ -138,8 +140,9 @@ export class RiemannHandler {
       this.#push(events, Date.now() / 1000, lost, forwarded);
     }
     this.#refused(reader.refused);
-    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(reader.query, lost));
-    return this.#answer(reader.query, lost);
+    const query = answerQueries ? reader.query : null;
+    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(query, lost));
+    return this.#answer(query, lost);
   }
 
   /**
@@ -164,7 +167,12 @@ export class RiemannHandler {
    * the awaits: events whose stream is gone are counted, and the reply names it.
    * @returns the reply, or undefined when {@link stop} was called meanwhile (nothing more is pushed)
    */
-  async #handleLarge(body: Uint8Array, reader: MsgReader, firstSlice: DecodedEvent[]): Promise<Buffer | undefined> {
+  async #handleLarge(
+    body: Uint8Array,
+    reader: MsgReader,
+    firstSlice: DecodedEvent[],
+    answerQueries: boolean,
+  ): Promise<Buffer | undefined> {
     const now = Date.now() / 1000;
     let slice = firstSlice;
     try {
@@ -196,8 +204,9 @@ export class RiemannHandler {
       if (this.#stopping) return undefined;
     }
     this.#refused(again.refused);
-    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(again.query, lost));
-    return this.#answer(again.query, lost);
+    const query = answerQueries ? again.query : null;
+    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(query, lost));
+    return this.#answer(query, lost);
   }
 
   /** Counts the events of a message skipped for exceeding an event bound. */
@@ -263,17 +272,14 @@ export class RiemannHandler {
       streams.map(async (stream) =>
         forwarder.owns(stream.name)
           ? searchIndexes([stream.index], predicate, bounds)
-          : eventsOf(await forwarder.ask(stream.name, { kind: "riemann-search", query: text, limit: bounds.results })),
+          : eventsOf(
+              await forwarder.ask(stream.name, { kind: "riemann-search", query: text, limit: bounds.results }, bounds),
+            ),
       ),
     );
     const [only] = parts;
     const found = parts.length === 1 && only !== undefined ? only : [...new Set(parts.flat())];
-    if (found.length > bounds.results) {
-      throw new QueryBoundError(
-        "max-query-results",
-        `query matches more than ${bounds.results} events (${bounds.resultsSetting})`,
-      );
-    }
+    if (found.length > bounds.results) throw tooManyResults(bounds);
     return found.sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0));
   }
 

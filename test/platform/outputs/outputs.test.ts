@@ -24,6 +24,7 @@ const common = {
   "flush-interval": ms(30),
   timeout: ms(2000),
   "max-retry-time": ms(5000),
+  durable: false,
 };
 
 type Definition<T extends OutputDefinition["type"]> = Extract<OutputDefinition, { type: T }>;
