@@ -8,7 +8,10 @@
 //   (d) in-process events/s of the phase-2 stateful actions `by [:host] → percentiles` and
 //       `coalesce`, on the events of (a), beside the no-op baseline of (a);
 //   (e) memory per `by` fork of percentiles (an HdrHistogram each), 10 000 hosts, beside the
-//       histogram's own estimatedFootprintInBytes.
+//       histogram's own estimatedFootprintInBytes;
+//   (f) the tap hook (`vigie stream tap`): the pipeline of (a) pushed through `Stream.push` while
+//       nobody taps, beside the same compiled pipeline called in the same loop without the hook
+//       (the baseline), and while a tapper watches (a sink that counts).
 // Run: npm run bench -- streams
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
@@ -17,6 +20,7 @@ import { fmt, root, startVigie } from "./lib/vigie.mjs";
 
 const { parseEdn } = await import(join(root, "dist/streams/edn.js"));
 const { StreamEngine } = await import(join(root, "dist/streams/engine.js"));
+const { DEFAULT_STREAM_LIMITS } = await import(join(root, "dist/streams/action.js"));
 
 /** The benchmark's pipeline, with `condition` as the where-condition. */
 const pipeline = (condition) => `{:actions {:action :where :params [${condition}]
@@ -273,7 +277,67 @@ async function http() {
   console.log(`    push requests / healthz requests: ${(push.requests.average / health.requests.average).toFixed(3)}`);
 }
 
+/**
+ * Events per second of the pipeline of (a) called without `Stream.push`: its compiled entry in the
+ * loop `push` runs (a try per event), without the tap check, with the same counters.
+ */
+function entryRate(events, config) {
+  const engine = new StreamEngine();
+  const compiled = engine.compile(parseEdn(config));
+  return rate(events.length, () => {
+    const counters = Array.from({ length: compiled.slots }, () => ({ count: 0 }));
+    const entry = compiled.build({
+      limits: DEFAULT_STREAM_LIMITS,
+      stream: "bench",
+      index: engine.add("index-holder", parseEdn("{:actions {:action :sdo}}"), { kind: "api" }).index,
+      reinject: () => {},
+      log: () => {},
+      tap: () => {},
+      dropped: () => () => {},
+      output: () => () => {},
+      publish: () => () => {},
+      asyncQueue: () => () => {},
+      runsIo: true,
+      counter: (slot) => counters[slot],
+      tapPoint: () => undefined,
+    });
+    for (let i = 0; i < events.length; i += BATCH) {
+      const batch = events.slice(i, i + BATCH);
+      for (const event of batch) {
+        try {
+          entry(event);
+        } catch {
+          // As push: never abort.
+        }
+      }
+    }
+  });
+}
+
+function tapHook() {
+  const events = makeEvents(EVENTS);
+  let tapped = 0;
+  const without = entryRate(events, PIPELINE);
+  const idle = engineRate(events, PIPELINE);
+  const watched = rate(events.length, () => {
+    const engine = new StreamEngine();
+    const stream = engine.add("bench", parseEdn(PIPELINE), { kind: "api" });
+    stream.watch(undefined, () => {
+      tapped++;
+    });
+    for (let i = 0; i < events.length; i += BATCH) stream.push(events.slice(i, i + BATCH));
+  });
+  if (tapped === 0) throw new Error("the tapper saw nothing");
+  console.log("(f) tap hook, the pipeline of (a)");
+  console.log(`    compiled entry, no hook (baseline):  ${fmt(without)} events/s`);
+  console.log(
+    `    Stream.push, nobody taps:            ${fmt(idle)} events/s (${((100 * idle) / without).toFixed(0)}% of the baseline)`,
+  );
+  console.log(`    Stream.push, a tapper watches:       ${fmt(watched)} events/s (a sink that counts; no socket)`);
+}
+
 inProcess();
+tapHook();
 memory();
 stateful();
 statefulMemory();

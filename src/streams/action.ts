@@ -81,6 +81,29 @@ export interface Runtime {
   asyncQueue(name: string): (next: Next, value: Flow) => void;
   /** False under `vigie stream test`, where `io` discards. */
   readonly runsIo: boolean;
+  /**
+   * The stream's per-action event counter of a slot the compiler gave a node (the graph's `in` and
+   * `out`), resolved once when the action is built; `undefined` (or no method) counts nothing.
+   */
+  counter?(slot: number): EventCounter | undefined;
+  /**
+   * The slot of a tap point (`:tap-point` on an action node), resolved once when the action is
+   * built; `undefined` (or no method) taps nothing.
+   */
+  tapPoint?(point: string): TapSlot | undefined;
+}
+
+/** What an action received or emitted since its stream started: values (an event, or a list). */
+export interface EventCounter {
+  count: number;
+}
+
+/**
+ * Where a tapped value goes: `sink` is set while someone watches (`vigie stream tap`) and
+ * `undefined` otherwise, so that a tap nobody watches costs one check of this field.
+ */
+export interface TapSlot {
+  sink: ((value: Flow) => void) | undefined;
 }
 
 /** Builds a fresh instance of a compiled action (and its children) for a runtime. */
@@ -98,6 +121,12 @@ export interface ActionDefinition {
   compile(params: readonly EdnValue[], children: readonly Builder[], path: string, declarations: Declarations): Builder;
   /** Leaf actions refuse children. */
   readonly leaf?: boolean;
+  /**
+   * The action sends each value to some of its children only, or gives them different roles
+   * (`split`, `exception-stream`), rather than forwarding every value to every child: what leaves
+   * it is what all its children receive together, and a `:tap-point` on it taps each child's input.
+   */
+  readonly routes?: boolean;
 }
 
 /** Does nothing: the next of an action without children. */
@@ -129,7 +158,8 @@ export function buildChildren(children: readonly Builder[], runtime: Runtime): N
  * filtered by an event condition and is counted as dropped.
  */
 export function filtering(action: string, keep: Predicate, children: readonly Builder[]): Builder {
-  return withChildren(action, children, (next, drop) => (value) => {
+  return counting(action, children, (next, drop, _limits, counter) => (value) => {
+    counter.count++;
     if (Array.isArray(value)) drop();
     else if (keep(value)) next(value);
   });
@@ -144,7 +174,8 @@ export function transforming(
   children: readonly Builder[],
   transform: (event: Event) => Event | undefined,
 ): Builder {
-  return withChildren(action, children, (next, drop) => (value) => {
+  return counting(action, children, (next, drop, _limits, counter) => (value) => {
+    counter.count++;
     const result = Array.isArray(value) ? undefined : transform(value);
     if (result === undefined) drop();
     else next(result);
@@ -161,13 +192,67 @@ export function onEvents(
   children: readonly Builder[],
   create: (next: Next, drop: () => void, limits: StreamLimits) => (event: Event) => void,
 ): Builder {
-  return withChildren(action, children, (next, drop, limits) => {
+  return counting(action, children, (next, drop, limits, counter) => {
     const handle = create(next, drop, limits);
     return (value) => {
+      counter.count++;
       if (Array.isArray(value)) drop();
       else handle(value);
     };
   });
+}
+
+/**
+ * The counter slot of the node being compiled (compiler.ts), until an action built on these
+ * helpers claims it: such an action counts what it receives inside its own closure, which costs
+ * one increment per value where the compiler's counting wrapper costs a call.
+ */
+let compilingSlot: number | undefined;
+
+/**
+ * Runs the compilation of one action node with its counter slot up for claiming.
+ * @returns what `compile` returned, and whether the action claimed the slot (then it counts itself)
+ */
+export function compilingNode<T>(slot: number, compile: () => T): { result: T; claimed: boolean } {
+  compilingSlot = slot;
+  try {
+    const result = compile();
+    return { result, claimed: compilingSlot === undefined };
+  } finally {
+    compilingSlot = undefined;
+  }
+}
+
+/**
+ * Claims the counter slot of the node being compiled, once: the caller promises to count each value
+ * the node receives in `counterOf(runtime, slot)`. `undefined` outside a compilation or once claimed.
+ */
+export function claimCounter(): number | undefined {
+  const slot = compilingSlot;
+  compilingSlot = undefined;
+  return slot;
+}
+
+/** Where counts go when the runtime keeps none (an action built outside a stream, in tests). */
+const UNCOUNTED: EventCounter = { count: 0 };
+
+/** The counter of a claimed slot for a runtime, resolved once when the action is built. */
+export function counterOf(runtime: Runtime, slot: number | undefined): EventCounter {
+  return slot === undefined ? UNCOUNTED : (runtime.counter?.(slot) ?? UNCOUNTED);
+}
+
+/**
+ * {@link withChildren} for an action that counts what it receives: it claims the node's counter
+ * slot at compile time, and `create` also receives the counter to increment once per value.
+ */
+export function counting(
+  action: string,
+  children: readonly Builder[],
+  create: (next: Next, drop: () => void, limits: StreamLimits, counter: EventCounter) => Next,
+): Builder {
+  const slot = claimCounter();
+  return (runtime) =>
+    create(buildChildren(children, runtime), runtime.dropped(action), runtime.limits, counterOf(runtime, slot));
 }
 
 /**

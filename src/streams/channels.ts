@@ -92,6 +92,11 @@ export interface ChannelHubOptions {
   readonly matchBudgetMs?: number;
   /** Characters one evaluation's regular expressions may read (`streams.max-event-size`); default 1 MiB. */
   readonly regexAllowance?: number;
+  /**
+   * Called when a channel gets its first subscriber (`true`) and when it loses its last (`false`):
+   * what publishes only while someone listens (a stream's tap) starts and stops there.
+   */
+  readonly onActivity?: (channel: string, active: boolean) => void;
 }
 
 /**
@@ -185,6 +190,7 @@ export class ChannelHub {
   #count = 0;
   readonly #matchBudgetMs: number;
   readonly #regexAllowance: number;
+  readonly #onActivity: ((channel: string, active: boolean) => void) | undefined;
   /** Milliseconds spent matching in this turn of the event loop; reset at the next turn. */
   #matchSpent = 0;
   readonly #resetMatchSpent = () => {
@@ -216,6 +222,12 @@ export class ChannelHub {
     this.#clock = options.clock ?? defaultClock;
     this.#matchBudgetMs = options.matchBudgetMs ?? DEFAULT_MATCH_BUDGET_MS;
     this.#regexAllowance = options.regexAllowance ?? MIB;
+    this.#onActivity = options.onActivity;
+  }
+
+  /** Whether a channel has at least one subscriber now. */
+  hasSubscribers(channel: string): boolean {
+    return this.#channels.has(channel);
   }
 
   /** Subscribers held now, every channel together. */
@@ -289,6 +301,7 @@ export class ChannelHub {
     };
     target.subscribers.push(subscriber);
     this.#count++;
+    if (target.subscribers.length === 1) this.#onActivity?.(channel, true);
     socket.on("pong", () => {
       subscriber.alive = true;
     });
@@ -496,7 +509,10 @@ export class ChannelHub {
     this.#count--;
     const client = subscriber.client;
     if (client !== undefined && --client.count === 0) this.#clients.delete(client.key);
-    if (subscribers.length === 0) this.#channels.delete(subscriber.channel.name);
+    if (subscribers.length === 0) {
+      this.#channels.delete(subscriber.channel.name);
+      this.#onActivity?.(subscriber.channel.name, false);
+    }
   }
 }
 

@@ -7,15 +7,18 @@ import { errorMessage } from "../platform/errors.js";
 import {
   DEFAULT_STREAM_LIMITS,
   type Destination,
+  type EventCounter,
   type Flow,
   type Next,
   type Runtime,
   type StreamLimits,
+  type TapSlot,
 } from "./action.js";
 import { type CompiledConfig, compileConfig } from "./compiler.js";
 import { type EdnValue, parseEdn, toEdn } from "./edn.js";
 import type { Event } from "./event.js";
 import type { EventBound } from "./event-bounds.js";
+import { type GraphNode, graphOf } from "./graph.js";
 import { detachedIo, type StreamIo } from "./io.js";
 import type { BoundsWording } from "./query-answer.js";
 import type { FileStream } from "./storage.js";
@@ -47,6 +50,13 @@ export interface EngineHooks {
   log?(level: "info" | "debug" | "error", stream: string, value: Flow): void;
   /** Records a value reaching a `tap` action. */
   tap?(stream: string, name: string, value: Flow): void;
+  /**
+   * Where the events a stream's tap point sees go when the stream starts (`vigie stream tap`):
+   * the watchers' sink while someone watches, else `undefined`. Later changes come through
+   * {@link Stream.watch}.
+   * @param point a `:tap-point` name, or `undefined` for the events entering the stream
+   */
+  tapSink?(stream: string, point: string | undefined): ((value: Flow) => void) | undefined;
 }
 
 const nothing = () => {};
@@ -85,6 +95,12 @@ export class Stream {
   readonly #entry: Next;
   readonly #countEvents: (count: number) => void;
   readonly #dropException: () => void;
+  /** Events received by each action (and emitted by those without children), by compiler slot. */
+  readonly #counters: readonly EventCounter[];
+  /** What watches the events entering the stream: its sink is `undefined` while nobody does. */
+  readonly #entryTap: TapSlot;
+  /** The tap points of the configuration, by name. */
+  readonly #tapPoints = new Map<string, TapSlot>();
 
   constructor(
     readonly name: string,
@@ -100,6 +116,9 @@ export class Stream {
     this.index = new StreamIndex(limits.indexSize);
     this.#countEvents = hooks.events?.(name) ?? nothing;
     this.#dropException = hooks.dropped?.(name, "exception") ?? nothing;
+    this.#counters = Array.from({ length: compiled.slots }, () => ({ count: 0 }));
+    this.#entryTap = { sink: hooks.tapSink?.(name, undefined) };
+    for (const point of compiled.tapPoints) this.#tapPoints.set(point, { sink: hooks.tapSink?.(name, point) });
     const runtime: Runtime = {
       limits,
       stream: name,
@@ -112,8 +131,33 @@ export class Stream {
       publish: (channel) => io.publish(channel, name),
       asyncQueue: (queue) => io.asyncQueue(queue, name),
       runsIo: io.runsIo,
+      counter: (slot) => this.#counters[slot],
+      tapPoint: (point) => this.#tapPoints.get(point),
     };
     this.#entry = compiled.build(runtime);
+  }
+
+  /**
+   * Starts (with a sink) or stops (with `undefined`) sending the events entering the stream, or
+   * those leaving the action of a tap point, to watchers.
+   * @param point a `:tap-point` name, or `undefined` for the stream's entry
+   * @returns false when the configuration has no such tap point
+   */
+  watch(point: string | undefined, sink: ((value: Flow) => void) | undefined): boolean {
+    const slot = point === undefined ? this.#entryTap : this.#tapPoints.get(point);
+    if (slot === undefined) return false;
+    slot.sink = sink;
+    return true;
+  }
+
+  /** Whether the configuration names this tap point. */
+  hasTapPoint(point: string): boolean {
+    return this.#tapPoints.has(point);
+  }
+
+  /** The action tree with the events each action received and emitted since the stream started. */
+  graph(): GraphNode {
+    return graphOf(this.compiled.graph, this.#counters);
   }
 
   /** Whether the stream receives pushes sent to `default`. */
@@ -125,8 +169,11 @@ export class Stream {
   push(events: readonly Event[]): void {
     this.#countEvents(events.length);
     const entry = this.#entry;
+    // While nobody taps the stream this is the only cost of tapping: one check per event.
+    const tap = this.#entryTap.sink;
     for (const event of events) {
       try {
+        if (tap !== undefined) tap(event);
         entry(event);
       } catch {
         // An action must never abort a push; count what a bug let through.
@@ -139,6 +186,8 @@ export class Stream {
   pushOne(event: Event): void {
     this.#countEvents(1);
     try {
+      const tap = this.#entryTap.sink;
+      if (tap !== undefined) tap(event);
       this.#entry(event);
     } catch {
       this.#dropException();

@@ -10,10 +10,17 @@ import type { ModuleContext, ModuleOptions } from "../platform/module.js";
 import type { StreamLimits } from "./action.js";
 import { AsyncQueues } from "./async-queues.js";
 import { ChannelHub } from "./channels.js";
+import { Taps } from "./channels-tap.js";
 import { StreamCluster } from "./cluster.js";
 import type { streamsShape } from "./config.js";
 import { toEdn } from "./edn.js";
-import { applyFileStreams, applyPersistedStreams, applySharedStreams, StreamEngine } from "./engine.js";
+import {
+  applyFileStreams,
+  applyPersistedStreams,
+  applySharedStreams,
+  type EngineHooks,
+  StreamEngine,
+} from "./engine.js";
 import { withinBounds } from "./event-bounds.js";
 import { GraphiteServer } from "./graphite/server.js";
 import { declarationsOf, type StreamIo } from "./io.js";
@@ -33,6 +40,7 @@ import { RiemannHandler } from "./riemann/handler.js";
 import { RiemannServer } from "./riemann/server.js";
 import { RiemannUdpServer } from "./riemann/udp.js";
 import { channelRoutes } from "./routes/channels.js";
+import { graphRoutes } from "./routes/graph.js";
 import { influxRoutes } from "./routes/influx.js";
 import { ingestionRoutes } from "./routes/ingestion.js";
 import { pushRoute } from "./routes/push.js";
@@ -52,6 +60,8 @@ interface Runtime {
   readonly hub: ChannelHub;
   readonly queues: AsyncQueues;
   readonly limits: StreamLimits;
+  /** The streams' taps, over tap channels of the hub. */
+  readonly taps: Taps;
   /** Cluster mode: set once the engine exists, as the cluster needs it. */
   streamCluster: StreamCluster | undefined;
 }
@@ -83,7 +93,14 @@ function limitsOf(section: Section): StreamLimits {
 /** Builds the engine, its outputs, channel hub and async queues. */
 function createRuntime(context: ModuleContext, section: Section): Runtime {
   const limits = limitsOf(section);
-  const hooks = metricHooks(context.metrics, context.logger, () => engine);
+  const taps = new Taps(
+    () => hub,
+    () => engine,
+  );
+  const hooks: EngineHooks = {
+    ...metricHooks(context.metrics, context.logger, () => engine),
+    tapSink: (stream, point) => taps.sinkFor(stream, point),
+  };
   const outputs = context.outputs;
   const hub: ChannelHub = new ChannelHub({
     metrics: channelMetrics(context.metrics, () => hub.subscriberCounts()),
@@ -91,6 +108,7 @@ function createRuntime(context: ModuleContext, section: Section): Runtime {
     maxSubscriptionsPerClient: section["max-subscriptions-per-client"],
     matchBudgetMs: section["publish-match-budget"].milliseconds,
     regexAllowance: section["max-event-size"],
+    onActivity: (channel, active) => taps.activity(channel, active),
   });
   const queueMetrics = asyncQueueMetrics(context.metrics, () => queues.backlog());
   const queues: AsyncQueues = new AsyncQueues(section["async-queues"], {
@@ -109,7 +127,7 @@ function createRuntime(context: ModuleContext, section: Section): Runtime {
     runsIo: true,
   };
   const engine: StreamEngine = new StreamEngine(hooks, limits, io);
-  const runtime: Runtime = { engine, io, hub, queues, limits, streamCluster: undefined };
+  const runtime: Runtime = { engine, io, hub, queues, limits, taps, streamCluster: undefined };
   return runtime;
 }
 
@@ -239,7 +257,7 @@ async function registerRoutes(
   parts: ClusterParts | undefined,
 ): Promise<void> {
   const { context, section } = options;
-  const { engine, hub } = runtime;
+  const { engine, hub, taps } = runtime;
   const guard = context.apiGuard;
   const bodyLimit = section["ingestion-body-limit"];
   await app.register(ingestionRoutes, { engine, counters: ingestionCounters(context.metrics), bodyLimit, guard });
@@ -251,8 +269,10 @@ async function registerRoutes(
     guard,
     ...(parts === undefined ? {} : { cluster: routesCluster(parts) }),
   });
+  await graphRoutes(app, { engine, guard });
   await channelRoutes(app, {
     hub,
+    taps,
     // Browsers cannot set headers on a WebSocket: the token may also come as ?token=.
     guard: context.config.security["require-token"]
       ? context.auth.require("tech", { queryParameter: "token" })

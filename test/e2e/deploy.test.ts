@@ -221,5 +221,24 @@ describe.skipIf(missing(NGINX, "nginx", "the nginx tests"))(
       expect(await received).toMatchObject(event);
       socket.close();
     });
+
+    it("carries a stream tap through the upgrade", async () => {
+      const stream = "{:actions {:action :sdo}}";
+      expect(
+        await api("POST", "/api/v1/stream/tapped", { config: Buffer.from(stream, "utf8").toString("base64") }),
+      ).toEqual({ status: 201, body: { message: "stream added" } });
+      const socket = new WebSocket(`wss://127.0.0.1:${nginxPort}/api/v1/stream/tapped/tap`, {
+        rejectUnauthorized: false,
+      });
+      const received = new Promise<unknown>((done) => socket.once("message", (data) => done(JSON.parse(String(data)))));
+      await new Promise<void>((opened, failed) => {
+        socket.once("open", () => opened());
+        socket.once("error", failed);
+      });
+      const event = { host: "web1", service: "cpu", metric: 3, time: 1_700_000_000 };
+      expect(await api("PUT", "/api/v1/stream/tapped", { event })).toEqual({ status: 200, body: { message: "ok" } });
+      expect(await received).toEqual(event);
+      socket.close();
+    });
   },
 );

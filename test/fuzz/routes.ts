@@ -784,6 +784,20 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
       payload: jsonPayload(mutated({ query: Buffer.from("[:true]").toString("base64") }, { query: base64Edn })),
     }),
     route("GET", "/api/v1/index/:name/current-time", { params: streamNames }),
+    route("GET", "/api/v1/stream/:name/graph", { params: streamNames }),
+    // Half of them real upgrades (opened taps are closed at once), half plain GETs (426).
+    route("GET", "/api/v1/stream/:name/tap", {
+      params: streamNames,
+      query: queryString(
+        ["point", "query", "token"],
+        fc.oneof(
+          base64Edn.map((value) => percentEncoded(String(value))),
+          fc.constant("hot"),
+          segment(),
+        ),
+      ),
+      upgrade: true,
+    }),
 
     // Half of them real upgrades (opened subscriptions are closed at once), half plain GETs (426).
     route("GET", "/api/v1/channel/:channel", {

@@ -12,8 +12,10 @@ import {
   defaultSubscriptionsPerClient,
   type SubscriberSocket,
 } from "../../src/streams/channels.js";
+import { Taps } from "../../src/streams/channels-tap.js";
 import { compileCondition } from "../../src/streams/condition.js";
 import { parseEdn } from "../../src/streams/edn.js";
+import { StreamEngine } from "../../src/streams/engine.js";
 import type { Event } from "../../src/streams/event.js";
 import { channelMetrics } from "../../src/streams/metrics.js";
 
@@ -428,6 +430,64 @@ describe("ChannelHub", () => {
     hub.subscribe("a", late);
     expect(late.closedWith?.code).toBe(1001);
     expect(hub.size).toBe(0);
+    hub.close();
+  });
+});
+
+describe("stream taps on the hub", () => {
+  it("start with the first watcher, stop with the last, and drop (counted) what a slow watcher cannot take", async () => {
+    const registry = new Registry();
+    let engine: StreamEngine | undefined;
+    const taps = new Taps(
+      () => hub,
+      () => {
+        if (engine === undefined) throw new Error("no engine yet");
+        return engine;
+      },
+    );
+    const hub: ChannelHub = new ChannelHub({
+      metrics: channelMetrics(registry, () => hub.subscriberCounts()),
+      maxSubscribers: 10,
+      onActivity: (channel, active) => taps.activity(channel, active),
+    });
+    engine = new StreamEngine({ tapSink: (stream, point) => taps.sinkFor(stream, point) });
+    const stream = engine.add(
+      "s",
+      parseEdn('{:actions {:action :increment :tap-point "inc" :children [{:action :sdo}]}}'),
+      {
+        kind: "api",
+      },
+    );
+    const dropped = async () =>
+      (await registry.getSingleMetric("stream_publish_dropped_total")?.get())?.values.find(
+        (value) => value.labels.channel === "tap/s",
+      )?.value;
+
+    const entry = new FakeSocket();
+    const inc = new FakeSocket();
+    hub.subscribe(taps.channelOf("s", undefined), entry);
+    hub.subscribe(taps.channelOf("s", "inc"), inc);
+    expect(() => taps.channelOf("s", "nope")).toThrow('stream s has no :tap-point "nope"');
+    expect(() => taps.channelOf("t", undefined)).toThrow("stream t not found");
+    stream.push([{ metric: 1 }]);
+    expect(entry.events).toEqual([{ metric: 1 }]);
+    expect(inc.events).toEqual([{ metric: 2 }]);
+
+    // Over the buffer limit: missed and counted, nothing buffered.
+    entry.bufferedAmount = 2 * MIB;
+    stream.push([{ metric: 5 }, { metric: 6 }]);
+    expect(entry.events).toHaveLength(1);
+    expect(await dropped()).toBe(2);
+
+    // The last watcher gone: the stream's tap stops (watch() sets no sink), a new one starts it again.
+    entry.disconnect();
+    expect(hub.hasSubscribers("tap/s")).toBe(false);
+    expect(taps.sinkFor("s", undefined)).toBeUndefined();
+    stream.push([{ metric: 7 }]);
+    const again = new FakeSocket();
+    hub.subscribe("tap/s", again);
+    stream.push([{ metric: 8 }]);
+    expect(again.events).toEqual([{ metric: 8 }]);
     hub.close();
   });
 });

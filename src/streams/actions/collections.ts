@@ -12,7 +12,7 @@
  * Selections: coll-where filters a list; coll-top, coll-bottom and coll-sort (phase 2) give a new
  * list; coll-percentiles picks one event per quantile; sflatten emits the events one by one.
  */
-import { type ActionDefinition, type Builder, type Next, withChildren } from "../action.js";
+import { type ActionDefinition, type Builder, counting, type Next, withChildren } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { compileCondition } from "../condition.js";
 import { sequenceItems } from "../edn.js";
@@ -159,7 +159,8 @@ function onLists(
   children: readonly Builder[],
   apply: (events: readonly Event[], next: Next, drop: () => void) => void,
 ): Builder {
-  return withChildren(action, children, (next, drop) => (value) => {
+  return counting(action, children, (next, drop, _limits, counter) => (value) => {
+    counter.count++;
     if (Array.isArray(value)) apply(value, next, drop);
     else drop();
   });

@@ -5,6 +5,8 @@ import { errorMessage } from "../../platform/errors.js";
 import {
   type ActionDefinition,
   buildChildren,
+  claimCounter,
+  counterOf,
   discard,
   type Flow,
   fanOut,
@@ -41,6 +43,7 @@ export const where: ActionDefinition = {
  * child beyond the conditions gets events that matched none.
  */
 export const split: ActionDefinition = {
+  routes: true,
   compile(params, children, path) {
     const conditions = conditionsParam(params, path, "split", ":split takes a vector of conditions");
     if (children.length !== conditions.length && children.length !== conditions.length + 1) {
@@ -124,7 +127,9 @@ export const by: ActionDefinition = {
     const keyOf = forkKeyOf(readers);
     /** Forks are collected when both are set: every `interval` seconds, those idle for `ttl`. */
     const gc = gcInterval === undefined ? undefined : { interval: gcInterval, ttl: forkTtl ?? gcInterval };
+    const slot = claimCounter();
     return (runtime) => {
+      const counter = counterOf(runtime, slot);
       const forks = new Map<unknown, { next: Next; seen: number }>();
       const maxForks = runtime.limits.forks;
       const drop = runtime.dropped("by");
@@ -134,6 +139,7 @@ export const by: ActionDefinition = {
         for (const [key, fork] of forks) if (now - fork.seen > ttl) forks.delete(key);
       };
       return (value) => {
+        counter.count++;
         if (Array.isArray(value)) {
           drop();
           return;
@@ -195,6 +201,7 @@ export function exceptionEvent(value: Flow, description: string): Event {
  * run of an event through the first child (under an `async-queue`), are counted as usual.
  */
 export const exceptionStream: ActionDefinition = {
+  routes: true,
   compile(params, children, path) {
     expectCount(params, 0, 0, path, "exception-stream", "");
     const [body, handler] = children;

@@ -4,7 +4,7 @@
  * and the phase-2 fixed windows ssort (each window's events sorted by a field) and ratio (the
  * ratio of two conditions' counts per window). Every clock is event time (seconds).
  */
-import { type ActionDefinition, type Builder, type Next, onEvents, withChildren } from "../action.js";
+import { type ActionDefinition, type Builder, counting, type Next, onEvents } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { compileCondition, compileField } from "../condition.js";
 import { type EdnValue, sequenceItems } from "../edn.js";
@@ -121,11 +121,12 @@ function timeWindowBuilder(
   children: readonly Builder[],
   toOutput: (events: Event[], next: Next, drop: () => void) => void,
 ): Builder {
-  return withChildren(action, children, (next, drop, limits) => {
+  return counting(action, children, (next, drop, limits, counter) => {
     const windows = new FixedTimeWindows(duration, delay, limits.windowEvents, (events) =>
       toOutput(events, next, drop),
     );
     return (value) => {
+      counter.count++;
       if (Array.isArray(value) || !windows.add(value)) drop();
     };
   });

@@ -12,6 +12,9 @@
  * route tells it who subscribes, the token (a digest of it) when the guard checked one, else the
  * client address (`request.ip`, which `http.trust-proxy` may take from `X-Forwarded-For`).
  *
+ * The tap route, `GET /api/v1/stream/<name>/tap[?point=<tap point>]`, is the same subscription on
+ * the channel of a stream's tap (channels-tap.ts), answered 404 for an unknown stream or tap point.
+ *
  * The URL may hold a token: nothing here logs it (nor the URL).
  */
 import { createHash } from "node:crypto";
@@ -24,14 +27,17 @@ import type { RouteDescription } from "../../platform/openapi.js";
 import { queryOf, queryString } from "../../platform/query.js";
 import { isPlainObject } from "../../platform/validation.js";
 import type { ChannelHub, SubscriberClient, SubscriberSocket } from "../channels.js";
+import type { Taps } from "../channels-tap.js";
 import type { Predicate } from "../condition.js";
 import { isStreamName, STREAM_NAME_RULE } from "../names.js";
 import { WHERE_QUERY } from "./streams-api.js";
 import { compileWhereQuery, whereQueryParameter } from "./where-query.js";
 
-/** What the route needs. */
+/** What the routes need. */
 export interface ChannelRoutesOptions {
   readonly hub: ChannelHub;
+  /** The streams' taps: the tap route, registered when given, subscribes to their channels. */
+  readonly taps?: Pick<Taps, "channelOf">;
   /** Runs before the upgrade when `security.require-token` is true; `undefined` leaves it open. */
   readonly guard: preHandlerHookHandler | undefined;
   /**
@@ -43,6 +49,9 @@ export interface ChannelRoutesOptions {
 
 /** The route's path; `:channel` follows the stream-name rule. */
 export const CHANNEL_ROUTE = "/api/v1/channel/:channel";
+
+/** The tap route's path: `:name` is a running stream. */
+export const TAP_ROUTE = "/api/v1/stream/:name/tap";
 
 /**
  * Largest frame accepted from a subscriber, in bytes. Subscribers only receive; this leaves room
@@ -83,6 +92,24 @@ const subscribe: RouteDescription = {
   errors: [503],
 };
 
+/** The tap route's entry in `GET /openapi.json`. */
+const tap: RouteDescription = {
+  summary:
+    "watch the events entering a stream, or leaving the action of one of its :tap-point, over a WebSocket (101; 426 without an upgrade)",
+  query: {
+    point: {
+      type: "string",
+      pattern: "^[A-Za-z0-9._-]{1,128}$",
+      description: "a :tap-point of the stream's configuration; without it, the events entering the stream",
+    },
+    query: WHERE_QUERY,
+    token: { type: "string", description: "a registry token, for browsers (with security.require-token)" },
+  },
+  success: { status: 101, description: "switching protocols: the tap's WebSocket, one event per text frame" },
+  // 404: no such stream or tap point; 503: the server holds as many subscribers as it accepts.
+  errors: [404, 503],
+};
+
 /** What the hooks decided for a subscription, handed to the WebSocket handler. */
 interface Subscription {
   readonly channel: string;
@@ -91,8 +118,9 @@ interface Subscription {
 }
 
 /**
- * Registers `@fastify/websocket` (once per server: it listens to the server's `upgrade` event)
- * and the subscription route.
+ * Registers `@fastify/websocket` (once per server: it listens to the server's `upgrade` event),
+ * the subscription route and the tap route (`GET /api/v1/stream/<name>/tap[?point=<tap point>]`,
+ * the same subscription on the stream's tap channel).
  */
 export async function channelRoutes(app: FastifyInstance, options: ChannelRoutesOptions): Promise<void> {
   const { hub, guard } = options;
@@ -126,48 +154,76 @@ export async function channelRoutes(app: FastifyInstance, options: ChannelRoutes
   }
 
   const subscriptions = new WeakMap<FastifyRequest, Subscription>();
-  const prepare: preHandlerAsyncHookHandler = async (request) => {
+  /** Decides a subscription before the upgrade; `channelOf` reads (and checks) the channel. */
+  const prepare =
+    (channelOf: (request: FastifyRequest) => string): preHandlerAsyncHookHandler =>
+    async (request) => {
+      const channel = channelOf(request);
+      const query = whereQueryParameter(queryOf(request.query));
+      const matches = query === undefined ? undefined : compileWhereQuery(query);
+      if (request.ws) {
+        if (!hub.hasRoom()) {
+          hub.countRefusedFull();
+          throw new UnavailableError("too many WebSocket subscribers: the server accepts no more for now");
+        }
+        subscriptions.set(request, { channel, matches, client: clientOf(request, guard !== undefined) });
+      }
+    };
+  const channelOf = (request: FastifyRequest) => {
     const channel = stringParameter(request.params, "channel") ?? "";
     if (!isChannelName(channel)) throw new InvalidError(`channel name ${STREAM_NAME_RULE}`);
-    const query = whereQueryParameter(queryOf(request.query));
-    const matches = query === undefined ? undefined : compileWhereQuery(query);
-    if (request.ws) {
-      if (!hub.hasRoom()) {
-        hub.countRefusedFull();
-        throw new UnavailableError("too many WebSocket subscribers: the server accepts no more for now");
-      }
-      subscriptions.set(request, { channel, matches, client: clientOf(request, guard !== undefined) });
+    return channel;
+  };
+  const taps = options.taps;
+  /** The channel of the tap a request names (`:name`, `?point=`); 404 for an unknown one. */
+  const tapChannelOf = (streams: Pick<Taps, "channelOf">) => (request: FastifyRequest) => {
+    const name = stringParameter(request.params, "name") ?? "";
+    const point = queryString(queryOf(request.query), "point");
+    if (point !== undefined && !isStreamName(point)) throw new InvalidError(`field point: ${STREAM_NAME_RULE}`);
+    return streams.channelOf(name, point);
+  };
+  const upgradeRequired = async () => {
+    throw new VigieError(
+      "VIGIE_ERR_UPGRADE_REQUIRED",
+      "this route needs a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)",
+      { Upgrade: "websocket", Connection: "Upgrade" },
+    );
+  };
+  const wsHandler = (socket: WebSocket, request: FastifyRequest) => {
+    // Under app.injectWS() (tests) the connection is a stream pair, not a TCP socket.
+    const raw: unknown = request.raw.socket;
+    const connection = raw instanceof Socket ? raw : undefined;
+    // An open subscription may stay idle between events: the hub's pings decide when it is dead.
+    connection?.setTimeout(0);
+    const subscription = subscriptions.get(request);
+    subscriptions.delete(request);
+    // Cannot happen (prepare runs before every upgrade); close rather than serve unfiltered.
+    if (subscription === undefined) socket.close(1011, "subscription not prepared");
+    else {
+      const subscriber = new WebSocketSubscriber(socket, connection);
+      hub.subscribe(subscription.channel, subscriber, subscription.matches, subscription.client);
     }
   };
+  const preHandler = (decide: preHandlerAsyncHookHandler) => (guard === undefined ? [decide] : [guard, decide]);
 
   app.route({
     method: "GET",
     url: CHANNEL_ROUTE,
-    preHandler: guard === undefined ? [prepare] : [guard, prepare],
+    preHandler: preHandler(prepare(channelOf)),
     config: { openapi: subscribe },
-    handler: async () => {
-      throw new VigieError(
-        "VIGIE_ERR_UPGRADE_REQUIRED",
-        "this route needs a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)",
-        { Upgrade: "websocket", Connection: "Upgrade" },
-      );
-    },
-    wsHandler: (socket, request) => {
-      // Under app.injectWS() (tests) the connection is a stream pair, not a TCP socket.
-      const raw: unknown = request.raw.socket;
-      const connection = raw instanceof Socket ? raw : undefined;
-      // An open subscription may stay idle between events: the hub's pings decide when it is dead.
-      connection?.setTimeout(0);
-      const subscription = subscriptions.get(request);
-      subscriptions.delete(request);
-      // Cannot happen (prepare runs before every upgrade); close rather than serve unfiltered.
-      if (subscription === undefined) socket.close(1011, "subscription not prepared");
-      else {
-        const subscriber = new WebSocketSubscriber(socket, connection);
-        hub.subscribe(subscription.channel, subscriber, subscription.matches, subscription.client);
-      }
-    },
+    handler: upgradeRequired,
+    wsHandler,
   });
+  if (taps !== undefined) {
+    app.route({
+      method: "GET",
+      url: TAP_ROUTE,
+      preHandler: preHandler(prepare(tapChannelOf(taps))),
+      config: { openapi: tap },
+      handler: upgradeRequired,
+      wsHandler,
+    });
+  }
 }
 
 /**
