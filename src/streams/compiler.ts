@@ -5,8 +5,10 @@
  */
 import type { Builder } from "./action.js";
 import { actionNamed } from "./actions/catalogue.js";
+import { fieldsParam } from "./actions/params.js";
 import { CompileError } from "./compile-error.js";
 import { type EdnValue, isKeyword, isMap, mapGet, sequenceItems } from "./edn.js";
+import type { FieldPath } from "./event.js";
 import { type Declarations, NO_DECLARATIONS } from "./io.js";
 
 /** A compiled stream configuration. */
@@ -17,6 +19,11 @@ export interface CompiledConfig {
   readonly default: boolean;
   /** `:persist true`: the configuration is written to the first stream directory. */
   readonly persist: boolean;
+  /**
+   * `:partition-by [f ...]`: the fields whose values choose an event's partition (partition.ts),
+   * or undefined for a stream that is not partitioned.
+   */
+  readonly partitionBy: readonly FieldPath[] | undefined;
 }
 
 function flagOf(config: { map: Array<[EdnValue, EdnValue]> }, name: string): boolean {
@@ -26,8 +33,18 @@ function flagOf(config: { map: Array<[EdnValue, EdnValue]> }, name: string): boo
   return value;
 }
 
+/** `:partition-by [f ...]`: a non-empty vector of fields (keywords, or vectors of them for nested fields). */
+function partitionByOf(config: { map: Array<[EdnValue, EdnValue]> }): FieldPath[] | undefined {
+  const value = mapGet(config, "partition-by");
+  if (value === undefined || value === null) return undefined;
+  const fields = fieldsParam(value, ":partition-by", "partition-by");
+  if (fields.length === 0) throw new CompileError(":partition-by", "needs at least one field");
+  return fields;
+}
+
 /**
- * Compiles the top map of a stream configuration `{:actions {...} :default bool :persist bool}`.
+ * Compiles the top map of a stream configuration
+ * `{:actions {...} :default bool :persist bool :partition-by [f ...]}`.
  * Other keys of the top map are kept (and returned by GET) but not interpreted.
  * @param declarations the outputs and async queues that `output` and `async-queue` may name
  * @throws CompileError naming the node path and the problem
@@ -40,6 +57,7 @@ export function compileConfig(config: EdnValue, declarations: Declarations = NO_
     build: compileNode(actions, "actions", declarations),
     default: flagOf(config, "default"),
     persist: flagOf(config, "persist"),
+    partitionBy: partitionByOf(config),
   };
 }
 
