@@ -15,6 +15,7 @@ import { isPlainObject } from "../platform/validation.js";
 import type { Flow } from "./action.js";
 import type { Stream, StreamEngine } from "./engine.js";
 import type { Event } from "./event.js";
+import { parsePartitionKey } from "./partition.js";
 
 /** Milliseconds a non-owner waits for the owner's answer to a query. */
 export const QUERY_TIMEOUT_MS = 2_000;
@@ -44,16 +45,31 @@ export interface StreamClusterMetrics {
   consumed(stream: string, count: number): void;
 }
 
-/** The subject of a stream's forwarded events. */
-export function eventsSubject(stream: string): string {
-  return `vigie.events.${subjectToken(stream)}`;
+/**
+ * A stream's (or partition's) subject under `prefix`: `<prefix>.<escaped name>`, and for partition
+ * k of a partitioned stream (key `name#k`) `<prefix>.<escaped name>.<k>`. Escaped names hold no
+ * `.`, so a partition's subject never equals a stream's.
+ */
+function subjectOf(prefix: string, key: string): string {
+  const { stream, partition } = parsePartitionKey(key);
+  const subject = `${prefix}.${subjectToken(stream)}`;
+  return partition === undefined ? subject : `${subject}.${partition}`;
+}
+
+/**
+ * The subject of a stream's forwarded events: `vigie.events.<stream>`, or
+ * `vigie.events.<stream>.<k>` for partition k (key `stream#k`) of a partitioned stream.
+ */
+export function eventsSubject(key: string): string {
+  return subjectOf("vigie.events", key);
 }
 
 /** The longest consumer name JetStream accepts. */
 const MAX_CONSUMER_NAME = 255;
 
 /**
- * The durable consumer of a stream's forwarded events: `vigie-<escaped name>`, or, when escaping
+ * The durable consumer of a stream's forwarded events: `vigie-<escaped name>` (a partition's key
+ * `stream#k` escapes to `stream~23k`, which no stream name gives), or, when escaping
  * makes that longer than JetStream's 255 characters (a long name with many dots), its first 200
  * characters and a SHA-256 of the stream name, which keeps names distinct.
  */
@@ -63,9 +79,9 @@ export function consumerName(stream: string): string {
   return `${name.slice(0, 200)}-${createHash("sha256").update(stream).digest("hex").slice(0, 32)}`;
 }
 
-/** The subject of the queries a stream's owner answers. */
-export function querySubject(stream: string): string {
-  return `vigie.query.${subjectToken(stream)}`;
+/** The subject of the queries a stream's (or a partition's, key `stream#k`) owner answers. */
+export function querySubject(key: string): string {
+  return subjectOf("vigie.query", key);
 }
 
 /** The subject a channel's publications travel on between instances. */
@@ -92,8 +108,11 @@ export interface ReceivedQuery {
  */
 type Answer = { readonly value: unknown } | { readonly status: number; readonly error: string };
 
-/** What the owner runs for a query (the routes' own code: compile the query, search the index). */
-export type QueryRunner = (stream: Stream, query: ReceivedQuery) => Promise<unknown>;
+/**
+ * What the owner runs for a query (the routes' own code: compile the query, search the index);
+ * `partition` is set for a partition of a partitioned stream, which is answered alone.
+ */
+export type QueryRunner = (stream: Stream, query: ReceivedQuery, partition?: number) => Promise<unknown>;
 
 /** The error codes, to find the code of a status an owner answered. */
 const CODES = Object.keys(STATUS_OF).filter(isErrorCode);
@@ -170,7 +189,8 @@ export class StreamCluster {
       send: (name, events) => this.#send(name, events),
       ask: (name, query) => this.ask(name, query),
     };
-    leases.setKeys(() => engine.names());
+    // A partitioned stream is leased partition by partition, so that its load spreads.
+    leases.setKeys(() => engine.leaseKeys());
     leases.listen({
       gained: (names) => {
         for (const name of names) this.#startConsumer(name);
@@ -252,7 +272,9 @@ export class StreamCluster {
     await Promise.all([...this.#consumers.keys()].map((name) => this.#stopConsumer(name)));
   }
 
-  #forward(name: string, events: readonly Event[]): Promise<void> {
+  #forward(key: string, events: readonly Event[]): Promise<void> {
+    // Counted by stream, not by partition: 64 series per stream would be noise.
+    const name = parsePartitionKey(key).stream;
     if (!this.nats.connected()) {
       this.metrics.dropped(name, events.length);
       return Promise.reject(
@@ -260,7 +282,7 @@ export class StreamCluster {
       );
     }
     const data = encoder.encode(JSON.stringify(events));
-    return this.nats.jetstream.publish(eventsSubject(name), data).then(
+    return this.nats.jetstream.publish(eventsSubject(key), data).then(
       () => this.metrics.forwarded(name, events.length),
       (error: unknown) => {
         this.metrics.dropped(name, events.length);
@@ -271,13 +293,13 @@ export class StreamCluster {
     );
   }
 
-  #send(name: string, events: readonly Event[]): void {
+  #send(key: string, events: readonly Event[]): void {
     if (this.#unacknowledged >= MAX_UNACKNOWLEDGED_SENDS) {
-      this.metrics.dropped(name, events.length);
+      this.metrics.dropped(parsePartitionKey(key).stream, events.length);
       return;
     }
     this.#unacknowledged++;
-    this.#forward(name, events)
+    this.#forward(key, events)
       .catch(() => {})
       .finally(() => {
         this.#unacknowledged--;
@@ -335,10 +357,17 @@ export class StreamCluster {
     if (consumer === undefined) return;
     this.#consumers.delete(name);
     await consumer.stop();
-    // What the stream holds (windows, index) is not carried to the next owner: when this instance
-    // owns it again later, it starts empty too.
-    const stream = this.engine.get(name);
-    if (stream !== undefined) this.engine.add(name, stream.config, stream.origin, stream.compiled);
+    // What the stream (or partition) holds (windows, index) is not carried to the next owner: when
+    // this instance owns it again later, it starts empty too.
+    const { stream: streamName, partition } = parsePartitionKey(name);
+    const stream = this.engine.get(streamName);
+    if (stream === undefined) return;
+    if (partition === undefined && stream.partitionOf === undefined) {
+      this.engine.add(streamName, stream.config, stream.origin, stream.compiled);
+    } else if (partition !== undefined && stream.partitionOf !== undefined) {
+      stream.resetPart(partition);
+    }
+    // Otherwise the stream was replaced (partitioned since, or no longer): it started empty then.
   }
 
   async #consume(name: string, started: (messages: { stop(): void }) => void): Promise<void> {
@@ -377,22 +406,30 @@ export class StreamCluster {
       message.term();
       return;
     }
-    const stream = this.engine.get(name);
-    if (stream === undefined) this.metrics.dropped(name, events.length);
+    const { stream: streamName, partition } = parsePartitionKey(name);
+    const stream = this.engine.get(streamName);
+    if (stream === undefined) this.metrics.dropped(streamName, events.length);
     else {
-      stream.push(events);
-      this.metrics.consumed(name, events.length);
+      if ((partition === undefined) === (stream.partitionOf === undefined)) stream.pushPart(partition, events);
+      // Sent before the stream was replaced by one partitioned otherwise: delivered as a new push.
+      else void this.engine.deliver([stream], events, false);
+      this.metrics.consumed(streamName, events.length);
     }
     message.ack();
   }
 
   async #answer(name: string, data: Uint8Array): Promise<Answer> {
-    const stream = this.engine.get(name);
-    if (stream === undefined || !this.leases.owns(name)) {
+    const { stream: streamName, partition } = parsePartitionKey(name);
+    const stream = this.engine.get(streamName);
+    if (
+      stream === undefined ||
+      !this.leases.owns(name) ||
+      (partition === undefined) !== (stream.partitionOf === undefined)
+    ) {
       return { status: 503, error: `owner of stream ${name} unavailable` };
     }
     try {
-      return { value: await this.runQuery(stream, parseQuery(data)) };
+      return { value: await this.runQuery(stream, parseQuery(data), partition) };
     } catch (error) {
       if (error instanceof VigieError) return { status: STATUS_OF[error.code], error: error.message };
       return { status: 500, error: "the owner could not answer the query" };

@@ -7,6 +7,7 @@
  */
 
 import { type Migration, type QueryExecutorProvider, sql } from "kysely";
+import { migrationDialect } from "../database.js";
 import { runDdl } from "../ddl.js";
 
 /** The platform's migrations for the cluster tables. */
@@ -23,6 +24,14 @@ export const clusterMigrations: Readonly<Record<string, Migration>> = {
         `create table stream_leases (name varchar(128) primary key, owner varchar(100),
           epoch bigint default 0 not null, expires_at timestamptz)`,
       ]),
+  },
+  // A partition of a stream is leased as `<name>#<k>`: 128 characters of name and `#63`.
+  "platform-0003-stream-partition-leases": {
+    up: (db) =>
+      runDdl(
+        db,
+        migrationDialect(db) === "postgres" ? ["alter table stream_leases alter column name type varchar(140)"] : [],
+      ),
   },
 };
 
