@@ -794,7 +794,7 @@ async function partPartition(cluster) {
   );
   const rows = [];
   // One instance, cluster disabled: it runs the 64 partitions alone.
-  const database = await temporaryDatabase("partition-single");
+  const database = await temporaryDatabase("partition_single");
   const single = await startInstance({ id: "single", database });
   try {
     const created = await call("POST", `${single.base}/api/v1/stream/${stream}`, streamConfig(PARTITIONED_STREAM));
