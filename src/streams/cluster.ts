@@ -5,6 +5,8 @@
  * the owner consumes them with a durable pull consumer per stream (`vigie-<stream>`) and
  * acknowledges them once run. Index searches and current-time on a non-owner are answered by the
  * owner over NATS request/reply; channel publications reach the subscribers of every instance.
+ * A partitioned stream (`:partition-by`) is all of this per partition: each partition `<stream>#<k>`
+ * has its own lease, subject (`vigie.events.<stream>.<k>`), consumer and query subject.
  */
 import { createHash } from "node:crypto";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
