@@ -195,9 +195,12 @@ export class StreamCluster {
     leases.setKeys(() => engine.leaseKeys());
     leases.listen({
       gained: (names) => {
+        logger.info({ streams: names }, "streams (or partitions) run here now");
         for (const name of names) this.#startConsumer(name);
       },
       lost: async (names) => {
+        // Their state restarts empty wherever they run next: worth a line when it happens.
+        logger.info({ streams: names }, "streams (or partitions) no longer run here");
         await Promise.all(names.map((name) => this.#stopConsumer(name)));
       },
     });

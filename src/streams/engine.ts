@@ -360,7 +360,9 @@ export class StreamEngine {
   /**
    * Delivers events to streams: those this instance runs get them now; in cluster mode those
    * owned by another instance get them through their owner (forwarded first, so that they are
-   * serialised before an action of a local stream can touch them).
+   * serialised before an action of a local stream can touch them), and the events of a partitioned
+   * stream all go through JetStream to their partition's owner, this instance included, so that
+   * the events of one key keep their order whichever instances received them.
    * @param wait whether the caller awaits the owners' acknowledgement (a client's request does)
    * @returns a promise when events went to another instance and `wait` is true; it rejects with
    *   an UnavailableError when one of them could not be handed over (the local pushes happened)
@@ -372,26 +374,29 @@ export class StreamEngine {
       return undefined;
     }
     let pending: Promise<void>[] | undefined;
-    // What this instance runs, pushed once everything else was handed over.
-    const here: Array<{ stream: Stream; partition: number | undefined; events: readonly Event[] }> = [];
-    const place = (stream: Stream, key: string, partition: number | undefined, batch: readonly Event[]) => {
-      if (forwarder.owns(key)) here.push({ stream, partition, events: batch });
-      else if (!wait) forwarder.send(key, batch);
+    // The unpartitioned streams this instance runs, pushed once everything else was handed over.
+    let here: Stream[] | undefined;
+    const hand = (key: string, batch: readonly Event[]) => {
+      if (!wait) forwarder.send(key, batch);
       else if (pending === undefined) pending = [forwarder.forward(key, batch)];
       else pending.push(forwarder.forward(key, batch));
     };
     for (const stream of streams) {
       const groups = stream.split(events);
-      if (groups === undefined) place(stream, stream.name, undefined, events);
-      else {
-        // A partitioned stream: each partition's events to its owner, in order.
-        for (const [k, group] of groups.entries()) {
-          const part = stream.parts[k];
-          if (group !== undefined && part !== undefined) place(stream, part.key, k, group);
-        }
+      if (groups === undefined) {
+        if (!forwarder.owns(stream.name)) hand(stream.name, events);
+        else if (here === undefined) here = [stream];
+        else here.push(stream);
+        continue;
+      }
+      // A partition's events all go through JetStream, its owner's own included: run at once, they
+      // could overtake the events of the same key that another instance forwarded just before.
+      for (const [k, group] of groups.entries()) {
+        const part = stream.parts[k];
+        if (group !== undefined && part !== undefined) hand(part.key, group);
       }
     }
-    for (const { stream, partition, events: batch } of here) stream.pushPart(partition, batch);
+    if (here !== undefined) for (const stream of here) stream.push(events);
     const waiting: Promise<void>[] | undefined = pending;
     if (waiting === undefined) return undefined;
     return waiting.length === 1 ? waiting[0] : Promise.all(waiting).then(() => undefined);

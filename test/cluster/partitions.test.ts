@@ -128,14 +128,23 @@ describe.skipIf(SKIP !== undefined)("a partitioned stream across three instances
     const lastSeq = ROUNDS * PER_ROUND - 1;
     for (const instance of cluster.instances) {
       // Merged over the three owners: every host's latest event is its last one.
+      let seen: IndexedEvent[] | undefined;
       const last = await until(
         async () => {
           const found = await search(instance, '[:= :service "last"]', true);
+          seen = found ?? seen;
           return found?.length === hosts && found.every((event) => event.seq === lastSeq) ? found : undefined;
         },
         `the latest event of the ${hosts} hosts through ${instance.id}`,
         20_000,
-      );
+      ).catch(async (error) => {
+        const behind = (seen ?? []).filter((event) => event.seq !== lastSeq);
+        const now = await owners(instance);
+        const moved = [...now].filter(([k, id]) => spread.get(k) !== id).map(([k]) => k);
+        throw new Error(
+          `${error}: ${seen?.length} hosts found, ${behind.length} behind (e.g. ${JSON.stringify(behind.slice(0, 3))}); partitions moved since: ${JSON.stringify(moved)}\n${cluster.outputs(1_500)}`,
+        );
+      });
       const holders = new Set(last.map((event) => spread.get(partitionOf({ host: event.host }))));
       expect(holders.size, "owners whose partitions answered").toBe(3);
     }
@@ -208,7 +217,7 @@ describe.skipIf(SKIP !== undefined)("a partitioned stream across three instances
       20_000,
     ).catch((error) => {
       throw new Error(
-        `${error}: ${missing.length} of ${expected.size} missing, e.g. ${missing.slice(0, 5).join(", ")}`,
+        `${error}: ${missing.length} of ${expected.size} missing, e.g. ${missing.slice(0, 5).join(", ")}, in partitions ${JSON.stringify([...new Set(missing.map((host) => partitionOf({ host })))])}, owned before the kill by ${JSON.stringify([...new Set(missing.map((host) => before.get(partitionOf({ host }))))])}; first push after the kill ${JSON.stringify(afterKill[0]?.hosts.slice(0, 2))}\n${cluster.outputs(6_000)}`,
       );
     });
     console.info(

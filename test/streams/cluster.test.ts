@@ -134,7 +134,7 @@ function engineWith(recorder: Recorder, mutate = true) {
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("StreamEngine.deliver in cluster mode", () => {
-  it("hands each partition of a partitioned stream to its owner, in order, and runs its own", async () => {
+  it("hands each partition of a partitioned stream to JetStream in order, its own partitions too", async () => {
     const recorder: Recorder = { log: [], forwarded: [] };
     const { engine, taps } = engineWith(recorder, false);
     const stream = engine.add("p", parseEdn("{:partition-by [:host] :actions {:action :tap :params [:t]}}"), {
@@ -145,13 +145,14 @@ describe("StreamEngine.deliver in cluster mode", () => {
     const mine = partitionOf({ host: "h0" });
     engine.forwarder = fakeForwarder(new Set([`p#${mine}`]), recorder);
     await engine.deliver([stream], events);
-    const local = events.filter((event) => partitionOf(event) === mine);
-    expect(taps.get("p")).toEqual(local);
+    // Run here, they could overtake events of the same host that another instance forwarded earlier.
+    expect(taps.get("p")).toBeUndefined();
     const byKey = new Map<string, Event[]>();
     for (const event of events) {
       const k = partitionOf(event);
-      if (k !== mine) byKey.set(`p#${k}`, [...(byKey.get(`p#${k}`) ?? []), event]);
+      byKey.set(`p#${k}`, [...(byKey.get(`p#${k}`) ?? []), event]);
     }
+    expect(byKey.has(`p#${mine}`)).toBe(true);
     expect(recorder.forwarded.map((entry) => entry.name).sort()).toEqual([...byKey.keys()].sort());
     for (const entry of recorder.forwarded) expect(JSON.parse(entry.json)).toEqual(byKey.get(entry.name));
     expect(engine.leaseKeys()).toHaveLength(64);
