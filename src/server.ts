@@ -144,7 +144,7 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     try {
       await cluster?.connect();
       const links = serverLinks(config, moduleList);
-      const outputs = createOutputs(config, moduleList, metricsRegistry, app.log);
+      const outputs = await createOutputs(config, moduleList, metricsRegistry, app.log, database, cluster?.nats);
       const context = await setUp(
         app,
         config,
@@ -168,6 +168,8 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
         reload: (fresh) => lifecycle.reload(fresh),
         close: async () => {
           try {
+            // Durable outputs' messages go back to JetStream while NATS is still open.
+            if (cluster !== undefined) await outputs.outputs.handOver();
             // Leases first: another instance takes this one's work at once, not after the lease.
             await cluster?.stop();
             await app.close();

@@ -12,6 +12,7 @@ import pg from "pg";
 import { clusterMigrations } from "./cluster/storage.js";
 import { runDdl } from "./ddl.js";
 import { errorMessage } from "./errors.js";
+import { outputQueueMigrations } from "./outputs/durable-storage.js";
 import {
   createPrivateFileSync,
   type ModeWarning,
@@ -209,9 +210,13 @@ export async function openDatabase(
   };
 }
 
-/** The platform's own migrations (the cluster's tables included, empty on SQLite). */
+/**
+ * The platform's own migrations (the cluster's tables included, empty on SQLite; the durable
+ * outputs' queue table).
+ */
 export const platformMigrations: Readonly<Record<string, Migration>> = {
   ...clusterMigrations,
+  ...outputQueueMigrations,
   "platform-0001-settings": {
     up: (db) => runDdl(db, ["create table settings (key varchar(200) primary key, value text not null)"]),
   },

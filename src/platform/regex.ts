@@ -28,6 +28,13 @@ export interface LinearRegex {
   test(input: string | Uint8Array): boolean;
   /** Whether the pattern matches the whole of `input`, as Java's `String.matches` does. */
   testWhole(input: string): boolean;
+  /** Capture groups of the pattern (0 when it has none). */
+  readonly groups: number;
+  /**
+   * What the first capture group captured at the first match in `input` (searched, unanchored),
+   * or undefined when nothing matched or the group took no part in the match.
+   */
+  firstGroup(input: string): string | undefined;
 }
 
 /** What RE2 says of a pattern, without its `error parsing regexp: ` preamble. */
@@ -51,6 +58,11 @@ export function compileLinearRegex(pattern: string): LinearRegex {
     source: pattern,
     test: (input) => compiled.test(input),
     testWhole: (input) => compiled.testExact(input),
+    groups: compiled.groupCount(),
+    firstGroup: (input) => {
+      const matcher = compiled.matcher(input);
+      return matcher.find() ? (matcher.group(1) ?? undefined) : undefined;
+    },
   };
 }
 

@@ -4,20 +4,29 @@
  * `VIGIE_EVENTS`, subject `vigie.events.<stream>`, one message per request and target stream);
  * the owner consumes them with a durable pull consumer per stream (`vigie-<stream>`) and
  * acknowledges them once run. Index searches and current-time on a non-owner are answered by the
- * owner over NATS request/reply; channel publications reach the subscribers of every instance.
+ * owner over NATS request/reply (an answer larger than one NATS message in parts: query-parts.ts);
+ * channel publications reach the subscribers of every instance.
  * A partitioned stream (`:partition-by`) is all of this per partition: each partition `<stream>#<k>`
  * has its own lease, subject (`vigie.events.<stream>.<k>`), consumer and query subject.
  */
 import { createHash } from "node:crypto";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
-import { EVENTS_STREAM, type LeaseSet, type NatsLink, subjectToken } from "../platform/cluster/index.js";
+import {
+  EVENTS_STREAM,
+  eventsOfMessage,
+  type LeaseSet,
+  type NatsLink,
+  subjectToken,
+} from "../platform/cluster/index.js";
 import { type ErrorCode, errorMessage, STATUS_OF, UnavailableError, VigieError } from "../platform/errors.js";
 import { isPlainObject } from "../platform/validation.js";
 import type { Flow } from "./action.js";
 import type { Stream, StreamEngine } from "./engine.js";
 import type { Event } from "./event.js";
 import { parsePartitionKey } from "./partition.js";
+import { answerTooLarge, type BoundsWording, tooManyResults } from "./query-answer.js";
+import { PartsError, requestInParts, respondInParts } from "./query-parts.js";
 
 /** Milliseconds a non-owner waits for the owner's answer to a query. */
 export const QUERY_TIMEOUT_MS = 2_000;
@@ -111,8 +120,17 @@ export interface ReceivedQuery {
 type Answer = { readonly value: unknown } | { readonly status: number; readonly error: string };
 
 /**
- * What the owner runs for a query (the routes' own code: compile the query, search the index);
- * `partition` is set for a partition of a partitioned stream, which is answered alone.
+ * An answer its runner serialised already (a slice per turn of the event loop, while measuring
+ * it): the UTF-8 JSON text `{"value": ...}`, sent as it is.
+ */
+export class EncodedAnswer {
+  constructor(readonly json: Uint8Array) {}
+}
+
+/**
+ * What the owner runs for a query (the routes' own code: compile the query, search the index): the
+ * answer's value, or its {@link EncodedAnswer}; `partition` is set for a partition of a partitioned
+ * stream, which is answered alone.
  */
 export type QueryRunner = (stream: Stream, query: ReceivedQuery, partition?: number) => Promise<unknown>;
 
@@ -189,7 +207,7 @@ export class StreamCluster {
       owns: (name) => leases.owns(name),
       forward: (name, events) => this.#forward(name, events),
       send: (name, events) => this.#send(name, events),
-      ask: (name, query) => this.ask(name, query),
+      ask: (name, query, bounds) => this.ask(name, query, bounds),
     };
     // A partitioned stream is leased partition by partition, so that its load spreads.
     leases.setKeys(() => engine.leaseKeys());
@@ -212,22 +230,44 @@ export class StreamCluster {
   }
 
   /**
-   * Asks the owner of `stream` (index search, current-time).
+   * Asks the owner of `stream` (index search, current-time). A large answer arrives in parts
+   * (query-parts.ts), each awaited at most {@link QUERY_TIMEOUT_MS}, the whole held to `bounds`
+   * (default: `max-query-bytes` and `max-query-results` of this instance's streams, named as an
+   * index search's).
    * @throws UnavailableError `owner of stream <name> unavailable` after {@link QUERY_TIMEOUT_MS}
-   *   without an answer; the owner's own error (an invalid query) as it answered it
+   *   without an answer or a part of it; QueryBoundError when the answer exceeds `bounds` (with the
+   *   message of an answer beyond them on one instance); the owner's own error (an invalid query,
+   *   an answer beyond its bounds) as it answered it
    */
-  async ask(stream: string, query: Query): Promise<unknown> {
+  async ask(stream: string, query: Query, bounds?: BoundsWording): Promise<unknown> {
+    const limits: BoundsWording = bounds ?? {
+      results: this.engine.limits.queryResults,
+      bytes: this.engine.limits.queryBytes,
+      resultsSetting: "streams.max-query-results",
+      what: "index search",
+    };
+    const unavailable = () => new UnavailableError(`owner of stream ${stream} unavailable`);
     let answer: Answer | undefined;
     try {
-      const reply = await this.#connection.request(querySubject(stream), encoder.encode(JSON.stringify(query)), {
-        timeout: QUERY_TIMEOUT_MS,
-      });
-      answer = parseAnswer(reply.data);
-    } catch {
-      throw new UnavailableError(`owner of stream ${stream} unavailable`);
+      const reply = await requestInParts(
+        this.#connection,
+        querySubject(stream),
+        encoder.encode(JSON.stringify(query)),
+        {
+          partTimeoutMs: QUERY_TIMEOUT_MS,
+          // The answer's JSON, {"value":[...]}, is one byte shorter than the events' answer of an
+          // index search, {"events":[...]}, which max-query-bytes bounds.
+          maxBytes: limits.bytes,
+        },
+      );
+      answer = parseAnswer(reply);
+    } catch (error) {
+      if (error instanceof PartsError && error.failure.kind === "too-large") throw answerTooLarge(limits);
+      throw unavailable();
     }
-    if (answer === undefined) throw new UnavailableError(`owner of stream ${stream} unavailable`);
+    if (answer === undefined) throw unavailable();
     if ("error" in answer) throw answeredError(answer.status, answer.error);
+    if (Array.isArray(answer.value) && answer.value.length > limits.results) throw tooManyResults(limits);
     return answer.value;
   }
 
@@ -335,7 +375,8 @@ export class StreamCluster {
         if (error !== null) return;
         void this.#answer(name, message.data).then((answer) => {
           try {
-            message.respond(encoder.encode(JSON.stringify(answer)));
+            const json = answer instanceof EncodedAnswer ? answer.json : encoder.encode(JSON.stringify(answer));
+            respondInParts(this.#connection, message, json);
           } catch {
             // The connection closed meanwhile: the asker times out, as with an owner gone.
           }
@@ -401,12 +442,8 @@ export class StreamCluster {
   }
 
   #run(name: string, message: JsMsg): void {
-    let events: Event[];
-    try {
-      const parsed: unknown = JSON.parse(decoder.decode(message.data));
-      if (!Array.isArray(parsed)) throw new Error("not an array");
-      events = parsed;
-    } catch {
+    const events: Event[] | undefined = eventsOfMessage(message.data);
+    if (events === undefined) {
       // Not a message of ours: acknowledged so that it does not come back forever.
       message.term();
       return;
@@ -423,7 +460,7 @@ export class StreamCluster {
     message.ack();
   }
 
-  async #answer(name: string, data: Uint8Array): Promise<Answer> {
+  async #answer(name: string, data: Uint8Array): Promise<Answer | EncodedAnswer> {
     const { stream: streamName, partition } = parsePartitionKey(name);
     const stream = this.engine.get(streamName);
     if (
@@ -434,7 +471,8 @@ export class StreamCluster {
       return { status: 503, error: `owner of stream ${name} unavailable` };
     }
     try {
-      return { value: await this.runQuery(stream, parseQuery(data), partition) };
+      const value = await this.runQuery(stream, parseQuery(data), partition);
+      return value instanceof EncodedAnswer ? value : { value };
     } catch (error) {
       if (error instanceof VigieError) return { status: STATUS_OF[error.code], error: error.message };
       return { status: 500, error: "the owner could not answer the query" };

@@ -6,6 +6,7 @@
  */
 import type { Duration } from "../platform/duration.js";
 import { outputsSection } from "../platform/outputs/config.js";
+import { compileLinearRegex, linearRegexPattern } from "../platform/regex.js";
 import * as v from "../platform/validation.js";
 import { DEFAULT_STREAM_LIMITS } from "./action.js";
 import { DEFAULT_EVENT_BOUNDS } from "./event-bounds.js";
@@ -44,6 +45,12 @@ const riemannObject = v.object(
     enabled: v.withDefault(v.boolean(), false),
     host: v.withDefault(v.string({ min: 1 }), "127.0.0.1"),
     port: v.withDefault(v.integer(0, 65535), 5555),
+    /**
+     * A UDP port that also receives Riemann messages, one protobuf `Msg` per datagram, bound on
+     * `host`; off when absent. Datagrams get no reply (as Riemann's UDP server); a query in one is
+     * ignored. UDP needs no `enabled: true`: the TCP input and this port are independent.
+     */
+    "udp-port": v.optional(v.integer(0, 65535)),
     /** PEM files: the server certificate and key (TLS), and the CA that client certificates need. */
     "tls-cert": v.optional(v.string({ min: 1 })),
     "tls-key": v.optional(v.string({ min: 1 })),
@@ -119,6 +126,44 @@ const riemann: v.Validator<RiemannSettings> = (value, path) => {
   return section;
 };
 
+const graphiteObject = v.object(
+  {
+    enabled: v.withDefault(v.boolean(), false),
+    host: v.withDefault(v.string({ min: 1 }), "127.0.0.1"),
+    port: v.withDefault(v.integer(0, 65535), 2003),
+    /** The stream that receives the events; default: the default streams. */
+    stream: v.optional(v.string({ pattern: /^[A-Za-z0-9._-]{1,128}$/, patternRule: STREAM_NAME_RULE })),
+    /**
+     * A regular expression (RE2 syntax, linear time) searched in each metric path: its first
+     * capture group, when it matches and captured something, is the event's `host`; otherwise the
+     * host is the client's address: `^servers\.([^.]+)\.` takes `web-1` from
+     * `servers.web-1.cpu.load`.
+     */
+    "host-pattern": v.optional(linearRegexPattern),
+    /** Open connections at most; more are closed as they arrive. */
+    "max-connections": v.withDefault(v.integer(1, 100_000), 1_000),
+    /**
+     * Longest line in bytes, its end of line excluded: a connection that sends a longer one is
+     * closed (what it sent before that line was taken). Graphite paths are short: 4 KiB is ample.
+     */
+    "max-line-length": v.withDefault(v.size(), 4096),
+  },
+  { unknownKeys: "reject", optional: true },
+);
+
+/** The `streams.graphite` section (docs/inputs.md). */
+export type GraphiteSettings = ReturnType<typeof graphiteObject>;
+
+/** `streams.graphite`: `host-pattern` must have a capture group, the host. */
+const graphite: v.Validator<GraphiteSettings> = (value, path) => {
+  const section = graphiteObject(value, path);
+  const pattern = section["host-pattern"];
+  if (pattern !== undefined && compileLinearRegex(pattern).groups < 1) {
+    throw new v.ValidationError(v.childPath(path, "host-pattern"), "needs a capture group: the host", pattern);
+  }
+  return section;
+};
+
 /** The streams section of the configuration (besides `enabled`). */
 export const streamsShape = {
   /**
@@ -127,7 +172,7 @@ export const streamsShape = {
    * subdirectory of the first one, which only Vigie writes.
    */
   directories: v.withDefault<string[]>(v.array(v.string({ min: 1 })), []),
-  /** Body limit of pushes and ingestion (remote write, OTLP), in bytes (docs/configuration.md). */
+  /** Body limit of pushes and ingestion (remote write, OTLP, line protocol), in bytes (docs/configuration.md). */
   "ingestion-body-limit": v.withDefault(v.size(), 32 * 1024 * 1024),
   /** The bounds of a stream's state (docs/configuration.md); see StreamLimits. */
   "max-index-size": v.withDefault(v.integer(1, 100_000_000), DEFAULT_STREAM_LIMITS.indexSize),
@@ -155,14 +200,20 @@ export const streamsShape = {
    * applies to Riemann queries instead).
    */
   "max-query-results": v.withDefault(v.integer(1, 10_000_000), DEFAULT_STREAM_LIMITS.queryResults),
-  /** Bytes of one search's or query's answer at most (its JSON, or its protobuf reply); beyond, an error. */
+  /**
+   * Bytes of one search's or query's answer at most (its JSON, or its protobuf reply); beyond, an
+   * error. In cluster mode it also bounds an answer received from another instance's owner, as its
+   * parts arrive.
+   */
   "max-query-bytes": v.withDefault(v.size(), DEFAULT_STREAM_LIMITS.queryBytes),
   /** Outputs by name (docs/streams.md). */
   outputs: v.withDefault(outputsSection, {}),
   /** Async queues by name (docs/streams.md). */
   "async-queues": v.withDefault(named(asyncQueue), {}),
-  /** The Riemann protocol input (docs/streams.md). */
+  /** The Riemann protocol input, over TCP and UDP (docs/streams.md, docs/inputs.md). */
   riemann,
+  /** The Graphite plaintext input (docs/inputs.md). */
+  graphite,
   /** WebSocket subscribers an instance accepts at once, all channels together (docs/streams.md). */
   "max-subscribers": v.withDefault(v.integer(1, 1_000_000), 10_000),
   /**

@@ -18,6 +18,7 @@ import type { Event } from "./event.js";
 import type { EventBound } from "./event-bounds.js";
 import { detachedIo, type StreamIo } from "./io.js";
 import { PARTITION_COUNT, type Partitioner, partitionerOf, partitionKey } from "./partition.js";
+import type { BoundsWording } from "./query-answer.js";
 import type { FileStream } from "./storage.js";
 import { StreamIndex } from "./stream-index.js";
 
@@ -70,12 +71,15 @@ export interface Forwarder {
   send(name: string, events: readonly Event[]): void;
   /**
    * Asks the owner of `name` to search its index with a Riemann query (the Riemann input's
-   * queries, riemann/handler.ts); resolves with the events found.
-   * @throws UnavailableError when the owner does not answer within 2 s
+   * queries, riemann/handler.ts); resolves with the events found, received within `bounds`
+   * (a large answer comes in parts).
+   * @throws UnavailableError when the owner does not answer within 2 s (or a part of its answer);
+   *   QueryBoundError when the answer exceeds `bounds`
    */
   ask(
     name: string,
     query: { readonly kind: "riemann-search"; readonly query: string; readonly limit: number },
+    bounds?: BoundsWording,
   ): Promise<unknown>;
 }
 

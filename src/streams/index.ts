@@ -1,7 +1,8 @@
 /**
  * The streams module (docs/streams.md): named streams compiled from EDN configurations, an index
  * per stream, stream directories loaded at start-up and reloaded on SIGHUP, Prometheus remote write
- * and OpenTelemetry traces ingestion, the Riemann protocol input, outputs, async queues and
+ * and OpenTelemetry traces ingestion, InfluxDB line protocol, the Riemann (TCP, UDP) and Graphite
+ * inputs, outputs, async queues and
  * WebSocket publish/subscribe.
  */
 import { defineModule } from "../platform/module.js";
@@ -28,6 +29,17 @@ export const streamsModule = defineModule({
       path: `tcp://${section.riemann.host}:${section.riemann.port}`,
       ...(section.riemann.enabled ? {} : { enableWith: "streams.riemann.enabled: true" }),
     },
+    {
+      title: "Riemann protocol input over UDP",
+      path: `udp://${section.riemann.host}:${section.riemann["udp-port"] ?? 5555}`,
+      ...(section.riemann["udp-port"] === undefined ? { enableWith: "streams.riemann.udp-port: 5555" } : {}),
+    },
+    {
+      title: "Graphite plaintext input",
+      path: `tcp://${section.graphite.host}:${section.graphite.port}`,
+      ...(section.graphite.enabled ? {} : { enableWith: "streams.graphite.enabled: true" }),
+    },
+    { title: "InfluxDB line protocol", path: "/api/v1/influx/write" },
   ],
   check(section, platform) {
     const riemann = section.riemann;
@@ -37,6 +49,21 @@ export const streamsModule = defineModule({
         "streams.riemann.tls-ca",
         "is required when security.require-token is true: the Riemann protocol carries no token, so the input needs TLS with client certificates (tls-cert, tls-key, tls-ca)",
       );
+    }
+    // UDP and Graphite's plaintext carry no credentials either, and have no TLS to stand for a token.
+    if (section.enabled && platform.security["require-token"]) {
+      if (riemann["udp-port"] !== undefined) {
+        throw new ValidationError(
+          "streams.riemann.udp-port",
+          "cannot be set when security.require-token is true: a UDP datagram carries no token",
+        );
+      }
+      if (section.graphite.enabled) {
+        throw new ValidationError(
+          "streams.graphite.enabled",
+          "cannot be true when security.require-token is true: Graphite's plaintext protocol carries no token",
+        );
+      }
     }
   },
   outputs: (section) => section.outputs,

@@ -1,7 +1,8 @@
 /**
  * The streams metrics (docs/streams.md): `stream_events_total{stream}`,
  * `stream_dropped_events_total{stream,action,reason}` and `stream_index_size{stream}`, which the
- * engine feeds; `remote_write_samples_total{stream}` and `otlp_spans_total{stream}`, which the ingestion
+ * engine feeds; `remote_write_samples_total{stream}`, `otlp_spans_total{stream}`, `otlp_data_points_total{stream}`
+ * and `otlp_log_records_total{stream}`, which the ingestion
  * routes feed; and those of outputs, publish/subscribe, async queues and the Riemann input. Label
  * children are resolved once per stream, action, output or channel, so counting costs one call.
  */
@@ -31,7 +32,7 @@ export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engin
   const dropped = counter(
     registry,
     "stream_dropped_events_total",
-    'Events dropped: skipped by an action (reason "skipped"), or refused by a way in (action: push, otlp, remote-write, riemann, event-sink) for exceeding an event bound (reason: max-event-fields, max-event-tags, max-event-string, max-event-size).',
+    'Events dropped: skipped by an action (reason "skipped"), or refused by a way in (action: push, otlp, remote-write, riemann, graphite, influx, event-sink) for exceeding an event bound (reason: max-event-fields, max-event-tags, max-event-string, max-event-size).',
     ["stream", "action", "reason"],
   );
   const indexSizes = function* (): Generator<readonly [string, number]> {
@@ -98,6 +99,10 @@ export interface IngestionCounters {
   readonly samples: CounterByName;
   /** `otlp_spans_total{stream}`. */
   readonly spans: CounterByName;
+  /** `otlp_data_points_total{stream}`. */
+  readonly dataPoints: CounterByName;
+  /** `otlp_log_records_total{stream}`. */
+  readonly logRecords: CounterByName;
 }
 
 /** Registers the ingestion counters in `registry`. */
@@ -116,6 +121,22 @@ export function ingestionCounters(registry: Registry): IngestionCounters {
         registry,
         "otlp_spans_total",
         "Spans received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
+        ["stream"],
+      ),
+    ),
+    dataPoints: counterByLabel(
+      counter(
+        registry,
+        "otlp_data_points_total",
+        "Metric data points received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
+        ["stream"],
+      ),
+    ),
+    logRecords: counterByLabel(
+      counter(
+        registry,
+        "otlp_log_records_total",
+        "Log records received through OTLP/HTTP and pushed into streams, by stream name of the URL.",
         ["stream"],
       ),
     ),
@@ -326,4 +347,83 @@ export function clusterMetrics(registry: Registry): StreamClusterMetrics {
     dropped: (stream, count) => failed(stream).inc(count),
     consumed: (stream, count) => consumed(stream).inc(count),
   };
+}
+
+/** What became of a datagram of the Riemann UDP input. */
+export type DatagramOutcome = "ok" | "error" | "busy";
+
+/** `riemann_udp_datagrams_total{outcome}`: counts one datagram of the Riemann UDP input. */
+export type RiemannUdpMetrics = (outcome: DatagramOutcome) => void;
+
+/** Registers the Riemann UDP input's counter; every outcome's child exists from the start, at 0. */
+export function riemannUdpMetrics(registry: Registry): RiemannUdpMetrics {
+  const datagrams = counter(
+    registry,
+    "riemann_udp_datagrams_total",
+    "Datagrams received by the Riemann UDP input, by outcome: ok (events pushed), error (undecodable message or unknown stream: dropped), busy (dropped: too many large messages being handled).",
+    ["outcome"],
+  );
+  const children = {
+    ok: datagrams.labels("ok"),
+    error: datagrams.labels("error"),
+    busy: datagrams.labels("busy"),
+  };
+  return (outcome) => children[outcome].inc();
+}
+
+/** Why the Graphite input closed a connection: over `max-connections`, or a line over `max-line-length`. */
+export type GraphiteClosure = "max-connections" | "max-line-length";
+
+/** The Graphite plaintext input's metrics (docs/inputs.md). */
+export interface GraphiteMetrics {
+  /** `graphite_connections`: one more (+1) or one fewer (-1) open connection. */
+  connections(delta: 1 | -1): void;
+  /** `graphite_lines_total{outcome}`: lines taken (`ok`, events pushed) or skipped (`malformed`). */
+  lines(outcome: "ok" | "malformed", count: number): void;
+  /** `graphite_closed_connections_total{reason}`: a connection closed by a bound. */
+  closed(reason: GraphiteClosure): void;
+}
+
+/** Registers the Graphite metrics; every label's child exists from the start, at 0. */
+export function graphiteMetrics(registry: Registry): GraphiteMetrics {
+  const connections = gauge(registry, "graphite_connections", "Open connections of the Graphite plaintext input.");
+  const lines = counter(
+    registry,
+    "graphite_lines_total",
+    "Lines received by the Graphite plaintext input, by outcome: ok (an event pushed) or malformed (skipped).",
+    ["outcome"],
+  );
+  const ok = lines.labels("ok");
+  const malformed = lines.labels("malformed");
+  malformed.inc(0);
+  const closed = counter(
+    registry,
+    "graphite_closed_connections_total",
+    "Graphite connections closed by a bound, by reason: max-connections (as they arrived) or max-line-length.",
+    ["reason"],
+  );
+  closed.inc({ reason: "max-connections" }, 0);
+  closed.inc({ reason: "max-line-length" }, 0);
+  return {
+    connections: (delta) => connections.inc(delta),
+    lines: (outcome, count) => (outcome === "ok" ? ok : malformed).inc(count),
+    closed: (reason) => closed.inc({ reason }),
+  };
+}
+
+/** `influx_lines_total{outcome}`: counts lines of InfluxDB line protocol, taken (`ok`) or refused (`malformed`). */
+export type InfluxMetrics = (outcome: "ok" | "malformed", count: number) => void;
+
+/** Registers the InfluxDB line protocol counter. */
+export function influxMetrics(registry: Registry): InfluxMetrics {
+  const lines = counter(
+    registry,
+    "influx_lines_total",
+    "Lines received through the InfluxDB line protocol route, by outcome: ok (its events pushed) or malformed (refused).",
+    ["outcome"],
+  );
+  const ok = lines.labels("ok");
+  const malformed = lines.labels("malformed");
+  malformed.inc(0);
+  return (outcome, count) => (outcome === "ok" ? ok : malformed).inc(count);
 }

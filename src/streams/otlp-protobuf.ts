@@ -11,65 +11,27 @@
  */
 
 import type { Event } from "./event.js";
-import { MAX_EVENT_NESTING } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter, exceededBound } from "./event-bounds.js";
-import { KINDS, OtlpError, STATES } from "./otlp.js";
-import { FIXED64, LENGTH_DELIMITED, VARINT, WireCursor, WireError } from "./protobuf-wire.js";
+import { KINDS, STATES } from "./otlp.js";
+import {
+  hex,
+  invalidProtobuf,
+  type Json,
+  lastOccurrence,
+  OtlpValueReader,
+  OVER,
+  occurrences,
+  type Region,
+  type Resource,
+  type Scope,
+  seconds,
+  utf8,
+} from "./otlp-wire.js";
+import { FIXED64, LENGTH_DELIMITED, VARINT, WireCursor } from "./protobuf-wire.js";
 import { TurnClock } from "./slices.js";
-
-type Json = Record<string, unknown>;
-
-/** What a value decoder returns once the event is over a bound: stop reading it. */
-const OVER = Symbol("over a bound");
 
 /** Spans (or resources, or scopes) decoded between two looks at the clock, when decoding in slices. */
 const SPANS_PER_CHECK = 64;
-
-/** A region `[start, end)` of the body. */
-interface Region {
-  readonly start: number;
-  readonly end: number;
-}
-
-/** A resource's attributes, measured once for all its spans. */
-interface Resource {
-  readonly attributes: Json;
-  readonly fields: number;
-  readonly size: number;
-  readonly exceeded: EventBound | undefined;
-}
-
-const utf8 = (buffer: Uint8Array, start: number, end: number) =>
-  Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength).toString("utf8", start, end);
-
-const hex = (buffer: Uint8Array, start: number, end: number) =>
-  Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength).toString("hex", start, end);
-
-/** Nanoseconds to seconds, keeping sub-microsecond precision beyond 2^53 ns. */
-function seconds(nanoseconds: bigint): number {
-  return Number(nanoseconds / 1_000_000_000n) + Number(nanoseconds % 1_000_000_000n) / 1e9;
-}
-
-/** An int64 as a number when exactly representable (|v| ≤ 2^53), else its decimal string. */
-function int64(value: bigint): number | string {
-  return value <= 9007199254740992n && value >= -9007199254740992n ? Number(value) : value.toString();
-}
-
-/** The regions of every occurrence of field `number` (length-delimited) in `[start, end)`. */
-function occurrences(buffer: Uint8Array, start: number, end: number, number: number): Region[] {
-  const found: Region[] = [];
-  const wire = new WireCursor(buffer, start, end);
-  while (wire.position < end) {
-    const tag = wire.varint();
-    if (tag >>> 3 === number && (tag & 7) === LENGTH_DELIMITED) {
-      const at = wire.bytes();
-      found.push({ start: at, end: wire.position });
-    } else {
-      wire.skip(tag & 7);
-    }
-  }
-  return found;
-}
 
 /**
  * Decodes `ExportTraceServiceRequest` bodies into one event per span, each held to the event
@@ -81,11 +43,13 @@ export class OtlpProtobufDecoder {
   readonly refused = new Map<EventBound, number>();
   readonly #bounds: EventBounds;
   readonly #meter: EventMeter;
+  readonly #values: OtlpValueReader;
   #buffer: Uint8Array = new Uint8Array(0);
 
   constructor(bounds: EventBounds) {
     this.#bounds = bounds;
     this.#meter = new EventMeter(bounds);
+    this.#values = new OtlpValueReader(this.#meter);
   }
 
   /**
@@ -97,7 +61,7 @@ export class OtlpProtobufDecoder {
     try {
       while (!spans.next().done);
     } catch (error) {
-      throw this.#invalid(error);
+      throw invalidProtobuf(error);
     }
   }
 
@@ -113,26 +77,20 @@ export class OtlpProtobufDecoder {
         if (count % SPANS_PER_CHECK === 0 && clock.due()) await clock.turn();
       }
     } catch (error) {
-      throw this.#invalid(error);
+      throw invalidProtobuf(error);
     }
-  }
-
-  #invalid(error: unknown): unknown {
-    if (error instanceof WireError) return new OtlpError(`invalid protobuf: ${error.message}`);
-    return error;
   }
 
   /** Walks the request, yielding after each span. */
   *#spans(body: Uint8Array, emit: (event: Event) => void): Generator<void, void, void> {
     this.#buffer = body;
+    this.#values.buffer = body;
     this.refused.clear();
     for (const resourceSpans of occurrences(body, 0, body.length, 1)) {
-      const resourceRegion = occurrences(body, resourceSpans.start, resourceSpans.end, 1).pop();
-      const resource = this.#resource(resourceRegion);
+      const resource = this.#values.attributes(lastOccurrence(body, resourceSpans, 1), 1, 2);
       yield;
       for (const scopeSpans of occurrences(body, resourceSpans.start, resourceSpans.end, 2)) {
-        const scopeRegion = occurrences(body, scopeSpans.start, scopeSpans.end, 1).pop();
-        const scope = this.#scope(scopeRegion);
+        const scope = this.#values.scope(lastOccurrence(body, scopeSpans, 1));
         yield;
         for (const span of occurrences(body, scopeSpans.start, scopeSpans.end, 2)) {
           const event = resource.exceeded === undefined ? this.#span(span, resource, scope) : resource.exceeded;
@@ -143,53 +101,14 @@ export class OtlpProtobufDecoder {
       }
     }
     this.#buffer = new Uint8Array(0);
-  }
-
-  /** A `Resource`'s attributes (field 1), measured (absent: none). */
-  #resource(region: Region | undefined): Resource {
-    const meter = this.#meter;
-    meter.start();
-    const attributes: Json = {};
-    if (region !== undefined) {
-      const wire = new WireCursor(this.#buffer, region.start, region.end);
-      while (wire.position < region.end) {
-        const tag = wire.varint();
-        if (tag >>> 3 === 1 && (tag & 7) === LENGTH_DELIMITED) {
-          const at = wire.bytes();
-          if (this.#keyValue(at, wire.position, 2, attributes) === OVER) break;
-        } else {
-          wire.skip(tag & 7);
-        }
-      }
-    }
-    return { attributes, fields: meter.fields, size: meter.size, exceeded: meter.exceeded };
-  }
-
-  /** An `InstrumentationScope`'s name (1) and version (2). */
-  #scope(region: Region | undefined): { name: string; version: string } {
-    const scope = { name: "", version: "" };
-    if (region === undefined) return scope;
-    const wire = new WireCursor(this.#buffer, region.start, region.end);
-    while (wire.position < region.end) {
-      const tag = wire.varint();
-      const field = tag >>> 3;
-      if ((field === 1 || field === 2) && (tag & 7) === LENGTH_DELIMITED) {
-        const at = wire.bytes();
-        const text = utf8(this.#buffer, at, wire.position);
-        if (field === 1) scope.name = text;
-        else scope.version = text;
-      } else {
-        wire.skip(tag & 7);
-      }
-    }
-    return scope;
+    this.#values.buffer = this.#buffer;
   }
 
   /**
    * A `Span` as an event (otlp.ts), or the bound it exceeds. Its resource's measure counts first;
    * reading stops at the first bound exceeded.
    */
-  #span(region: Region, resource: Resource, scope: { name: string; version: string }): Event | EventBound {
+  #span(region: Region, resource: Resource, scope: Scope): Event | EventBound {
     const buffer = this.#buffer;
     const meter = this.#meter;
     meter.start();
@@ -212,7 +131,7 @@ export class OtlpProtobufDecoder {
         else if (field === 2) span.spanId = hex(buffer, at, end);
         else if (field === 4) span.parentSpanId = hex(buffer, at, end);
         else if (field === 5) span.name = utf8(buffer, at, end);
-        else if (field === 9) result = this.#keyValue(at, end, 2, attributes);
+        else if (field === 9) result = this.#values.keyValue(at, end, 2, attributes);
         else if (field === 11) result = this.#spanEvent(at, end, events);
         else if (field === 13) result = this.#link(at, end, links);
         else if (field === 15) status = { start: at, end };
@@ -285,7 +204,7 @@ export class OtlpProtobufDecoder {
         if (!meter.string(wire.position - at)) return OVER;
       } else if (field === 3 && (tag & 7) === LENGTH_DELIMITED) {
         const at = wire.bytes();
-        if (this.#keyValue(at, wire.position, 4, attributes) === OVER) return OVER;
+        if (this.#values.keyValue(at, wire.position, 4, attributes) === OVER) return OVER;
       } else wire.skip(tag & 7);
     }
     into.push({ name, time: seconds(time), attributes });
@@ -308,7 +227,7 @@ export class OtlpProtobufDecoder {
       if (field >= 1 && field <= 4 && (tag & 7) === LENGTH_DELIMITED) {
         const at = wire.bytes();
         if (field === 4) {
-          if (this.#keyValue(at, wire.position, 4, attributes) === OVER) return OVER;
+          if (this.#values.keyValue(at, wire.position, 4, attributes) === OVER) return OVER;
           continue;
         }
         if (!meter.string(wire.position - at)) return OVER;
@@ -322,135 +241,5 @@ export class OtlpProtobufDecoder {
     link.attributes = attributes;
     into.push(link);
     return undefined;
-  }
-
-  /**
-   * A `KeyValue` set into `into` (one without a key is ignored, as OTLP/JSON's mapping does).
-   * @param depth how deep `into` sits in the event (the span event is 1, `attributes` 2)
-   * @returns OVER once the event is over a bound
-   */
-  #keyValue(start: number, end: number, depth: number, into: Json): unknown {
-    const buffer = this.#buffer;
-    let key: string | undefined;
-    let keyBytes = 0;
-    let value: Region | undefined;
-    const wire = new WireCursor(buffer, start, end);
-    while (wire.position < end) {
-      const tag = wire.varint();
-      const field = tag >>> 3;
-      if ((field === 1 || field === 2) && (tag & 7) === LENGTH_DELIMITED) {
-        const at = wire.bytes();
-        if (field === 1) {
-          keyBytes = wire.position - at;
-          key = utf8(buffer, at, wire.position);
-        } else {
-          value = { start: at, end: wire.position };
-        }
-      } else wire.skip(tag & 7);
-    }
-    // `__proto__` cannot be an own field of a plain object: ignored like a missing key.
-    if (key === undefined || key === "__proto__") return undefined;
-    if (!this.#meter.field(keyBytes)) return OVER;
-    const decoded = value === undefined ? this.#noValue() : this.#anyValue(value.start, value.end, depth + 1);
-    if (decoded === OVER) return OVER;
-    into[key] = decoded;
-    return undefined;
-  }
-
-  #noValue(): unknown {
-    return this.#meter.value() ? null : OVER;
-  }
-
-  /**
-   * An `AnyValue` as JSON (otlp.ts): the first set of string, bool, int, double, array, kvlist,
-   * bytes (in that order, as OTLP/JSON's mapping reads them); none set is null.
-   * @throws OtlpError for arrays and maps nested beyond {@link MAX_EVENT_NESTING}
-   */
-  #anyValue(start: number, end: number, depth: number): unknown {
-    const buffer = this.#buffer;
-    const meter = this.#meter;
-    // The last occurrence of each member: string (1), bool (2), int (3), double (4), array (5),
-    // kvlist (6), bytes (7).
-    let string: Region | undefined;
-    let bool: number | undefined;
-    let int: bigint | undefined;
-    let double: number | undefined;
-    let array: Region | undefined;
-    let map: Region | undefined;
-    let bytes: Region | undefined;
-    const wire = new WireCursor(buffer, start, end);
-    while (wire.position < end) {
-      const tag = wire.varint();
-      const field = tag >>> 3;
-      const type = tag & 7;
-      if (type === LENGTH_DELIMITED && (field === 1 || field === 5 || field === 6 || field === 7)) {
-        const from = wire.bytes();
-        const region = { start: from, end: wire.position };
-        if (field === 1) string = region;
-        else if (field === 5) array = region;
-        else if (field === 6) map = region;
-        else bytes = region;
-      } else if (type === VARINT && field === 2) bool = wire.varint();
-      else if (type === VARINT && field === 3) int = wire.varint64();
-      else if (type === FIXED64 && field === 4) double = wire.double();
-      else wire.skip(type);
-    }
-    if (string !== undefined) {
-      return meter.string(string.end - string.start) ? utf8(buffer, string.start, string.end) : OVER;
-    }
-    if (bool !== undefined) return meter.value() ? bool !== 0 : OVER;
-    if (int !== undefined) {
-      const value = int64(int);
-      const counted = typeof value === "string" ? meter.string(value.length) : meter.value();
-      return counted ? value : OVER;
-    }
-    if (double !== undefined) return meter.value() ? double : OVER;
-    if (array !== undefined || map !== undefined) {
-      if (depth > MAX_EVENT_NESTING) {
-        throw new OtlpError(`attribute values must not nest more than ${MAX_EVENT_NESTING} levels deep in an event`);
-      }
-      if (!meter.value()) return OVER;
-      if (array !== undefined) return this.#array(array, depth);
-      if (map !== undefined) return this.#map(map, depth);
-    }
-    if (bytes !== undefined) {
-      const text = Buffer.from(buffer.buffer, buffer.byteOffset, buffer.byteLength).toString(
-        "base64",
-        bytes.start,
-        bytes.end,
-      );
-      return meter.string(text.length) ? text : OVER;
-    }
-    return meter.value() ? null : OVER;
-  }
-
-  /** An `ArrayValue`: its values (field 1). */
-  #array(region: Region, depth: number): unknown {
-    const items: unknown[] = [];
-    const wire = new WireCursor(this.#buffer, region.start, region.end);
-    while (wire.position < region.end) {
-      const tag = wire.varint();
-      if (tag >>> 3 === 1 && (tag & 7) === LENGTH_DELIMITED) {
-        const at = wire.bytes();
-        const item = this.#anyValue(at, wire.position, depth + 1);
-        if (item === OVER) return OVER;
-        items.push(item);
-      } else wire.skip(tag & 7);
-    }
-    return items;
-  }
-
-  /** A `KeyValueList`: its key-values (field 1) as an object. */
-  #map(region: Region, depth: number): unknown {
-    const object: Json = {};
-    const wire = new WireCursor(this.#buffer, region.start, region.end);
-    while (wire.position < region.end) {
-      const tag = wire.varint();
-      if (tag >>> 3 === 1 && (tag & 7) === LENGTH_DELIMITED) {
-        const at = wire.bytes();
-        if (this.#keyValue(at, wire.position, depth, object) === OVER) return OVER;
-      } else wire.skip(tag & 7);
-    }
-    return object;
   }
 }

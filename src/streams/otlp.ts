@@ -15,7 +15,7 @@ import protobuf from "protobufjs";
 import { isPlainObject } from "../platform/validation.js";
 import { type Event, MAX_EVENT_NESTING } from "./event.js";
 
-/** A body that is not a valid ExportTraceServiceRequest. */
+/** A body that is not a valid OTLP export request (traces, metrics or logs). */
 export class OtlpError extends Error {
   constructor(message: string) {
     super(message);
@@ -46,13 +46,16 @@ const KIND_NAMES: Readonly<Record<string, number>> = {
 export const STATES = ["unset", "ok", "error"] as const;
 const STATE_NAMES: Readonly<Record<string, number>> = { STATUS_CODE_UNSET: 0, STATUS_CODE_OK: 1, STATUS_CODE_ERROR: 2 };
 
-type Json = Record<string, unknown>;
+/** A parsed OTLP/JSON object. */
+export type Json = Record<string, unknown>;
 
-function record(value: unknown): Json {
+/** A value that should be an object: itself, or an empty one when it is not. */
+export function record(value: unknown): Json {
   return isPlainObject(value) ? value : {};
 }
 
-function list(value: unknown): unknown[] {
+/** A value that should be an array: itself, or an empty one when it is not. */
+export function list(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
 
@@ -60,7 +63,7 @@ function list(value: unknown): unknown[] {
  * An id as lower-case hex: protobuf gives bytes; OTLP/JSON gives hex strings (OTLP spec, "JSON
  * Protobuf Encoding": trace and span ids are hex, not base64).
  */
-function hexId(value: unknown): string {
+export function hexId(value: unknown): string {
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("hex");
   if (typeof value === "string") {
     if (!/^[0-9a-fA-F]*$/.test(value)) throw new OtlpError(`invalid id ${JSON.stringify(value)}: must be hex`);
@@ -70,7 +73,7 @@ function hexId(value: unknown): string {
 }
 
 /** Nanoseconds (a decimal string, a number or a protobufjs Long) to seconds. */
-function seconds(value: unknown): number {
+export function seconds(value: unknown): number {
   if (value === undefined || value === null) return 0;
   const text = String(value);
   if (!/^\d+$/.test(text)) throw new OtlpError(`invalid time ${JSON.stringify(text)}: must be nanoseconds`);
@@ -95,7 +98,7 @@ function int64(value: unknown): number | string {
  * @param depth how deep this value sits in the event (the span event is 1, `attributes` 2)
  * @throws OtlpError beyond {@link MAX_EVENT_NESTING} levels, before recursing further
  */
-function anyValue(value: unknown, depth: number): unknown {
+export function anyValue(value: unknown, depth: number): unknown {
   const any = record(value);
   if (any.stringValue !== undefined) return String(any.stringValue);
   if (any.boolValue !== undefined) return Boolean(any.boolValue);
@@ -122,7 +125,7 @@ function anyValue(value: unknown, depth: number): unknown {
  * A list of `KeyValue` as a JSON object key → value.
  * @param depth how deep the object sits in the event (see {@link anyValue})
  */
-function keyValues(values: unknown, depth: number): Json {
+export function keyValues(values: unknown, depth: number): Json {
   const object: Json = {};
   for (const entry of list(values)) {
     const { key, value } = record(entry);
@@ -131,7 +134,8 @@ function keyValues(values: unknown, depth: number): Json {
   return object;
 }
 
-function enumIndex(value: unknown, names: Readonly<Record<string, number>>): number {
+/** An enum given as its number or its name (OTLP/JSON accepts both); unknown names read as 0. */
+export function enumIndex(value: unknown, names: Readonly<Record<string, number>>): number {
   if (typeof value === "number") return value;
   if (typeof value === "string") return names[value] ?? 0;
   return 0;
@@ -219,11 +223,10 @@ export function eventsOfRequest(request: Json): Event[] {
 }
 
 /**
- * Decodes an OTLP/JSON `ExportTraceServiceRequest` (lowerCamelCase fields, hex ids, 64-bit
- * integers as strings or numbers, enums as integers or names).
- * @throws OtlpError when the text is not JSON or not a request object
+ * Parses an OTLP/JSON request body (traces, metrics or logs) that must be a JSON object.
+ * @throws OtlpError when the text is not JSON or not an object
  */
-export function decodeJsonTraces(text: string): Event[] {
+export function parseJsonRequest(text: string): Json {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -231,5 +234,14 @@ export function decodeJsonTraces(text: string): Event[] {
     throw new OtlpError("request body is not valid JSON");
   }
   if (!isPlainObject(parsed)) throw new OtlpError("request body must be a JSON object");
-  return eventsOfRequest(parsed);
+  return parsed;
+}
+
+/**
+ * Decodes an OTLP/JSON `ExportTraceServiceRequest` (lowerCamelCase fields, hex ids, 64-bit
+ * integers as strings or numbers, enums as integers or names).
+ * @throws OtlpError when the text is not JSON or not a request object
+ */
+export function decodeJsonTraces(text: string): Event[] {
+  return eventsOfRequest(parseJsonRequest(text));
 }

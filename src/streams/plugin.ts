@@ -15,18 +15,25 @@ import type { streamsShape } from "./config.js";
 import { toEdn } from "./edn.js";
 import { applyFileStreams, applyPersistedStreams, applySharedStreams, StreamEngine } from "./engine.js";
 import { withinBounds } from "./event-bounds.js";
+import { GraphiteServer } from "./graphite/server.js";
 import { declarationsOf, type StreamIo } from "./io.js";
 import {
   asyncQueueMetrics,
   channelMetrics,
   clusterMetrics,
+  graphiteMetrics,
+  influxMetrics,
   ingestionCounters,
   metricHooks,
   riemannMetrics,
+  riemannUdpMetrics,
 } from "./metrics.js";
 import { DEFAULT_STREAM } from "./names.js";
+import { RiemannHandler } from "./riemann/handler.js";
 import { RiemannServer } from "./riemann/server.js";
+import { RiemannUdpServer } from "./riemann/udp.js";
 import { channelRoutes } from "./routes/channels.js";
+import { influxRoutes } from "./routes/influx.js";
 import { ingestionRoutes } from "./routes/ingestion.js";
 import { pushRoute } from "./routes/push.js";
 import { answerQuery, type StreamRoutesCluster, streamRoutes } from "./routes/streams.js";
@@ -142,7 +149,7 @@ function routesCluster({ cluster, shared, streams }: ClusterParts): StreamRoutes
       await cluster.changes.publish(STREAMS_TOPIC, { names: [name] });
     },
     owns: (name) => streams.owns(name),
-    ask: (name, query) => streams.ask(name, query),
+    ask: (name, query, bounds) => streams.ask(name, query, bounds),
   };
 }
 
@@ -237,6 +244,7 @@ async function registerRoutes(
   const bodyLimit = section["ingestion-body-limit"];
   await app.register(ingestionRoutes, { engine, counters: ingestionCounters(context.metrics), bodyLimit, guard });
   await app.register(pushRoute, { engine, bodyLimit, guard });
+  await app.register(influxRoutes, { engine, bodyLimit, metrics: influxMetrics(context.metrics), guard });
   await streamRoutes(app, {
     engine,
     persistDirectory,
@@ -252,11 +260,70 @@ async function registerRoutes(
   });
 }
 
+/** The inputs that listen on ports of their own, started together, closed together. */
+interface Inputs {
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the Riemann input (over TCP, over UDP) and the Graphite input, those the
+ * section enables.
+ * @throws Error naming the setting when one cannot listen (what was started is closed first)
+ */
+async function startInputs(context: ModuleContext, section: Section, runtime: Runtime): Promise<Inputs> {
+  const { engine } = runtime;
+  const settings = section.riemann;
+  const udpPort = settings["udp-port"];
+  const riemannOn = settings.enabled || udpPort !== undefined;
+  const metrics = riemannOn ? riemannMetrics(context.metrics) : undefined;
+  const logger = context.logger;
+  const started: { close(): Promise<void> }[] = [];
+  const close = async () => {
+    await Promise.all(started.map((input) => input.close()));
+  };
+  try {
+    if (metrics !== undefined && settings.enabled) {
+      const tcp = new RiemannServer(settings, engine, { metrics, logger });
+      started.push(tcp);
+      await tcp.listen();
+    }
+    if (metrics !== undefined && udpPort !== undefined) {
+      const handler = new RiemannHandler(settings, engine, metrics);
+      const udp = new RiemannUdpServer({
+        host: settings.host,
+        port: udpPort,
+        handler,
+        metrics: riemannUdpMetrics(context.metrics),
+        logger,
+      });
+      started.push({
+        close: () => {
+          handler.stop();
+          return udp.close();
+        },
+      });
+      await udp.listen();
+    }
+    if (section.graphite.enabled) {
+      const graphite = new GraphiteServer(section.graphite, engine, {
+        metrics: graphiteMetrics(context.metrics),
+        logger,
+      });
+      started.push(graphite);
+      await graphite.listen();
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { close };
+}
+
 /**
  * The module's plugin: loads the streams, connects the events of other modules (once the stream
- * directories are loaded), starts the outputs, async queues and the Riemann input, serves the
- * routes (behind the API guard with `security.require-token`). On close it stops the Riemann
- * input, runs what the async queues hold (bounded) and drains the outputs for at most
+ * directories are loaded), starts the outputs, async queues and the Riemann and Graphite inputs,
+ * serves the routes (behind the API guard with `security.require-token`). On close it stops those
+ * inputs, runs what the async queues hold (bounded) and drains the outputs for at most
  * `streams.drain-timeout`.
  */
 export async function streamsPlugin(app: FastifyInstance, options: ModuleOptions<typeof streamsShape>): Promise<void> {
@@ -266,15 +333,9 @@ export async function streamsPlugin(app: FastifyInstance, options: ModuleOptions
   const persistDirectory = await loadStreams(options, runtime, parts);
   connectEvents(context, runtime);
 
-  const riemann = section.riemann.enabled
-    ? new RiemannServer(section.riemann, runtime.engine, {
-        metrics: riemannMetrics(context.metrics),
-        logger: context.logger,
-      })
-    : undefined;
-  await riemann?.listen();
+  const inputs = await startInputs(context, section, runtime);
   app.addHook("onClose", async () => {
-    await riemann?.close();
+    await inputs.close();
     await runtime.streamCluster?.close();
     runtime.queues.close();
     // The outputs are the platform's, but what the streams sent is drained now, within the

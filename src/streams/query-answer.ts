@@ -37,6 +37,25 @@ export interface AnswerBounds {
   readonly what: string;
 }
 
+/** What the errors of an answer beyond its bounds say: the bounds, the settings, what answers. */
+export type BoundsWording = Pick<AnswerBounds, "results" | "bytes" | "resultsSetting" | "what">;
+
+/** The error of an answer with more than `bounds.results` events. */
+export function tooManyResults(bounds: BoundsWording): QueryBoundError {
+  return new QueryBoundError(
+    "max-query-results",
+    `${bounds.what} matches more than ${bounds.results} events (${bounds.resultsSetting})`,
+  );
+}
+
+/** The error of an answer larger than `bounds.bytes`. */
+export function answerTooLarge(bounds: BoundsWording): QueryBoundError {
+  return new QueryBoundError(
+    "max-query-bytes",
+    `${bounds.what} answer is larger than ${bounds.bytes} bytes (streams.max-query-bytes)`,
+  );
+}
+
 /**
  * The events of `indexes` matching `predicate`: one index's sorted by time then key; several
  * indexes' merged, an event found in more than one listed once, sorted by time (stable).
@@ -57,11 +76,7 @@ export async function searchIndexes(
 }
 
 async function search(indexes: readonly StreamIndex[], predicate: Predicate, bounds: AnswerBounds): Promise<Event[]> {
-  const tooMany = () =>
-    new QueryBoundError(
-      "max-query-results",
-      `${bounds.what} matches more than ${bounds.results} events (${bounds.resultsSetting})`,
-    );
+  const tooMany = () => tooManyResults(bounds);
   const [only] = indexes;
   if (indexes.length === 1 && only !== undefined) {
     const found = await only.searchAtMost(predicate, bounds.results, SLICE_MS);
@@ -102,18 +117,14 @@ export async function encodeAnswer<T>(
     const part = encode(event);
     parts.push(part);
     size += part.length;
-    if (size > bounds.bytes) {
-      throw new QueryBoundError(
-        "max-query-bytes",
-        `${bounds.what} answer is larger than ${bounds.bytes} bytes (streams.max-query-bytes)`,
-      );
-    }
+    if (size > bounds.bytes) throw answerTooLarge(bounds);
     if (clock.due()) await clock.turn();
   }
   return assemble(parts, size);
 }
 
-const OPEN = Buffer.from('{"events":[');
+/** The start of an answer, by its key. */
+const OPENS = { events: Buffer.from('{"events":['), value: Buffer.from('{"value":[') };
 const COMMA = Buffer.from(",");
 const CLOSE = Buffer.from("]}");
 
@@ -124,9 +135,15 @@ function eventJson(event: Event): Uint8Array {
 
 /**
  * The JSON answer of an index search, `{"events": [...]}`, as bytes, serialised a slice per turn.
+ * @param key the answer's one key: `events`, or `value` for an owner's answer to another instance
  * @throws QueryBoundError when it would be larger than `bounds.bytes`
  */
-export function jsonAnswer(events: readonly Event[], bounds: AnswerBounds): Promise<Buffer> {
+export function jsonAnswer(
+  events: readonly Event[],
+  bounds: AnswerBounds,
+  key: "events" | "value" = "events",
+): Promise<Buffer> {
+  const OPEN = OPENS[key];
   return encodeAnswer(
     events,
     eventJson,
@@ -185,12 +202,7 @@ export async function searchParts(
   const found = new Set<Event>();
   for (const answer of answers) {
     for (const event of answer) found.add(event);
-    if (found.size > bounds.results) {
-      throw new QueryBoundError(
-        "max-query-results",
-        `${bounds.what} matches more than ${bounds.results} events (${bounds.resultsSetting})`,
-      );
-    }
+    if (found.size > bounds.results) throw tooManyResults(bounds);
   }
   return [...found].sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0));
 }

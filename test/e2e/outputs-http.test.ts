@@ -2,14 +2,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { addStream, freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
-import { type Receiver, startReceiver } from "../support/receiver.js";
+import { type Receiver, acceptedNumbers as received, startReceiver } from "../support/receiver.js";
 import { until } from "../support/until.js";
-
-/** The `n` of every event the receiver accepted, in order (json format: one array per request). */
-const received = (receiver: Receiver): number[] =>
-  receiver.accepted.flatMap((request) =>
-    (JSON.parse(request.body.toString("utf8")) as Array<{ n: number }>).map((event) => event.n),
-  );
 
 const range = (count: number, from = 0) => Array.from({ length: count }, (_, i) => from + i);
 

@@ -4,21 +4,19 @@
  * certificates) and collectd's write_riemann plugin; then bad input, after which `/healthz` still
  * answers. A test whose binary is missing is skipped with the reason.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { connect as connectTcp, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeMsg } from "../../src/streams/riemann/protocol.js";
 import { generateCertificates, OPENSSL_MISSING } from "../healthchecks/certificates.js";
+import { collectdMissing, startCollectd } from "../support/collectd.js";
 import { freePort, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 import { frameOf, RiemannClient, withLength } from "../support/riemann.js";
 import { until } from "../support/until.js";
 
 const RIEMANN_CLIENT = "/usr/bin/riemann-client";
-const COLLECTD = "/usr/sbin/collectd";
-const COLLECTD_PLUGINS = "/usr/lib/collectd";
-const COLLECTD_TYPES = "/usr/share/collectd/types.db";
 
 /** Why a binary's tests cannot run here, printed when they are skipped. */
 function missing(binary: string, what: string): string | undefined {
@@ -28,8 +26,7 @@ function missing(binary: string, what: string): string | undefined {
   return reason;
 }
 const NO_RIEMANN_CLIENT = missing(RIEMANN_CLIENT, "riemann-c-client");
-const NO_COLLECTD =
-  missing(COLLECTD, "collectd-core") ?? missing(join(COLLECTD_PLUGINS, "write_riemann.so"), "collectd-core");
+const NO_COLLECTD = collectdMissing("write_riemann", "its Riemann end-to-end tests");
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
@@ -227,49 +224,30 @@ describe("the Riemann input of the real process over TCP", () => {
   it.skipIf(NO_COLLECTD !== undefined)(
     "receives collectd's cpu, memory and load metrics through write_riemann",
     async () => {
-      const configFile = join(directory, "collectd.conf");
-      writeFileSync(
-        configFile,
-        [
-          'Hostname "vigie-e2e-collectd"',
-          "FQDNLookup false",
-          `BaseDir ${JSON.stringify(directory)}`,
-          `PIDFile ${JSON.stringify(join(directory, "collectd.pid"))}`,
-          `PluginDir ${JSON.stringify(COLLECTD_PLUGINS)}`,
-          `TypesDB ${JSON.stringify(COLLECTD_TYPES)}`,
-          "Interval 1",
-          "LoadPlugin cpu",
-          "LoadPlugin memory",
-          "LoadPlugin load",
-          "LoadPlugin write_riemann",
-          '<Plugin "write_riemann">',
-          '  <Node "vigie">',
-          '    Host "127.0.0.1"',
-          `    Port "${riemannPort}"`,
-          "    Protocol TCP",
-          "    Batch true",
-          "    BatchFlushTimeout 1",
-          "  </Node>",
-          '  Tag "collectd"',
-          '  Attribute "stream" "collectd"',
-          "</Plugin>",
-          "",
-        ].join("\n"),
-      );
-      const collectd = spawn(COLLECTD, ["-f", "-C", configFile], { stdio: ["ignore", "pipe", "pipe"] });
-      children.add(collectd);
-      let output = "";
-      collectd.stdout?.on("data", (chunk) => {
-        output += chunk;
-      });
-      collectd.stderr?.on("data", (chunk) => {
-        output += chunk;
-      });
+      const collectd = startCollectd(directory, "vigie-e2e-collectd", [
+        "LoadPlugin cpu",
+        "LoadPlugin memory",
+        "LoadPlugin load",
+        "LoadPlugin write_riemann",
+        '<Plugin "write_riemann">',
+        '  <Node "vigie">',
+        '    Host "127.0.0.1"',
+        `    Port "${riemannPort}"`,
+        "    Protocol TCP",
+        "    Batch true",
+        "    BatchFlushTimeout 1",
+        "  </Node>",
+        '  Tag "collectd"',
+        '  Attribute "stream" "collectd"',
+        "</Plugin>",
+      ]);
+      children.add(collectd.child);
       try {
         const condition = '[:= :host "vigie-e2e-collectd"]';
         const events = await until(
           async () => {
-            if (collectd.exitCode !== null) throw new Error(`collectd exited with ${collectd.exitCode}:\n${output}`);
+            const { exitCode } = collectd.child;
+            if (exitCode !== null) throw new Error(`collectd exited with ${exitCode}:\n${collectd.output()}`);
             const found = await indexed(vigie, "collectd", condition);
             const plugins = new Set(found.map((event) => event.plugin));
             return ["cpu", "memory", "load"].every((plugin) => plugins.has(plugin)) ? found : undefined;
@@ -293,9 +271,8 @@ describe("the Riemann input of the real process over TCP", () => {
         // Nothing went to the default stream: the attribute routed every event.
         expect(await indexed(vigie, "main", condition)).toEqual([]);
       } finally {
-        collectd.kill("SIGTERM");
-        await new Promise((resolve) => (collectd.exitCode === null ? collectd.once("exit", resolve) : resolve(null)));
-        children.delete(collectd);
+        await collectd.stop();
+        children.delete(collectd.child);
       }
     },
     40_000,

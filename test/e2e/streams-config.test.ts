@@ -37,7 +37,7 @@ describe("streams outputs in vigie config check and at start-up", () => {
     [
       "a wrong type",
       "{type: smtp, url: http://127.0.0.1:25}",
-      'streams.outputs.hook.type: must be one of http, file, prometheus-remote-write, alertmanager, email, slack, discord, telegram, ntfy, matrix, pagerduty, webhook (got "smtp")',
+      'streams.outputs.hook.type: must be one of http, file, prometheus-remote-write, alertmanager, loki, elasticsearch, influxdb, graphite, email, slack, discord, telegram, ntfy, matrix, pagerduty, webhook (got "smtp")',
     ],
     [
       "a wrong URL",

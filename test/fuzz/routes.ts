@@ -341,20 +341,109 @@ const otlpSkeleton = {
   ],
 };
 
-const otlp: fc.Arbitrary<Payload> = fc.oneof(
-  jsonPayload(mutated(otlpSkeleton)),
-  fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
-    body: Buffer.from(bytes),
-    headers: { "content-type": "application/x-protobuf" },
-  })),
-  fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
-    body: gzipSync(Buffer.from(bytes)),
-    headers: { "content-type": "application/json", "content-encoding": "gzip" },
-  })),
-  fc.constant({
-    body: Buffer.from("not gzip"),
-    headers: { "content-type": "application/json", "content-encoding": "gzip" },
-  }),
+const otlpMetricsSkeleton = {
+  resourceMetrics: [
+    {
+      resource: { attributes: [{ key: "host.name", value: { stringValue: "web-1" } }] },
+      scopeMetrics: [
+        {
+          scope: { name: "lib" },
+          metrics: [
+            { name: "queue", gauge: { dataPoints: [{ timeUnixNano: "1700000000000000000", asInt: "5" }] } },
+            {
+              name: "latency",
+              histogram: { dataPoints: [{ count: "2", sum: 1.5, explicitBounds: [1], bucketCounts: ["1", "1"] }] },
+            },
+            { name: "rpc", summary: { dataPoints: [{ count: "1", quantileValues: [{ quantile: 0.5, value: 2 }] }] } },
+          ],
+        },
+      ],
+    },
+  ],
+};
+
+const otlpLogsSkeleton = {
+  resourceLogs: [
+    {
+      resource: { attributes: [{ key: "service.name", value: { stringValue: "api" } }] },
+      scopeLogs: [
+        {
+          scope: { name: "lib" },
+          logRecords: [
+            {
+              timeUnixNano: "1700000000000000000",
+              severityNumber: 17,
+              body: { stringValue: "failed" },
+              attributes: [{ key: "n", value: { intValue: "5" } }],
+            },
+          ],
+        },
+      ],
+    },
+  ],
+};
+
+/** OTLP/HTTP bodies: a mutated OTLP/JSON request, random protobuf, gzip of random bytes, bad gzip. */
+const otlpPayload = (skeleton: Record<string, unknown>): fc.Arbitrary<Payload> =>
+  fc.oneof(
+    jsonPayload(mutated(skeleton)),
+    fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
+      body: Buffer.from(bytes),
+      headers: { "content-type": "application/x-protobuf" },
+    })),
+    fc.uint8Array({ maxLength: 300 }).map((bytes) => ({
+      body: gzipSync(Buffer.from(bytes)),
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+    })),
+    fc.constant({
+      body: Buffer.from("not gzip"),
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+    }),
+  );
+
+/** Line protocol bodies: lines built from the protocol's pieces (escapes, types), random text, gzip. */
+const lineProtocol: fc.Arbitrary<Payload> = fc
+  .oneof(
+    fc
+      .array(
+        fc
+          .tuple(
+            fc.constantFrom("cpu", "my\\ m", "m\\,x", "", "#c", "a=b"),
+            fc.constantFrom("", ",host=h", ",t\\ k=v\\=1", ",k=", ",=v"),
+            fc.constantFrom(" ", "  ", ""),
+            fc.constantFrom(
+              "f=1",
+              "f=1i",
+              "f=-9i",
+              "f=18446744073709551616u",
+              'f="s\\"q"',
+              "f=T",
+              "f=",
+              "f=nan",
+              "a=1,b=2",
+            ),
+            fc.constantFrom("", " 1700000000000000000", " -1", " 1.5", " x", " 99999999999999999999999"),
+          )
+          .map((parts) => parts.join("")),
+        { maxLength: 5 },
+      )
+      .map((lines) => Buffer.from(lines.join("\n"))),
+    fc.string({ maxLength: 200 }).map((text) => Buffer.from(text)),
+    fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
+  )
+  .chain((body) =>
+    fc.constantFrom<Payload>(
+      { body, headers: { "content-type": "text/plain; charset=utf-8" } },
+      { body: gzipSync(body), headers: { "content-type": "text/plain", "content-encoding": "gzip" } },
+      { body, headers: { "content-type": "application/json", "content-encoding": "deflate" } },
+      { body, headers: {} },
+    ),
+  );
+
+/** The query of the line protocol routes: the stream, the precision, and stray parameters. */
+const influxQuery = queryString(
+  ["db", "bucket", "precision", "org"],
+  fc.oneof(fc.constantFrom("ns", "s", "h", "constructor", "__proto__", "fuzzed", "default", "nope"), segment()),
 );
 
 /**
@@ -659,7 +748,17 @@ export function fuzzRoutes(context: FuzzContext): FuzzRoute[] {
 
     route("POST", "/api/v1/tsdb/remote-write/:name", { params: streamNames, payload: remoteWrite }),
     route("POST", "/api/v1/prometheus/remote-write/:name", { params: streamNames, payload: remoteWrite }),
-    route("POST", "/api/v1/opentelemetry/v1/traces/:name", { params: streamNames, payload: otlp }),
+    route("POST", "/api/v1/opentelemetry/v1/traces/:name", { params: streamNames, payload: otlpPayload(otlpSkeleton) }),
+    route("POST", "/api/v1/opentelemetry/v1/metrics/:name", {
+      params: streamNames,
+      payload: otlpPayload(otlpMetricsSkeleton),
+    }),
+    route("POST", "/api/v1/opentelemetry/v1/logs/:name", {
+      params: streamNames,
+      payload: otlpPayload(otlpLogsSkeleton),
+    }),
+    route("POST", "/api/v1/influx/write", { query: influxQuery, payload: lineProtocol }),
+    route("POST", "/api/v1/influx/api/v2/write", { query: influxQuery, payload: lineProtocol }),
     route("POST", "/api/v1/stream/:name", {
       params: { name: ["fuzzed", "default"] },
       payload: jsonPayload(

@@ -4,7 +4,7 @@ import { subjectToken } from "../../src/platform/cluster/nats.js";
 import { InvalidError, UnavailableError } from "../../src/platform/errors.js";
 import type { Flow } from "../../src/streams/action.js";
 import { DEFAULT_STREAM_LIMITS } from "../../src/streams/action.js";
-import { channelSubject, consumerName, eventsSubject, querySubject } from "../../src/streams/cluster.js";
+import { channelSubject, consumerName, EncodedAnswer, eventsSubject, querySubject } from "../../src/streams/cluster.js";
 import { parseEdn, toEdn } from "../../src/streams/edn.js";
 import { applySharedStreams, type Forwarder, StreamEngine } from "../../src/streams/engine.js";
 import type { Event } from "../../src/streams/event.js";
@@ -405,14 +405,20 @@ describe("answerQuery (what an owner answers another instance)", () => {
     { host: "b", service: "mem", time: 20 },
   ]);
 
+  /** The JSON text of a search's answer, which the owner serialised already. */
+  const jsonOf = (answer: unknown): string => {
+    if (!(answer instanceof EncodedAnswer)) throw new Error("not an encoded answer");
+    return Buffer.from(answer.json).toString("utf8");
+  };
+
   it("searches with a where query, a Riemann query, or tells the current time", async () => {
     const where = Buffer.from('[:= :host "a"]').toString("base64");
-    expect(await answerQuery(stream, { kind: "search", query: where }, DEFAULT_STREAM_LIMITS)).toEqual([
-      { host: "a", service: "cpu", time: 10 },
-    ]);
+    expect(jsonOf(await answerQuery(stream, { kind: "search", query: where }, DEFAULT_STREAM_LIMITS))).toBe(
+      '{"value":[{"host":"a","service":"cpu","time":10}]}',
+    );
     expect(
-      await answerQuery(stream, { kind: "riemann-search", query: 'service = "mem"' }, DEFAULT_STREAM_LIMITS),
-    ).toEqual([{ host: "b", service: "mem", time: 20 }]);
+      jsonOf(await answerQuery(stream, { kind: "riemann-search", query: 'service = "mem"' }, DEFAULT_STREAM_LIMITS)),
+    ).toBe('{"value":[{"host":"b","service":"mem","time":20}]}');
     expect(await answerQuery(stream, { kind: "current-time" }, DEFAULT_STREAM_LIMITS)).toBe(20);
   });
 
@@ -431,7 +437,8 @@ describe("answerQuery (what an owner answers another instance)", () => {
       answerQuery(stream, { kind: "search", query: Buffer.from("[:true]").toString("base64") }, limits),
     ).rejects.toThrow("index search matches more than 1 events (streams.max-query-results)");
     // A Riemann input's own limit travels with its query.
-    expect(await answerQuery(stream, { kind: "riemann-search", query: "true", limit: 2 }, limits)).toHaveLength(2);
+    const two = jsonOf(await answerQuery(stream, { kind: "riemann-search", query: "true", limit: 2 }, limits));
+    expect(JSON.parse(two).value).toHaveLength(2);
     // The answer's bytes are bounded as on one instance.
     const small = { ...DEFAULT_STREAM_LIMITS, queryBytes: 50 };
     await expect(

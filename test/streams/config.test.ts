@@ -45,6 +45,7 @@ describe("streams.outputs", () => {
       "flush-interval": { milliseconds: 1000 },
       timeout: { milliseconds: 10_000 },
       "max-retry-time": { milliseconds: 300_000 },
+      durable: false,
     });
     expect(outputs.archive).toMatchObject({ type: "file", "batch-size": 1000, "date-suffix": false });
     expect(outputs.tsdb).toMatchObject({ type: "prometheus-remote-write", "batch-size": 1000 });
@@ -64,6 +65,7 @@ describe("streams.outputs", () => {
           "flush-interval": "250ms",
           timeout: "2s",
           "max-retry-time": "1m",
+          durable: true,
         },
       },
     });
@@ -75,12 +77,13 @@ describe("streams.outputs", () => {
       "flush-interval": { milliseconds: 250 },
       timeout: { milliseconds: 2000 },
       "max-retry-time": { milliseconds: 60_000 },
+      durable: true,
     });
   });
 
   it("refuses a wrong type, URL, format or key, naming the key", () => {
     expect(refusal({ outputs: { hook: { type: "smtp", url: "https://example.org" } } })).toBe(
-      'invalid configuration: streams.outputs.hook.type: must be one of http, file, prometheus-remote-write, alertmanager, email, slack, discord, telegram, ntfy, matrix, pagerduty, webhook (got "smtp")',
+      'invalid configuration: streams.outputs.hook.type: must be one of http, file, prometheus-remote-write, alertmanager, loki, elasticsearch, influxdb, graphite, email, slack, discord, telegram, ntfy, matrix, pagerduty, webhook (got "smtp")',
     );
     expect(refusal({ outputs: { hook: { url: "https://example.org" } } })).toMatch(
       /^invalid configuration: streams.outputs.hook.type: must be one of/,
@@ -105,6 +108,9 @@ describe("streams.outputs", () => {
     );
     expect(refusal({ outputs: { "bad name": { type: "http", url: "https://example.org" } } })).toMatch(
       /^invalid configuration: streams.outputs.bad name: the name must be 1 to 128 characters/,
+    );
+    expect(refusal({ outputs: { hook: { type: "http", url: "https://example.org", durable: "yes" } } })).toBe(
+      'invalid configuration: streams.outputs.hook.durable: must be true or false (got "yes")',
     );
     expect(refusal({ outputs: { hook: { type: "alertmanager", url: "http://a", labels: "host" } } })).toMatch(
       /^invalid configuration: streams.outputs.hook.labels: must be an array/,
@@ -300,6 +306,48 @@ describe("streams.riemann", () => {
         { security: { "require-token": true } },
       ),
     ).not.toThrow();
+  });
+});
+
+describe("streams.riemann.udp-port and streams.graphite", () => {
+  it("are off by default; Graphite on 127.0.0.1:2003 with its bounds", () => {
+    expect(section({}).riemann["udp-port"]).toBeUndefined();
+    expect(section({ riemann: { "udp-port": 5555 } }).riemann["udp-port"]).toBe(5555);
+    expect(section({}).graphite).toEqual({
+      enabled: false,
+      host: "127.0.0.1",
+      port: 2003,
+      "max-connections": 1000,
+      "max-line-length": 4096,
+    });
+    expect(
+      section({
+        graphite: { enabled: true, stream: "g", "host-pattern": "^servers\\.([^.]+)\\.", "max-line-length": "1KiB" },
+      }).graphite,
+    ).toMatchObject({ stream: "g", "host-pattern": "^servers\\.([^.]+)\\.", "max-line-length": 1024 });
+  });
+
+  it("refuse a host-pattern without a capture group or not linear, a bad stream name, unknown keys", () => {
+    expect(refusal({ graphite: { "host-pattern": "^servers\\." } })).toMatch(
+      /^invalid configuration: streams.graphite.host-pattern: needs a capture group: the host/,
+    );
+    expect(refusal({ graphite: { "host-pattern": "(a)\\1" } })).toMatch(
+      /^invalid configuration: streams.graphite.host-pattern: must be a regular expression in RE2 syntax/,
+    );
+    expect(refusal({ graphite: { stream: "a b" } })).toMatch(/^invalid configuration: streams.graphite.stream: /);
+    expect(refusal({ graphite: { hosts: "x" } })).toMatch(/^invalid configuration: streams.graphite.hosts: /);
+    expect(refusal({ riemann: { "udp-port": 70000 } })).toMatch(/^invalid configuration: streams.riemann.udp-port: /);
+  });
+
+  it("are refused when tokens are required: neither protocol carries one", () => {
+    const tokens = { security: { "require-token": true } };
+    expect(refusal({ riemann: { "udp-port": 5555 } }, tokens)).toBe(
+      "invalid configuration: streams.riemann.udp-port: cannot be set when security.require-token is true: a UDP datagram carries no token",
+    );
+    expect(refusal({ graphite: { enabled: true } }, tokens)).toBe(
+      "invalid configuration: streams.graphite.enabled: cannot be true when security.require-token is true: Graphite's plaintext protocol carries no token",
+    );
+    expect(() => parse({ graphite: { enabled: false, port: 2004 } }, tokens)).not.toThrow();
   });
 });
 

@@ -119,13 +119,17 @@ describe("the streams routes in GET /openapi.json", () => {
     }
   });
 
-  it("drives a client: create, subscribe, push, search, traces, remote write, delete", async () => {
+  it("drives a client: create, subscribe, push, search, traces, metrics, logs, remote write, delete", async () => {
     const withExamples = moduleRoutes().filter((route) => {
       const [method = "", path = ""] = route.split(" ");
       return operationOf(method, path).requestBody !== undefined && exampleOf(operationOf(method, path)).example;
     });
     expect(withExamples.sort()).toEqual([
       "POST /api/v1/index/{name}/search",
+      "POST /api/v1/influx/api/v2/write",
+      "POST /api/v1/influx/write",
+      "POST /api/v1/opentelemetry/v1/logs/{name}",
+      "POST /api/v1/opentelemetry/v1/metrics/{name}",
       "POST /api/v1/opentelemetry/v1/traces/{name}",
       "POST /api/v1/stream/{name}",
       "PUT /api/v1/stream/{name}",
@@ -171,6 +175,31 @@ describe("the streams routes in GET /openapi.json", () => {
       payload: JSON.stringify({ query: Buffer.from('[:= :service "shop"]').toString("base64") }),
     });
     expect(spans.events).toEqual([expect.objectContaining({ service: "shop", name: "GET /users", kind: "server" })]);
+
+    // Line protocol: the example as text, on both paths, into the stream by db / bucket.
+    for (const [path, parameter] of [
+      ["/api/v1/influx/write", "db"],
+      ["/api/v1/influx/api/v2/write", "bucket"],
+    ] as const) {
+      const { mediaType, example } = exampleOf(operationOf("POST", path));
+      expect(mediaType).toBe("text/plain");
+      await call("POST", path, { payload: String(example), mediaType, query: `${parameter}=cpu` });
+    }
+    const lines = await call("POST", "/api/v1/index/{name}/search", {
+      payload: JSON.stringify({ query: Buffer.from('[:= :service "cpu.usage_user"]').toString("base64") }),
+    });
+    expect(lines.events).toEqual([expect.objectContaining({ host: "web-1", metric: 12.5, time: 1_700_000_000 })]);
+    expect(await sendExample("POST", "/api/v1/opentelemetry/v1/metrics/{name}")).toEqual({});
+    expect(await sendExample("POST", "/api/v1/opentelemetry/v1/logs/{name}")).toEqual({});
+    const signals = await call("POST", "/api/v1/index/{name}/search", {
+      payload: JSON.stringify({
+        query: Buffer.from('[:or [:= :type "gauge"] [:= :state "critical"]]').toString("base64"),
+      }),
+    });
+    expect(signals.events).toEqual([
+      expect.objectContaining({ service: "queue.length", host: "web-1", metric: 12, queue: "mail" }),
+      expect.objectContaining({ service: "shop", description: "payment failed", "order.id": "A-42" }),
+    ]);
 
     // Remote write has no example (a binary body): a real one, of the described media type.
     for (const path of ["/api/v1/tsdb/remote-write/{name}", "/api/v1/prometheus/remote-write/{name}"]) {

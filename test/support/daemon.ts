@@ -4,6 +4,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
+import { createConnection } from "node:net";
 import { join } from "node:path";
 import { freePort } from "./process.js";
 import { until } from "./until.js";
@@ -28,14 +29,16 @@ export interface Daemon {
 }
 
 /**
- * Starts `command args` and waits until `readyUrl` answers 2xx.
+ * Starts `command args` and waits until `readyUrl` answers 2xx, or until `127.0.0.1:readyPort`
+ * takes a TCP connection (a server without HTTP, such as carbon).
  * @param what its name in error messages ("Prometheus")
  * @throws Error with the end of its output when it is not ready within `timeoutMs` (it is stopped)
  */
 export async function startDaemon(options: {
   readonly command: string;
   readonly args: readonly string[];
-  readonly readyUrl: string;
+  readonly readyUrl?: string;
+  readonly readyPort?: number;
   readonly what: string;
   readonly timeoutMs?: number;
 }): Promise<Daemon> {
@@ -58,8 +61,9 @@ export async function startDaemon(options: {
   try {
     await until(
       async () => {
+        if (options.readyPort !== undefined) return (await accepts(options.readyPort)) ? true : undefined;
         try {
-          return (await fetch(options.readyUrl)).ok ? true : undefined;
+          return (await fetch(options.readyUrl ?? "")).ok ? true : undefined;
         } catch {
           return undefined;
         }
@@ -72,6 +76,18 @@ export async function startDaemon(options: {
     throw new Error(`${error}; ${options.what} said:\n${output.slice(-3000)}`);
   }
   return daemon;
+}
+
+/** Whether 127.0.0.1:`port` takes a TCP connection (closed at once). */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: "127.0.0.1", port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
 }
 
 /**

@@ -6,7 +6,7 @@
 import pino from "pino";
 import { Registry } from "prom-client";
 import type { Notification } from "../../src/platform/notifications.js";
-import { outputsSection } from "../../src/platform/outputs/config.js";
+import { type OutputDefinition, outputsSection } from "../../src/platform/outputs/config.js";
 import type { Event } from "../../src/platform/outputs/event.js";
 import { outputMetrics } from "../../src/platform/outputs/metrics.js";
 import { groupEvent, notificationEvent } from "../../src/platform/outputs/notifier.js";
@@ -41,7 +41,11 @@ export interface NotifierHarness {
  */
 export function notifierHarness(raw: Record<string, Record<string, unknown>>, publicUrl = ""): NotifierHarness {
   const withTimings = Object.fromEntries(Object.entries(raw).map(([name, item]) => [name, { ...FAST, ...item }]));
-  const definitions = outputsSection(withTimings, "outputs");
+  return harnessOf(outputsSection(withTimings, "outputs"), publicUrl);
+}
+
+/** Outputs from parsed definitions (defaults filled in), with their registry and kept logs. */
+export function harnessOf(definitions: Readonly<Record<string, OutputDefinition>>, publicUrl = ""): NotifierHarness {
   const registry = new Registry();
   const rawLogs: string[] = [];
   const logs: Array<Record<string, unknown>> = [];

@@ -128,3 +128,13 @@ export async function startReceiver(responder: Responder = OK, port = 0): Promis
     },
   };
 }
+
+/**
+ * The `n` field of every event the receiver accepted, in order, for outputs of the `json` format
+ * (one JSON array of events per request).
+ */
+export function acceptedNumbers(receiver: Receiver): number[] {
+  return receiver.accepted.flatMap((request) =>
+    (JSON.parse(request.body.toString("utf8")) as Array<{ n: number }>).map((event) => event.n),
+  );
+}

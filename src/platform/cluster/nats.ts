@@ -118,6 +118,21 @@ export async function connectNats(
   }
 }
 
+const decoder = new TextDecoder();
+
+/**
+ * The events of a JetStream message that carries a JSON array of them (forwarded events, a durable
+ * output's queue), or `undefined` when it carries something else.
+ */
+export function eventsOfMessage(data: Uint8Array): Array<Record<string, unknown>> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(decoder.decode(data));
+    return Array.isArray(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function isNotFound(error: unknown): boolean {
   return /not found/i.test(errorMessage(error));
 }

@@ -27,7 +27,7 @@ export const clusterMigrations: Readonly<Record<string, Migration>> = {
   // A partition of a stream is leased as `<name>#<k>`: 128 characters of name and `#63`. SQLite has
   // no ALTER COLUMN, nor needs one: it does not enforce varchar lengths. (The dialect is read here
   // as database.ts's migrationDialect does: that file imports this one.)
-  "platform-0003-stream-partition-leases": {
+  "platform-0004-stream-partition-leases": {
     up: (db) =>
       runDdl(
         db,

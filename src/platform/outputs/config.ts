@@ -9,7 +9,12 @@ import { dirname, resolve } from "node:path";
 import type { Duration } from "../duration.js";
 import { secretFile } from "../secret-file.js";
 import * as v from "../validation.js";
+import { checkCredentials } from "./credentials.js";
+import { ELASTICSEARCH_SECRETS, elasticsearchShape } from "./elasticsearch-output.js";
 import { headers, httpUrl } from "./fields.js";
+import { graphiteShape } from "./graphite-output.js";
+import { checkInfluxdbTarget, INFLUXDB_SECRETS, influxdbShape } from "./influxdb-output.js";
+import { LOKI_SECRETS, lokiShape } from "./loki-output.js";
 import { DISCORD_SECRETS, discordShape } from "./notifiers/discord.js";
 import { EMAIL_SECRETS, emailShape } from "./notifiers/email.js";
 import { MATRIX_SECRETS, matrixShape } from "./notifiers/matrix.js";
@@ -27,6 +32,10 @@ export const OUTPUT_TYPES = [
   "file",
   "prometheus-remote-write",
   "alertmanager",
+  "loki",
+  "elasticsearch",
+  "influxdb",
+  "graphite",
   "email",
   "slack",
   "discord",
@@ -48,6 +57,10 @@ export const DEFAULT_BATCH_SIZES: Readonly<Record<OutputType, number>> = {
   file: 1000,
   "prometheus-remote-write": 1000,
   alertmanager: 64,
+  loki: 1000,
+  elasticsearch: 500,
+  influxdb: 1000,
+  graphite: 1000,
   // Notifier types send one message per event.
   slack: 1,
   discord: 1,
@@ -99,6 +112,11 @@ const commonShape = {
   timeout: v.withDefault(v.duration(1), seconds(10)),
   /** How long a batch is retried after its first try before it is dropped. */
   "max-retry-time": v.withDefault(v.duration(0), seconds(300)),
+  /**
+   * Keeps the queue in the database, so that accepted events survive a restart or a crash and are
+   * delivered after it, at least once, in order; `max-retry-time` then does not apply.
+   */
+  durable: v.withDefault(v.boolean(), false),
 };
 
 const typeShapes = {
@@ -121,6 +139,10 @@ const typeShapes = {
     labels: v.withDefault(v.array(fieldName, { max: 64 }), ["host"]),
     "generator-url": v.optional(httpUrl),
   },
+  loki: lokiShape,
+  elasticsearch: elasticsearchShape,
+  influxdb: influxdbShape,
+  graphite: graphiteShape,
   slack: slackShape,
   discord: discordShape,
   telegram: telegramShape,
@@ -140,6 +162,15 @@ function withBatchSize<D extends { readonly type: OutputType; readonly "batch-si
   return (value, path) => {
     const parsed = validate(value, path);
     return { ...parsed, "batch-size": parsed["batch-size"] ?? DEFAULT_BATCH_SIZES[parsed.type] };
+  };
+}
+
+/** A validator followed by a check across keys (`check` throws a v.ValidationError). */
+function withCheck<T>(validate: v.Validator<T>, check: (parsed: T, path: string) => void): v.Validator<T> {
+  return (value, path) => {
+    const parsed = validate(value, path);
+    check(parsed, path);
+    return parsed;
   };
 }
 
@@ -166,6 +197,42 @@ const outputValidators = {
       { type: v.required(v.oneOf(["alertmanager"])), ...commonShape, ...typeShapes.alertmanager },
       REJECT_UNKNOWN,
     ),
+  ),
+  loki: withBatchSize(
+    withSecretSources(
+      withCheck(
+        v.object({ type: v.required(v.oneOf(["loki"])), ...commonShape, ...typeShapes.loki }, REJECT_UNKNOWN),
+        checkCredentials,
+      ),
+      LOKI_SECRETS,
+    ),
+  ),
+  elasticsearch: withBatchSize(
+    withSecretSources(
+      withCheck(
+        v.object(
+          { type: v.required(v.oneOf(["elasticsearch"])), ...commonShape, ...typeShapes.elasticsearch },
+          REJECT_UNKNOWN,
+        ),
+        checkCredentials,
+      ),
+      ELASTICSEARCH_SECRETS,
+    ),
+  ),
+  influxdb: withBatchSize(
+    withSecretSources(
+      withCheck(
+        v.object({ type: v.required(v.oneOf(["influxdb"])), ...commonShape, ...typeShapes.influxdb }, REJECT_UNKNOWN),
+        (definition, path) => {
+          checkInfluxdbTarget(definition, path);
+          checkCredentials(definition, path);
+        },
+      ),
+      INFLUXDB_SECRETS,
+    ),
+  ),
+  graphite: withBatchSize(
+    v.object({ type: v.required(v.oneOf(["graphite"])), ...commonShape, ...typeShapes.graphite }, REJECT_UNKNOWN),
   ),
   email: withBatchSize(
     withSecretSources(

@@ -13,12 +13,30 @@ import type { Event, Flow } from "./event.js";
 import type { OutputMetrics } from "./metrics.js";
 import { backoffDelay } from "./retry.js";
 
+/**
+ * Of a unit's events, those that one attempt settled for good while others are tried again: a
+ * bulk API (Elasticsearch's `_bulk`) answers per document. The unit's payload then carries only the
+ * events left (the transport trims it).
+ */
+export interface PartlySettled {
+  readonly sent: number;
+  readonly rejected: number;
+}
+
 /** How one attempt at sending a unit ended. */
 export type AttemptResult =
-  /** Accepted (a 2xx answer, a completed write). */
-  | { readonly kind: "sent" }
-  /** Worth another try: network error, timeout, 5xx, 429, write error. */
-  | { readonly kind: "retry"; readonly reason: string; readonly retryAfterMs?: number }
+  /**
+   * Accepted (a 2xx answer, a completed write); `rejected` of the unit's events were refused for
+   * good all the same (a bulk API's answer per document), for `reason`.
+   */
+  | { readonly kind: "sent"; readonly rejected?: number; readonly reason?: string }
+  /** Worth another try: network error, timeout, 5xx, 429, write error; `settled` events ended already. */
+  | {
+      readonly kind: "retry";
+      readonly reason: string;
+      readonly retryAfterMs?: number;
+      readonly settled?: PartlySettled;
+    }
   /** Refused for good (a 4xx other than 429): not retried. `answer` is the start of the answer. */
   | { readonly kind: "rejected"; readonly reason: string; readonly answer: string };
 
@@ -79,9 +97,28 @@ export interface DeliveryOptions {
    * Told how the events `batch[start]` to `batch[end - 1]` ended: `delivered`, or `failed` with the
    * reason (refused, not accepted within `max-retry-time`, not encodable). Units carry a batch's
    * events in order, so a unit is a range of its batch; a batch of which the transport could not
-   * send some events is not reported (which events those were is unknown).
+   * send some events is not reported (which events those were is unknown), and a unit taken in part
+   * ({@link PartlySettled}) is reported as a whole with its last outcome.
    */
   readonly settled?: Settled;
+  /**
+   * Keeps the queue on disk (`durable: true`): told of every event taken, and of every batch that
+   * ended, whatever its outcome; closed by {@link OutputQueue.stop}, which then leaves what was not
+   * sent where it is instead of dropping it.
+   */
+  readonly log?: QueueLog;
+}
+
+/** Where a durable queue keeps its events (durable-log.ts). */
+export interface QueueLog {
+  /** An event was taken (hot path: must only store it). */
+  append(event: Event): void;
+  /** Whether the log cannot take more events for now (they are dropped, counted `dropped-queue-full`). */
+  readonly full: boolean;
+  /** The `count` oldest events not yet acknowledged ended (sent, refused or given up). */
+  acknowledge(count: number): void;
+  /** Writes what is buffered; resolves once nothing is left to write (or writing failed). */
+  close(): Promise<void>;
 }
 
 /** See {@link DeliveryOptions.settled}. */
@@ -97,6 +134,8 @@ export type Settled = (
 interface Ready<P> {
   readonly units: readonly Unit<P>[];
   readonly batch: readonly Event[] | undefined;
+  /** Events of the batch, whatever became of them. */
+  readonly events: number;
 }
 
 /** At most one failure log line per output per this many milliseconds (the rest are counted). */
@@ -125,6 +164,7 @@ export class OutputQueue<P> {
   readonly #retried: () => void;
   readonly #observe: (seconds: number) => void;
   readonly #onSettled: Settled | undefined;
+  readonly #log: QueueLog | undefined;
 
   /** Events held: those of the open batch, of the closed batches waiting, and of the one in flight. */
   #size = 0;
@@ -161,6 +201,7 @@ export class OutputQueue<P> {
     this.#logger = options.logger;
     this.#random = options.random ?? Math.random;
     this.#onSettled = options.settled;
+    this.#log = options.log;
     const { metrics } = options;
     this.#sent = metrics.events(name, "sent");
     this.#droppedFull = metrics.events(name, "dropped-queue-full");
@@ -199,7 +240,23 @@ export class OutputQueue<P> {
     return false;
   }
 
+  /**
+   * Enqueues events read back from the queue's log (at start-up, or a JetStream message), oldest
+   * first, without writing them again, and lets them leave without waiting for `flush-interval`:
+   * they waited already. Those beyond `queue-size` are not taken.
+   */
+  restore(events: readonly Event[]): void {
+    for (const event of events) if (!this.#enqueue(event)) break;
+    if (this.#count > 0) this.#closeOpen();
+  }
+
   #accept(event: Event): boolean {
+    if (this.#log?.full === true || !this.#enqueue(event)) return false;
+    this.#log?.append(event);
+    return true;
+  }
+
+  #enqueue(event: Event): boolean {
     if (this.#size >= this.#limit) return false;
     this.#size += 1;
     const count = this.#count;
@@ -272,7 +329,7 @@ export class OutputQueue<P> {
     try {
       let encoded = this.#encodeNext();
       while (encoded !== undefined && !this.#stopped) {
-        const delivering = this.#deliver(encoded);
+        const delivering = this.#deliverAndAcknowledge(encoded);
         let next: Ready<P> | undefined;
         if (this.#pending.length > 0) {
           // One turn later, so that the request's bytes are written before the encoding runs.
@@ -304,14 +361,23 @@ export class OutputQueue<P> {
       this.#settle(batch.length, this.#rejected);
       this.#onSettled?.(batch, 0, batch.length, "failed", `could not encode: ${errorReason(error)}`);
       this.#logFailure("error", { reason: errorReason(error) }, `could not encode a batch of ${batch.length} events`);
-      return { units: [], batch: undefined };
+      return { units: [], batch: undefined, events: batch.length };
     }
     if (encoded.rejected > 0) {
       this.#settle(encoded.rejected, this.#rejected);
       this.#logFailure("warn", {}, `${encoded.rejected} events cannot be sent by this output type; dropped`);
-      return { units: encoded.units, batch: undefined };
+      return { units: encoded.units, batch: undefined, events: batch.length };
     }
-    return { units: encoded.units, batch };
+    return { units: encoded.units, batch, events: batch.length };
+  }
+
+  /**
+   * Delivers a batch, then tells the log that it ended: as a whole, so that a crash in the middle
+   * of a batch sends it again (at least once) rather than losing its last units.
+   */
+  async #deliverAndAcknowledge(ready: Ready<P>): Promise<void> {
+    await this.#deliver(ready);
+    if (!this.#stopped) this.#log?.acknowledge(ready.events);
   }
 
   /** Sends the units of one batch in order, each retried before the next, all within max-retry-time. */
@@ -320,30 +386,37 @@ export class OutputQueue<P> {
     let start = 0;
     for (const [index, unit] of units.entries()) {
       const end = start + unit.events;
+      // Events of the unit not settled yet: all of them, unless an attempt settled some (PartlySettled).
+      let unsettled = unit.events;
       for (let retry = 1; ; retry++) {
         const result = await this.#attempt(unit.payload);
         if (result === undefined || this.#stopped) return; // stop() counted what was left
         if (result.kind === "sent") {
-          this.#settle(unit.events, this.#sent);
+          if (result.rejected !== undefined) unsettled -= this.#refusedInPart(result.rejected, result.reason);
+          this.#settle(unsettled, this.#sent);
           if (batch !== undefined) this.#onSettled?.(batch, start, end, "delivered");
           break;
         }
         if (result.kind === "rejected") {
-          this.#settle(unit.events, this.#rejected);
+          this.#settle(unsettled, this.#rejected);
           if (batch !== undefined) this.#onSettled?.(batch, start, end, "failed", `refused: ${result.reason}`);
           this.#logFailure(
             "warn",
             { reason: result.reason, answer: result.answer },
-            `the receiver refused ${unit.events} events (${result.reason}); dropped without retry`,
+            `the receiver refused ${unsettled} events (${result.reason}); dropped without retry`,
           );
           break;
+        }
+        if (result.settled !== undefined) {
+          this.#settle(result.settled.sent, this.#sent);
+          unsettled -= result.settled.sent + this.#refusedInPart(result.settled.rejected, result.reason);
         }
         const remaining = this.#settings.maxRetryTimeMs - (performance.now() - firstTry);
         const retryAfter = result.retryAfterMs;
         // A receiver that asks to wait past the deadline will not take the batch in time.
         if (remaining <= 0 || (retryAfter !== undefined && retryAfter > remaining)) {
-          let left = 0;
-          for (const rest of units.slice(index)) left += rest.events;
+          let left = unsettled;
+          for (const rest of units.slice(index + 1)) left += rest.events;
           this.#settle(left, this.#exhausted);
           if (batch !== undefined) {
             const reason = `not accepted within max-retry-time: ${result.reason}`;
@@ -364,6 +437,14 @@ export class OutputQueue<P> {
       }
       start = end;
     }
+  }
+
+  /** Counts the events of a unit that an attempt refused while taking others; returns their count. */
+  #refusedInPart(count: number, reason = "refused"): number {
+    if (count <= 0) return 0;
+    this.#settle(count, this.#rejected);
+    this.#logFailure("warn", { reason }, `the receiver refused ${count} events of a batch (${reason}); dropped`);
+    return count;
   }
 
   /**
@@ -471,7 +552,12 @@ export class OutputQueue<P> {
     this.#limit = 0;
     this.#reportDrops();
     const left = this.#size;
-    if (left > 0) {
+    if (left > 0 && this.#log !== undefined) {
+      this.#logger.info(
+        { output: this.#name, events: left },
+        `output ${this.#name}: ${left} events kept for the next start`,
+      );
+    } else if (left > 0) {
       this.#exhausted(left);
       this.#logFailure("error", {}, `the graceful stop dropped ${left} events that were not sent in time`);
     }
@@ -484,7 +570,7 @@ export class OutputQueue<P> {
     this.#timerArmed = false;
     this.#interrupt?.();
     this.#whenIdle?.();
-    await this.#transport.close(left > 0);
+    await Promise.all([this.#transport.close(left > 0), this.#log?.close()]);
   }
 }
 

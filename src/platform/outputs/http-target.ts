@@ -32,12 +32,14 @@ export interface HttpTargetOptions {
   readonly method?: "POST" | "PUT";
   /** How the service's answers are read; without one, only the status counts ({@link statusOutcome}). */
   readonly readAnswer?: AnswerReader;
+  /** Bytes of an answer given to the {@link AnswerReader}: {@link ANSWER_READ_BYTES} by default (a bulk API answers per document). */
+  readonly answerBytes?: number;
 }
 
 /** An answer as an {@link AnswerReader} sees it. */
 export interface Answer {
   readonly status: number;
-  /** The first {@link ANSWER_READ_BYTES} bytes of the body, as UTF-8 text. */
+  /** The first {@link ANSWER_READ_BYTES} bytes of the body (or the target's `answerBytes`), as UTF-8 text. */
   readonly text: string;
   /** What `Retry-After` asks for, in milliseconds (RFC 9110 §10.2.3), when the answer has one. */
   readonly retryAfterMs: number | undefined;
@@ -81,6 +83,8 @@ export interface RequestOverrides {
   readonly method?: "POST" | "PUT";
   /** The whole request path, starting with `/`; the target's own by default. */
   readonly path?: string;
+  /** How this request's answer is read (one that depends on what was sent); the target's own by default. */
+  readonly readAnswer?: AnswerReader;
 }
 
 /** A URL without its user info, and the `Authorization: Basic` value the user info stood for. */
@@ -129,6 +133,7 @@ export class HttpTarget {
   readonly #headers: Record<string, string>;
   readonly #method: "POST" | "PUT";
   readonly #readAnswer: AnswerReader | undefined;
+  readonly #answerBytes: number;
 
   constructor(options: HttpTargetOptions) {
     const { url, authorization } = splitCredentials(options.url);
@@ -137,6 +142,7 @@ export class HttpTarget {
     this.#headers = requestHeaders(options.headers, options.protocolHeaders, authorization);
     this.#method = options.method ?? "POST";
     this.#readAnswer = options.readAnswer;
+    this.#answerBytes = options.answerBytes ?? ANSWER_READ_BYTES;
     this.#basePath = url.pathname;
     this.#agent = new Agent({
       // One batch is in flight at a time: one connection, kept alive. Without this limit undici
@@ -182,10 +188,11 @@ export class HttpTarget {
       signal,
     });
     const status = answer.statusCode;
-    if (this.#readAnswer !== undefined) {
-      const text = await readStart(answer.body, ANSWER_READ_BYTES, true);
+    const readAnswer = request.readAnswer ?? this.#readAnswer;
+    if (readAnswer !== undefined) {
+      const text = await readStart(answer.body, this.#answerBytes, true);
       const retryAfterMs = parseRetryAfter(answer.headers["retry-after"], Date.now());
-      return this.#readAnswer({ status, text, retryAfterMs });
+      return readAnswer({ status, text, retryAfterMs });
     }
     if (status >= 200 && status < 300) {
       // Reading the answer to its end lets the connection serve the next batch; a failure now
@@ -230,7 +237,7 @@ async function readStart(body: AsyncIterable<Uint8Array>, limit: number, drain =
     for await (const chunk of body) {
       if (length < limit) chunks.push(chunk);
       length += chunk.length;
-      if (length >= (drain ? DRAIN_LIMIT_BYTES : limit)) break;
+      if (length >= (drain ? Math.max(limit, DRAIN_LIMIT_BYTES) : limit)) break;
     }
   } catch {
     // What arrived before the error is enough for the log.

@@ -5,11 +5,14 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { Registry } from "prom-client";
+import type { NatsLink } from "../cluster/index.js";
 import { ConfigError, configErrorMessage, type VigieConfig } from "../config.js";
+import type { Database } from "../database.js";
 import type { AnyModule } from "../module.js";
 import { sectionOf } from "../module.js";
 import { ValidationError } from "../validation.js";
 import { checkOutputFiles, type OutputDefinition } from "./config.js";
+import { SqlDurableStore } from "./durable-storage.js";
 import { SmtpMailer } from "./mail-queue.js";
 import { outputMetrics } from "./metrics.js";
 import { OutputNotifier } from "./notifier.js";
@@ -46,15 +49,20 @@ export function declaredOutputs(
 }
 
 /**
- * Builds the outputs (nothing is contacted before something is sent) and the notifier.
+ * Builds the outputs (nothing is contacted before something is sent) and the notifier; durable
+ * outputs take back the events their previous run kept in `database`, or, in cluster mode
+ * (`nats` given), their JetStream streams.
  * @throws ConfigError when the directory of a `file` output does not exist
+ * @throws the database's or JetStream's error when the durable queues cannot be read
  */
-export function createOutputs(
+export async function createOutputs(
   config: VigieConfig,
   modules: readonly AnyModule[],
   metrics: Registry,
   logger: FastifyBaseLogger,
-): PlatformOutputs {
+  database: Database,
+  nats?: NatsLink,
+): Promise<PlatformOutputs> {
   const definitions: Record<string, OutputDefinition> = {};
   for (const [section, declared] of declaredOutputs(config, modules)) {
     try {
@@ -67,8 +75,14 @@ export function createOutputs(
   }
   let notifier: OutputNotifier | undefined;
   const outputs: Outputs = new Outputs(definitions, {
-    metrics: outputMetrics(metrics, () => outputs.queued()),
+    metrics: outputMetrics(
+      metrics,
+      () => outputs.queued(),
+      () => outputs.stored(),
+    ),
     logger,
+    store: new SqlDurableStore(database.kysely),
+    ...(nats === undefined ? {} : { nats }),
     publicUrl: config.http["public-url"],
     settled: (batch, start, end, outcome, reason) => notifier?.settled(batch, start, end, outcome, reason),
     beforeDrain: () => notifier?.flush(),
@@ -80,6 +94,7 @@ export function createOutputs(
     (output) => !UNGROUPED_TYPES.has(definitions[output]?.type ?? ""),
   );
   const built = notifier;
+  await outputs.restore();
   const mailer = new SmtpMailer(definitions, logger);
   return {
     outputs,

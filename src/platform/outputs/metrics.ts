@@ -21,9 +21,14 @@ export interface OutputMetrics {
 /**
  * Registers the outputs' metrics; `queued` is read at scrape time for
  * `stream_output_queue_events{output}` (events waiting in each output's queue, batch in flight
- * included).
+ * included), `stored` for `stream_output_durable_events{output}` (events each durable output keeps
+ * in the database).
  */
-export function outputMetrics(registry: Registry, queued: () => Iterable<readonly [string, number]>): OutputMetrics {
+export function outputMetrics(
+  registry: Registry,
+  queued: () => Iterable<readonly [string, number]>,
+  stored: () => Iterable<readonly [string, number]> = () => [],
+): OutputMetrics {
   const events = counter(
     registry,
     "stream_output_events_total",
@@ -35,6 +40,13 @@ export function outputMetrics(registry: Registry, queued: () => Iterable<readonl
     "stream_output_queue_events",
     "Events waiting in an output's queue (the batch being sent included).",
     queued,
+    "output",
+  );
+  gaugeOf(
+    registry,
+    "stream_output_durable_events",
+    "Events a durable output keeps in the database: written, not yet sent (or dropped).",
+    stored,
     "output",
   );
   const durations = histogram(

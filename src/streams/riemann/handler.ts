@@ -119,8 +119,10 @@ export class RiemannHandler {
    * being handled a slice per turn of the event loop (see {@link #handleLarge}); the promise
    * resolves to undefined when {@link stop} interrupted it (no reply: the connection is closing).
    * Never throws nor rejects: every failure is an `ok: false` reply.
+   * @param answerQueries false for a message that gets no reply (UDP): its query, if any, is not
+   *   run, and the reply is {@link OK_FRAME} once its events went through
    */
-  handle(body: Uint8Array): Buffer | Promise<Buffer | undefined> {
+  handle(body: Uint8Array, answerQueries = true): Buffer | Promise<Buffer | undefined> {
     const reader = new MsgReader(body, this.engine.limits.event);
     const events: DecodedEvent[] = [];
     let complete: boolean;
@@ -129,7 +131,7 @@ export class RiemannHandler {
     } catch (error) {
       return this.#fail(`undecodable message: ${errorMessage(error)}`);
     }
-    if (!complete) return this.#handleLarge(body, reader, events);
+    if (!complete) return this.#handleLarge(body, reader, events, answerQueries);
     const lost: Lost = new Map();
     const forwarded: Forwarded = [];
     if (events.length > 0) {
@@ -138,8 +140,9 @@ export class RiemannHandler {
       this.#push(events, Date.now() / 1000, lost, forwarded);
     }
     this.#refused(reader.refused);
-    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(reader.query, lost));
-    return this.#answer(reader.query, lost);
+    const query = answerQueries ? reader.query : null;
+    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(query, lost));
+    return this.#answer(query, lost);
   }
 
   /**
@@ -164,7 +167,12 @@ export class RiemannHandler {
    * the awaits: events whose stream is gone are counted, and the reply names it.
    * @returns the reply, or undefined when {@link stop} was called meanwhile (nothing more is pushed)
    */
-  async #handleLarge(body: Uint8Array, reader: MsgReader, firstSlice: DecodedEvent[]): Promise<Buffer | undefined> {
+  async #handleLarge(
+    body: Uint8Array,
+    reader: MsgReader,
+    firstSlice: DecodedEvent[],
+    answerQueries: boolean,
+  ): Promise<Buffer | undefined> {
     const now = Date.now() / 1000;
     let slice = firstSlice;
     try {
@@ -196,8 +204,9 @@ export class RiemannHandler {
       if (this.#stopping) return undefined;
     }
     this.#refused(again.refused);
-    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(again.query, lost));
-    return this.#answer(again.query, lost);
+    const query = answerQueries ? again.query : null;
+    if (forwarded.length > 0) return this.#afterForwarded(forwarded, () => this.#answer(query, lost));
+    return this.#answer(query, lost);
   }
 
   /** Counts the events of a message skipped for exceeding an event bound. */
@@ -236,7 +245,7 @@ export class RiemannHandler {
         (key) => forwarder === undefined || forwarder.owns(key),
         predicate,
         bounds,
-        async (key) => eventsOf(await forwarder?.ask(key, { kind: "riemann-search", query: text, limit })),
+        async (key) => eventsOf(await forwarder?.ask(key, { kind: "riemann-search", query: text, limit }, bounds)),
       );
       const reply = await encodeAnswer(found, replyEventField, eventsFrameOf, () => EVENTS_FRAME_OVERHEAD, bounds);
       this.metrics.message("ok");

@@ -1,10 +1,10 @@
 /**
  * Ingestion routes of the streams module (docs/streams.md): Prometheus remote write
- * (remote-write.ts) and OTLP/HTTP traces (otlp-traces.ts). Registered in their own Fastify context,
+ * (remote-write.ts), OTLP/HTTP traces (otlp-traces.ts), metrics and logs (otlp-signals.ts). Registered in their own Fastify context,
  * because they read raw bodies (protobuf, snappy, gzip) where the rest of Vigie reads JSON.
  *
  * Every event is held to the event bounds (`streams.max-event-*`): a sample of a series, or a
- * span, beyond one is dropped and counted in `stream_dropped_events_total{stream,action,reason}`
+ * span, data point or log record, beyond one is dropped and counted in `stream_dropped_events_total{stream,action,reason}`
  * (action `remote-write` or `otlp`), and the others are pushed. A small body is decoded at once; a
  * large one is decompressed off the event loop and decoded a slice per turn of it, and the events
  * of a large request are pushed a chunk per turn (slices.ts).
@@ -12,6 +12,7 @@
 import type { FastifyInstance, preHandlerHookHandler } from "fastify";
 import type { StreamEngine } from "../engine.js";
 import type { IngestionCounters } from "../metrics.js";
+import { otlpSignalRoutes } from "./otlp-signals.js";
 import { otlpTracesRoute } from "./otlp-traces.js";
 import { remoteWriteRoutes } from "./remote-write.js";
 
@@ -36,4 +37,6 @@ export async function ingestionRoutes(app: FastifyInstance, options: IngestionOp
   );
   remoteWriteRoutes(app, { engine, bodyLimit, samples: options.counters.samples, guard });
   otlpTracesRoute(app, { engine, bodyLimit, spans: options.counters.spans, guard });
+  const { dataPoints, logRecords } = options.counters;
+  otlpSignalRoutes(app, { engine, bodyLimit, dataPoints, logRecords, guard });
 }

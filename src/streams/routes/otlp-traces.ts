@@ -29,7 +29,7 @@ import { guardedOptions, type NamedRoute, streamTargets } from "./request.js";
 const gunzipAsync = promisify(gunzip);
 
 /** OTLP/JSON bodies up to this many bytes are parsed at once (as pushes are, push.ts). */
-const INLINE_JSON_BYTES = 64 * 1024;
+export const INLINE_JSON_BYTES = 64 * 1024;
 
 /** What the traces route needs. */
 export interface OtlpTracesOptions {
@@ -57,14 +57,15 @@ async function jsonTraces(body: Buffer, bounds: EventBounds, refused: Refused): 
 }
 
 /**
- * The body of a traces request, gunzipped when it says so.
+ * The body of an OTLP request (traces, metrics, logs), gunzipped when it says so.
+ * @param signal what the route takes, for messages: `traces`, `metrics`, `logs`
  * @throws UnsupportedMediaTypeError for a body of another type, or an encoding other than gzip;
  *   TooLargeError when it gunzips to more than `bodyLimit`; InvalidError when it is not gzip
  */
-async function tracesBody(request: FastifyRequest, bodyLimit: number): Promise<Buffer> {
+export async function otlpBody(request: FastifyRequest, bodyLimit: number, signal: string): Promise<Buffer> {
   const body = request.body;
   if (!(body instanceof Buffer)) {
-    throw new UnsupportedMediaTypeError("OTLP traces need Content-Type application/x-protobuf or application/json");
+    throw new UnsupportedMediaTypeError(`OTLP ${signal} need Content-Type application/x-protobuf or application/json`);
   }
   const encoding = (request.headers["content-encoding"] ?? "identity").toLowerCase();
   if (encoding === "identity") return body;
@@ -115,7 +116,7 @@ export function otlpTracesRoute(app: FastifyInstance, options: OtlpTracesOptions
   app.post<NamedRoute>(path, routeOptions, async (request, reply) => {
     const { name } = request.params;
     const streams = streamTargets(engine, name);
-    const body = await tracesBody(request, bodyLimit);
+    const body = await otlpBody(request, bodyLimit, "traces");
     const json = (request.headers["content-type"] ?? "").toLowerCase().startsWith("application/json");
     const refused: Refused = new Map();
     const events = await decode(body, json, refused);

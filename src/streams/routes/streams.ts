@@ -11,6 +11,7 @@ import { ConflictError, INVALID_JSON, InvalidError, TooLargeError } from "../../
 import type { RouteDescription } from "../../platform/openapi.js";
 import { queryOf } from "../../platform/query.js";
 import type { StreamLimits } from "../action.js";
+import { EncodedAnswer } from "../cluster.js";
 import { CompileError } from "../compile-error.js";
 import type { CompiledConfig } from "../compiler.js";
 import type { Predicate } from "../condition.js";
@@ -18,7 +19,14 @@ import { type EdnValue, isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
 import type { Event } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
-import { type AnswerBounds, jsonAnswer, QueryBoundError, searchIndexes, searchParts } from "../query-answer.js";
+import {
+  type AnswerBounds,
+  type BoundsWording,
+  jsonAnswer,
+  QueryBoundError,
+  searchIndexes,
+  searchParts,
+} from "../query-answer.js";
 import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
 import { removeStreamFile, writeStreamFile } from "../storage.js";
 import { type NamedRoute, streamNotFound } from "./request.js";
@@ -48,10 +56,15 @@ export interface StreamRoutesCluster {
   /** Whether this instance owns the stream (and answers its queries itself). */
   owns(name: string): boolean;
   /**
-   * Asks the owner.
-   * @throws UnavailableError when the owner does not answer within 2 s
+   * Asks the owner; a large answer comes in parts, received within `bounds`.
+   * @throws UnavailableError when the owner does not answer within 2 s (or a part of its answer);
+   *   QueryBoundError when the answer exceeds `bounds`
    */
-  ask(name: string, query: { kind: "search"; query: unknown } | { kind: "current-time" }): Promise<unknown>;
+  ask(
+    name: string,
+    query: { kind: "search"; query: unknown } | { kind: "current-time" },
+    bounds?: BoundsWording,
+  ): Promise<unknown>;
 }
 
 /**
@@ -131,7 +144,9 @@ async function bounded<T>(answer: () => Promise<T>): Promise<T> {
  * What a stream's owner answers to another instance's query (cluster mode): the current time, or
  * the events of an index search (a where-condition, or a Riemann query of that instance's Riemann
  * input, with that input's `limit` of events), held to the same bounds as on one instance: the
- * events' JSON is measured against `max-query-bytes` before it is sent.
+ * events' answer is serialised a slice per turn, and measured against `max-query-bytes`, here.
+ * @returns the current time (seconds), or the search's answer `{"value": [events]}`
+ *   serialised (an EncodedAnswer, sent as it is)
  * @param partition the partition asked about, for a partitioned stream (its owner answers for it alone)
  * @throws InvalidError for an invalid query, or an answer beyond a bound (naming it)
  */
@@ -155,8 +170,7 @@ export function answerQuery(
   }
   return bounded(async () => {
     const found = await searchIndexes([index], predicate, bounds);
-    await jsonAnswer(found, bounds);
-    return found;
+    return new EncodedAnswer(await jsonAnswer(found, bounds, "value"));
   });
 }
 
@@ -270,7 +284,7 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
         (key) => cluster === undefined || cluster.owns(key),
         predicate,
         bounds,
-        async (key) => eventsOf(await cluster?.ask(key, { kind: "search", query })),
+        async (key) => eventsOf(await cluster?.ask(key, { kind: "search", query }, bounds)),
       ),
     );
     const body = await bounded(() => jsonAnswer(found, bounds));

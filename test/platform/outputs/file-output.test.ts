@@ -77,6 +77,7 @@ describe("fileTransport", () => {
       "flush-interval": ms(10),
       timeout: ms(1000),
       "max-retry-time": ms(1000),
+      durable: false,
     }) as const;
 
   it("appends to an existing file and creates a missing one", async () => {

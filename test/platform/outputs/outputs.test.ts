@@ -1,17 +1,14 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import pino from "pino";
-import { Registry } from "prom-client";
 import protobuf from "protobufjs";
 import { uncompressSync } from "snappy";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { OutputDefinition } from "../../../src/platform/outputs/config.js";
 import { LOG_INTERVAL_MS } from "../../../src/platform/outputs/delivery.js";
-import { outputMetrics } from "../../../src/platform/outputs/metrics.js";
-import { Outputs } from "../../../src/platform/outputs/outputs.js";
 import type { Event } from "../../../src/streams/event.js";
-import { type Receiver, type Responder, startReceiver } from "../../support/receiver.js";
+import { afterTest, outputsHarness as harness, receiver } from "../../support/outputs-harness.js";
+import { startReceiver } from "../../support/receiver.js";
 import { temporaryDirectory } from "../../support/temporary.js";
 import { until } from "../../support/until.js";
 
@@ -24,66 +21,13 @@ const common = {
   "flush-interval": ms(30),
   timeout: ms(2000),
   "max-retry-time": ms(5000),
+  durable: false,
 };
 
 type Definition<T extends OutputDefinition["type"]> = Extract<OutputDefinition, { type: T }>;
 
 function http(url: string, overrides: Partial<Definition<"http">> = {}): Definition<"http"> {
   return { type: "http", url, headers: {}, format: "json", ...common, ...overrides };
-}
-
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function receiver(responder?: Responder): Promise<Receiver> {
-  const started = await startReceiver(responder);
-  cleanups.push(() => started.close());
-  return started;
-}
-
-/** Outputs with their own metrics registry and a logger whose lines are kept. */
-function harness(definitions: Record<string, OutputDefinition>) {
-  const registry = new Registry();
-  const logs: Array<Record<string, unknown>> = [];
-  const rawLogs: string[] = [];
-  const logger = pino(
-    { level: "debug" },
-    {
-      write(line: string) {
-        rawLogs.push(line);
-        logs.push(JSON.parse(line));
-      },
-    },
-  );
-  const outputs: Outputs = new Outputs(definitions, {
-    metrics: outputMetrics(registry, () => outputs.queued()),
-    logger,
-  });
-  cleanups.push(() => outputs.drain(0));
-  /** The value of a series of the registry, 0 when absent. */
-  const metric = async (series: string): Promise<number> => {
-    const text = await registry.metrics();
-    const line = text.split("\n").find((candidate) => candidate.startsWith(`${series} `));
-    return line === undefined ? 0 : Number(line.slice(series.length + 1));
-  };
-  const count = (output: string, outcome: string) =>
-    metric(`stream_output_events_total{output="${output}",outcome="${outcome}"}`);
-  /** Asserts that a count reaches `expected` within 5 s (drops are counted once per turn of the event loop). */
-  const reaches = async (output: string, outcome: string, expected: number): Promise<void> => {
-    let last = 0;
-    await until(
-      async () => {
-        last = await count(output, outcome);
-        return last === expected ? true : undefined;
-      },
-      `${outcome} of ${output}`,
-      5000,
-    ).catch(() => {});
-    expect(last, `stream_output_events_total{output="${output}",outcome="${outcome}"}`).toBe(expected);
-  };
-  return { outputs, registry, logs, rawLogs, metric, count, reaches };
 }
 
 const events = (count: number, from = 0): Event[] =>
@@ -224,7 +168,7 @@ describe("retries", () => {
       "two retries",
     );
     const target = await startReceiver(undefined, port);
-    cleanups.push(() => target.close());
+    afterTest(() => target.close());
     await target.acceptedAtLeast(1);
     expect(target.requests[0]?.url).toBe("/in");
     expect(numbers(target.accepted)).toEqual(range(2));

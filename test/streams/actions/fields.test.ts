@@ -274,6 +274,13 @@ describe("from-json", () => {
     ]);
   });
 
+  it("makes a missing field present with null, not absent: its JSON shows it", () => {
+    const [out] = through(":from-json :params [[:foo [:a :b]]]", [{ host: "aa", a: {} }]).out as Event[];
+    expect(out).toStrictEqual({ host: "aa", foo: null, a: { b: null } });
+    expect(Object.hasOwn(out as Event, "foo")).toBe(true);
+    expect(JSON.stringify(out)).toBe('{"host":"aa","a":{"b":null},"foo":null}');
+  });
+
   it("takes a list of fields, where Mirabelle's [:foo :bar] is one path; a lone keyword is one field", () => {
     expect(through(":from-json :params [[:foo :bar]]", [{ foo: "1", bar: "[true]" }]).out).toEqual([
       { foo: 1, bar: [true] },

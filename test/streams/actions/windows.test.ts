@@ -107,6 +107,53 @@ describe("late events inside the open window (Mirabelle v0.13 aggregation*)", ()
     expect(
       metrics("{:action :rate :params [{:duration 10 :delay 0}]}", at(0, 7, 11, 14, 19, 20, 21, 21, 24, 22, 31)),
     ).toEqual([0.2, 0.3, 0.5]);
+    // Each on the most recent event of its window (t7, t19, t24: the late 22 is not the most recent).
+    const { tap, drops } = run(
+      "{:action :rate :params [{:duration 10 :delay 0}] :children [{:action :tap :params [:t]}]}",
+      at(0, 7, 11, 14, 19, 20, 21, 21, 24, 22, 31),
+    );
+    expect(tap("t")).toEqual([
+      { time: 7, metric: 0.2 },
+      { time: 19, metric: 0.3 },
+      { time: 24, metric: 0.5 },
+    ]);
+    expect([...drops]).toEqual([]);
+  });
+
+  it("every fixed time window counts the late 22 of that vector in [20, 30), whatever :delay", () => {
+    const vector = at(0, 7, 11, 14, 19, 20, 21, 21, 24, 22, 31);
+    for (const delay of ["", " :delay 0", " :delay 1"]) {
+      const windows = run(
+        `{:action :fixed-time-window :params [{:duration 10${delay}}] :children [{:action :tap :params [:w]}]}`,
+        vector,
+      );
+      expect(times(windows.tap("w"))).toEqual([
+        [0, 7],
+        [11, 14, 19],
+        [20, 21, 21, 24, 22],
+      ]);
+      const sorted = run(
+        `{:action :ssort :params [{:duration 10 :field :time${delay}}] :children [{:action :tap :params [:s]}]}`,
+        vector,
+      );
+      expect((sorted.tap("s") as Event[]).map((event) => event.time)).toEqual([0, 7, 11, 14, 19, 20, 21, 21, 22, 24]);
+      const ratio = run(
+        `{:action :ratio :params [{:duration 10 :conditions [[:>= :time 21] [:true]]${delay}}] :children [{:action :tap :params [:r]}]}`,
+        vector,
+      );
+      // [20, 30): 21 21 24 22 of 20 21 21 24 22.
+      expect((ratio.tap("r") as Event[]).map((event) => event.metric)).toEqual([0, 0, 0.8]);
+      // Metric = time: [20, 30) sums 20 + 21 + 21 + 24 + 22 = 108 (86 without the late 22).
+      const metric = (action: string) =>
+        (
+          run(
+            `{:action :${action} :params [{:duration 10${delay}}] :children [{:action :tap :params [:a]}]}`,
+            vector.map((event) => ({ ...event, metric: event.time })),
+          ).tap("a") as Event[]
+        ).map((event) => event.metric);
+      expect(metric("sum")).toEqual([7, 44, 108]);
+      expect(metric("mean")).toEqual([3.5, 44 / 3, 21.6]);
+    }
   });
 
   it("judges an event of an earlier, still open window against the latest time − delay", () => {

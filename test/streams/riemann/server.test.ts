@@ -60,6 +60,7 @@ function settingsOf(changes: Partial<RiemannSettings> = {}): RiemannSettings {
     enabled: true,
     host: "127.0.0.1",
     port: 0,
+    "udp-port": undefined,
     "tls-cert": undefined,
     "tls-key": undefined,
     "tls-ca": undefined,
