@@ -16,6 +16,13 @@
 //       event of metric 500 in the owner's index, which the bench counts at the end. Printed: events/s
 //       acknowledged to the client, and events/s run by the owner (until the owner's index holds every
 //       request). Target ≥ 200 000 events/s.
+//   (4) Partitioned stream (run before (3)): a stream with `:partition-by [:host]` and the pipeline of (2),
+//       BENCH_PUSH_REQUESTS pushes of 500 events (each request one host, so one partition), pushed
+//       round-robin to the 3 instances (BENCH_IN_FLIGHT in flight per instance: each instance runs
+//       its own partitions and forwards the others' through JetStream), beside the same pushes to one
+//       instance with the cluster disabled (its own database, BENCH_IN_FLIGHT in flight), which runs
+//       the 64 partitions alone. Printed: events/s run (until the merged index search holds every
+//       request), side by side. Target: 3 instances ≥ 2× one.
 //   (3) Failover: BENCH_FAILOVER_CHECKS http checks at 1 s (their requests recorded by the target)
 //       and a stream `index [:host]`; SIGKILL of the stream's owner (which owns a third of the
 //       shards); the time until the killed owner's checks are requested again (checks whose requests
@@ -29,7 +36,7 @@
 //
 //   npm run bench -- cluster                          (builds dist first; 60 s CPU windows)
 //   BENCH_SECONDS=10 BENCH_CHECKS=2000 node bench/cluster.mjs  (a quick look)
-//   BENCH_PARTS=push,failover ...                     (some parts only: cpu, push, failover)
+//   BENCH_PARTS=push,failover ...                     (some parts only: cpu, push, partition, failover)
 //   BENCH_WARM_UP=15 ...                              (seconds between registration and CPU window)
 //   BENCH_PUSH_REQUESTS=2000 BENCH_IN_FLIGHT=8 ...    (pushes per phase of (2), requests in flight)
 //   BENCH_HEARTBEAT=2s BENCH_LEASE=10s ...            (cluster.heartbeat and cluster.lease)
@@ -58,7 +65,7 @@ const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 8);
 const HEARTBEAT = process.env.BENCH_HEARTBEAT ?? "2s";
 const LEASE = process.env.BENCH_LEASE ?? "10s";
 const FAILOVER_CHECKS = Number(process.env.BENCH_FAILOVER_CHECKS ?? 300);
-const PARTS = new Set((process.env.BENCH_PARTS ?? "cpu,push,failover").split(",").map((part) => part.trim()));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "cpu,push,partition,failover").split(",").map((part) => part.trim()));
 const POSTGRES_URL =
   process.env.BENCH_POSTGRES_URL || process.env.VIGIE_TEST_POSTGRES_URL || "postgres://postgres@127.0.0.1:5432/test";
 const INSTANCES = ["a", "b", "c"];
@@ -762,6 +769,84 @@ async function partPush(cluster) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// (4) A partitioned stream across instances.
+
+const PARTITIONED_STREAM = COUNT_STREAM.replace("{:actions", "{:partition-by [:host] :actions");
+
+/** Pushes `bodies` round-robin over `instances` (each with its own IN_FLIGHT), then waits until the merged index holds them. */
+async function pushSpread(instances, stream, phase, bodies) {
+  const started = performance.now();
+  const shares = instances.map((_, lane) => bodies.filter((_, k) => k % instances.length === lane));
+  const results = await Promise.all(instances.map((instance, lane) => push(instance, stream, shares[lane])));
+  const failures = results.flatMap((result) => result.failures);
+  const acknowledgedMs = performance.now() - started;
+  const run = await waitForRun(instances[0], stream, phase, bodies.length - failures.length);
+  const complete = run.events.filter((event) => event.metric === BATCH).length;
+  return { acknowledgedMs, runMs: run.at - started, complete, failures };
+}
+
+async function partPartition(cluster) {
+  const { instances } = cluster;
+  const stream = "bench-partitioned";
+  const events = PUSH_REQUESTS * BATCH;
+  console.log(
+    `  stream ${stream} (:partition-by [:host], by [:host] → fixed-event-window ${BATCH} → coll-count → index [:host]); ${fmt(PUSH_REQUESTS)} pushes of ${BATCH} events (${fmt(events)} events), one host each, ${IN_FLIGHT} in flight per instance`,
+  );
+  const rows = [];
+  // One instance, cluster disabled: it runs the 64 partitions alone.
+  const database = await temporaryDatabase("partition_single");
+  const single = await startInstance({ id: "single", database });
+  try {
+    const created = await call("POST", `${single.base}/api/v1/stream/${stream}`, streamConfig(PARTITIONED_STREAM));
+    if (created.status !== 201) throw new Error(`POST /api/v1/stream/${stream}: ${created.status} ${created.text}`);
+    await pushSpread([single], stream, "warm", pushBodies("warm", 100));
+    const cpuBefore = cpuSeconds(single.pid);
+    rows.push({
+      label: "1 instance (cluster disabled)",
+      ...(await pushSpread([single], stream, "one", pushBodies("one", PUSH_REQUESTS))),
+      cpu: `${(cpuSeconds(single.pid) - cpuBefore).toFixed(2)} s`,
+    });
+  } finally {
+    await stopProcess(single);
+  }
+  // Three instances: each partition leased by one of them.
+  const created = await call("POST", `${instances[0].base}/api/v1/stream/${stream}`, streamConfig(PARTITIONED_STREAM));
+  if (created.status !== 201) throw new Error(`POST /api/v1/stream/${stream}: ${created.status} ${created.text}`);
+  const deadline = Date.now() + 10_000 + 3 * LEASE_MS;
+  let spread = [];
+  while (Date.now() < deadline) {
+    const view = await clusterView(instances[0]);
+    spread = (view?.members ?? []).map((member) => ({
+      id: member.id,
+      partitions: member.streams.filter((key) => key.startsWith(`${stream}#`)).length,
+    }));
+    if (spread.reduce((sum, member) => sum + member.partitions, 0) === 64 && spread.every((m) => m.partitions >= 20))
+      break;
+    await sleep(200);
+  }
+  console.log(`    partitions per member: ${spread.map((member) => `${member.id} ${member.partitions}`).join(", ")}`);
+  await pushSpread(instances, stream, "warm", pushBodies("warm", 100));
+  const cpuBefore = cpuSnapshot(cluster);
+  const spreadRun = await pushSpread(instances, stream, "three", pushBodies("three", PUSH_REQUESTS));
+  rows.push({
+    label: `${instances.length} instances (round-robin)`,
+    ...spreadRun,
+    cpu: cpuLine(cluster, cpuBefore, cpuSnapshot(cluster)),
+  });
+  const rate = (row) => (row.complete * BATCH) / (row.runMs / 1000);
+  for (const row of rows) {
+    console.log(
+      `    ${row.label.padEnd(32)} run: ${fmt(rate(row)).padStart(9)} events/s   acknowledged: ${fmt(((PUSH_REQUESTS - row.failures.length) * BATCH) / (row.acknowledgedMs / 1000)).padStart(9)} events/s   ${fmt(row.complete)} of ${fmt(PUSH_REQUESTS)} requests complete${row.failures.length > 0 ? `; ${row.failures.length} failed, e.g. ${row.failures[0]}` : ""}; CPU ${row.cpu}`,
+    );
+  }
+  const [one, three] = rows;
+  const ratio = rate(three) / rate(one);
+  console.log(
+    `    ${instances.length} instances / 1 instance: ×${ratio.toFixed(2)}   target ≥ ×2   ${verdict(ratio >= 2)}`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 // (3) Failover.
 
 const PROBE_STREAM = "bench-probe";
@@ -990,7 +1075,7 @@ async function main() {
   if (natsPath === undefined)
     reasons.push("nats-server not found (/usr/sbin/nats-server, PATH, BENCH_NATS_SERVER); apt-get install nats-server");
   if (reasons.length > 0) {
-    for (const part of ["(1) CPU", "(2) forwarded pushes", "(3) failover"])
+    for (const part of ["(1) CPU", "(2) forwarded pushes", "(4) partitioned stream", "(3) failover"])
       console.log(`${part}: skipped: ${reasons.join("; ")}`);
     return;
   }
@@ -1018,6 +1103,10 @@ async function main() {
   if (PARTS.has("push")) {
     console.log(`(2) forwarded pushes, batches of ${BATCH}`);
     await partPush(cluster);
+  }
+  if (PARTS.has("partition")) {
+    console.log(`(4) a partitioned stream across ${instances.length} instances, batches of ${BATCH}`);
+    await partPartition(cluster);
   }
   if (PARTS.has("failover")) {
     console.log("(3) failover: SIGKILL of an owner");

@@ -6,6 +6,8 @@
  * acknowledges them once run. Index searches and current-time on a non-owner are answered by the
  * owner over NATS request/reply (an answer larger than one NATS message in parts: query-parts.ts);
  * channel publications reach the subscribers of every instance.
+ * A partitioned stream (`:partition-by`) is all of this per partition: each partition `<stream>#<k>`
+ * has its own lease, subject (`vigie.events.<stream>.<k>`), consumer and query subject.
  */
 import { createHash } from "node:crypto";
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
@@ -22,6 +24,7 @@ import { isPlainObject } from "../platform/validation.js";
 import type { Flow } from "./action.js";
 import type { Stream, StreamEngine } from "./engine.js";
 import type { Event } from "./event.js";
+import { parsePartitionKey } from "./partition.js";
 import { answerTooLarge, type BoundsWording, tooManyResults } from "./query-answer.js";
 import { PartsError, requestInParts, respondInParts } from "./query-parts.js";
 
@@ -53,16 +56,31 @@ export interface StreamClusterMetrics {
   consumed(stream: string, count: number): void;
 }
 
-/** The subject of a stream's forwarded events. */
-export function eventsSubject(stream: string): string {
-  return `vigie.events.${subjectToken(stream)}`;
+/**
+ * A stream's (or partition's) subject under `prefix`: `<prefix>.<escaped name>`, and for partition
+ * k of a partitioned stream (key `name#k`) `<prefix>.<escaped name>.<k>`. Escaped names hold no
+ * `.`, so a partition's subject never equals a stream's.
+ */
+function subjectOf(prefix: string, key: string): string {
+  const { stream, partition } = parsePartitionKey(key);
+  const subject = `${prefix}.${subjectToken(stream)}`;
+  return partition === undefined ? subject : `${subject}.${partition}`;
+}
+
+/**
+ * The subject of a stream's forwarded events: `vigie.events.<stream>`, or
+ * `vigie.events.<stream>.<k>` for partition k (key `stream#k`) of a partitioned stream.
+ */
+export function eventsSubject(key: string): string {
+  return subjectOf("vigie.events", key);
 }
 
 /** The longest consumer name JetStream accepts. */
 const MAX_CONSUMER_NAME = 255;
 
 /**
- * The durable consumer of a stream's forwarded events: `vigie-<escaped name>`, or, when escaping
+ * The durable consumer of a stream's forwarded events: `vigie-<escaped name>` (a partition's key
+ * `stream#k` escapes to `stream~23k`, which no stream name gives), or, when escaping
  * makes that longer than JetStream's 255 characters (a long name with many dots), its first 200
  * characters and a SHA-256 of the stream name, which keeps names distinct.
  */
@@ -72,9 +90,9 @@ export function consumerName(stream: string): string {
   return `${name.slice(0, 200)}-${createHash("sha256").update(stream).digest("hex").slice(0, 32)}`;
 }
 
-/** The subject of the queries a stream's owner answers. */
-export function querySubject(stream: string): string {
-  return `vigie.query.${subjectToken(stream)}`;
+/** The subject of the queries a stream's (or a partition's, key `stream#k`) owner answers. */
+export function querySubject(key: string): string {
+  return subjectOf("vigie.query", key);
 }
 
 /** The subject a channel's publications travel on between instances. */
@@ -111,9 +129,10 @@ export class EncodedAnswer {
 
 /**
  * What the owner runs for a query (the routes' own code: compile the query, search the index): the
- * answer's value, or its {@link EncodedAnswer}.
+ * answer's value, or its {@link EncodedAnswer}; `partition` is set for a partition of a partitioned
+ * stream, which is answered alone.
  */
-export type QueryRunner = (stream: Stream, query: ReceivedQuery) => Promise<unknown>;
+export type QueryRunner = (stream: Stream, query: ReceivedQuery, partition?: number) => Promise<unknown>;
 
 /** The error codes, to find the code of a status an owner answered. */
 const CODES = Object.keys(STATUS_OF).filter(isErrorCode);
@@ -190,12 +209,16 @@ export class StreamCluster {
       send: (name, events) => this.#send(name, events),
       ask: (name, query, bounds) => this.ask(name, query, bounds),
     };
-    leases.setKeys(() => engine.names());
+    // A partitioned stream is leased partition by partition, so that its load spreads.
+    leases.setKeys(() => engine.leaseKeys());
     leases.listen({
       gained: (names) => {
+        logger.info({ streams: names }, "streams (or partitions) run here now");
         for (const name of names) this.#startConsumer(name);
       },
       lost: async (names) => {
+        // Their state restarts empty wherever they run next: worth a line when it happens.
+        logger.info({ streams: names }, "streams (or partitions) no longer run here");
         await Promise.all(names.map((name) => this.#stopConsumer(name)));
       },
     });
@@ -294,7 +317,9 @@ export class StreamCluster {
     await Promise.all([...this.#consumers.keys()].map((name) => this.#stopConsumer(name)));
   }
 
-  #forward(name: string, events: readonly Event[]): Promise<void> {
+  #forward(key: string, events: readonly Event[]): Promise<void> {
+    // Counted by stream, not by partition: 64 series per stream would be noise.
+    const name = parsePartitionKey(key).stream;
     if (!this.nats.connected()) {
       this.metrics.dropped(name, events.length);
       return Promise.reject(
@@ -302,7 +327,7 @@ export class StreamCluster {
       );
     }
     const data = encoder.encode(JSON.stringify(events));
-    return this.nats.jetstream.publish(eventsSubject(name), data).then(
+    return this.nats.jetstream.publish(eventsSubject(key), data).then(
       () => this.metrics.forwarded(name, events.length),
       (error: unknown) => {
         this.metrics.dropped(name, events.length);
@@ -313,13 +338,13 @@ export class StreamCluster {
     );
   }
 
-  #send(name: string, events: readonly Event[]): void {
+  #send(key: string, events: readonly Event[]): void {
     if (this.#unacknowledged >= MAX_UNACKNOWLEDGED_SENDS) {
-      this.metrics.dropped(name, events.length);
+      this.metrics.dropped(parsePartitionKey(key).stream, events.length);
       return;
     }
     this.#unacknowledged++;
-    this.#forward(name, events)
+    this.#forward(key, events)
       .catch(() => {})
       .finally(() => {
         this.#unacknowledged--;
@@ -378,10 +403,17 @@ export class StreamCluster {
     if (consumer === undefined) return;
     this.#consumers.delete(name);
     await consumer.stop();
-    // What the stream holds (windows, index) is not carried to the next owner: when this instance
-    // owns it again later, it starts empty too.
-    const stream = this.engine.get(name);
-    if (stream !== undefined) this.engine.add(name, stream.config, stream.origin, stream.compiled);
+    // What the stream (or partition) holds (windows, index) is not carried to the next owner: when
+    // this instance owns it again later, it starts empty too.
+    const { stream: streamName, partition } = parsePartitionKey(name);
+    const stream = this.engine.get(streamName);
+    if (stream === undefined) return;
+    if (partition === undefined && stream.partitionOf === undefined) {
+      this.engine.add(streamName, stream.config, stream.origin, stream.compiled);
+    } else if (partition !== undefined && stream.partitionOf !== undefined) {
+      stream.resetPart(partition);
+    }
+    // Otherwise the stream was replaced (partitioned since, or no longer): it started empty then.
   }
 
   async #consume(name: string, started: (messages: { stop(): void }) => void): Promise<void> {
@@ -416,22 +448,30 @@ export class StreamCluster {
       message.term();
       return;
     }
-    const stream = this.engine.get(name);
-    if (stream === undefined) this.metrics.dropped(name, events.length);
+    const { stream: streamName, partition } = parsePartitionKey(name);
+    const stream = this.engine.get(streamName);
+    if (stream === undefined) this.metrics.dropped(streamName, events.length);
     else {
-      stream.push(events);
-      this.metrics.consumed(name, events.length);
+      if ((partition === undefined) === (stream.partitionOf === undefined)) stream.pushPart(partition, events);
+      // Sent before the stream was replaced by one partitioned otherwise: delivered as a new push.
+      else void this.engine.deliver([stream], events, false);
+      this.metrics.consumed(streamName, events.length);
     }
     message.ack();
   }
 
   async #answer(name: string, data: Uint8Array): Promise<Answer | EncodedAnswer> {
-    const stream = this.engine.get(name);
-    if (stream === undefined || !this.leases.owns(name)) {
+    const { stream: streamName, partition } = parsePartitionKey(name);
+    const stream = this.engine.get(streamName);
+    if (
+      stream === undefined ||
+      !this.leases.owns(name) ||
+      (partition === undefined) !== (stream.partitionOf === undefined)
+    ) {
       return { status: 503, error: `owner of stream ${name} unavailable` };
     }
     try {
-      const value = await this.runQuery(stream, parseQuery(data));
+      const value = await this.runQuery(stream, parseQuery(data), partition);
       return value instanceof EncodedAnswer ? value : { value };
     } catch (error) {
       if (error instanceof VigieError) return { status: STATUS_OF[error.code], error: error.message };

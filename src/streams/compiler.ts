@@ -5,8 +5,10 @@
  */
 import { type ActionDefinition, type Builder, compilingNode, discard } from "./action.js";
 import { actionNamed } from "./actions/catalogue.js";
+import { fieldsParam } from "./actions/params.js";
 import { CompileError } from "./compile-error.js";
 import { type EdnValue, isKeyword, isMap, mapGet, sequenceItems, toEdn } from "./edn.js";
+import type { FieldPath } from "./event.js";
 import type { GraphShape, OutCount } from "./graph.js";
 import { type Declarations, NO_DECLARATIONS } from "./io.js";
 import { isStreamName, STREAM_NAME_RULE } from "./names.js";
@@ -25,6 +27,11 @@ export interface CompiledConfig {
   readonly slots: number;
   /** The `:tap-point` names of the tree. */
   readonly tapPoints: readonly string[];
+  /**
+   * `:partition-by [f ...]`: the fields whose values choose an event's partition (partition.ts),
+   * or undefined for a stream that is not partitioned.
+   */
+  readonly partitionBy: readonly FieldPath[] | undefined;
 }
 
 function flagOf(config: { map: Array<[EdnValue, EdnValue]> }, name: string): boolean {
@@ -34,8 +41,18 @@ function flagOf(config: { map: Array<[EdnValue, EdnValue]> }, name: string): boo
   return value;
 }
 
+/** `:partition-by [f ...]`: a non-empty vector of fields (keywords, or vectors of them for nested fields). */
+function partitionByOf(config: { map: Array<[EdnValue, EdnValue]> }): FieldPath[] | undefined {
+  const value = mapGet(config, "partition-by");
+  if (value === undefined || value === null) return undefined;
+  const fields = fieldsParam(value, ":partition-by", "partition-by");
+  if (fields.length === 0) throw new CompileError(":partition-by", "needs at least one field");
+  return fields;
+}
+
 /**
- * Compiles the top map of a stream configuration `{:actions {...} :default bool :persist bool}`.
+ * Compiles the top map of a stream configuration
+ * `{:actions {...} :default bool :persist bool :partition-by [f ...]}`.
  * Other keys of the top map are kept (and returned by GET) but not interpreted.
  * @param declarations the outputs and async queues that `output` and `async-queue` may name
  * @throws CompileError naming the node path and the problem
@@ -53,6 +70,7 @@ export function compileConfig(config: EdnValue, declarations: Declarations = NO_
     graph: shape,
     slots: context.slots,
     tapPoints: [...context.points.keys()],
+    partitionBy: partitionByOf(config),
   };
 }
 

@@ -20,6 +20,7 @@ import type { Event } from "./event.js";
 import type { EventBound } from "./event-bounds.js";
 import { type GraphNode, graphOf } from "./graph.js";
 import { detachedIo, type StreamIo } from "./io.js";
+import { PARTITION_COUNT, type Partitioner, partitionerOf, partitionKey } from "./partition.js";
 import type { BoundsWording } from "./query-answer.js";
 import type { FileStream } from "./storage.js";
 import { StreamIndex } from "./stream-index.js";
@@ -66,10 +67,13 @@ const nothing = () => {};
  * instance does not own go to its owner through JetStream.
  */
 export interface Forwarder {
-  /** Whether this instance owns the stream now. */
-  owns(name: string): boolean;
   /**
-   * Hands events to the owner of `name`: resolves once JetStream acknowledged them, rejects with
+   * Whether this instance owns now the stream (`name`) or the partition (`name#k`, for a stream
+   * with `:partition-by`) that `key` names. Every method takes such a key.
+   */
+  owns(key: string): boolean;
+  /**
+   * Hands events to the owner of `name` (or of partition `name#k`): resolves once JetStream acknowledged them, rejects with
    * an UnavailableError (503) when it cannot. The events are serialised before it returns.
    */
   forward(name: string, events: readonly Event[]): Promise<void>;
@@ -89,10 +93,25 @@ export interface Forwarder {
   ): Promise<unknown>;
 }
 
+/**
+ * One part of a stream with its own state and index: the whole stream, or one partition of a
+ * partitioned stream. `key` names its lease in cluster mode: the stream name, or `name#k`.
+ */
+export interface StreamPart {
+  readonly key: string;
+  /** The partition number, undefined for the whole (unpartitioned) stream. */
+  readonly partition: number | undefined;
+  readonly index: StreamIndex;
+  /** Runs one event through this part's actions. */
+  readonly entry: Next;
+}
+
 /** One running stream. */
 export class Stream {
-  readonly index: StreamIndex;
-  readonly #entry: Next;
+  /** The stream's parts: one, or {@link PARTITION_COUNT} for a stream with `:partition-by`. */
+  readonly parts: StreamPart[];
+  /** The partition of an event, for a partitioned stream. */
+  readonly partitionOf: Partitioner | undefined;
   readonly #countEvents: (count: number) => void;
   readonly #dropException: () => void;
   /** Events received by each action (and emitted by those without children), by compiler slot. */
@@ -101,6 +120,7 @@ export class Stream {
   readonly #entryTap: TapSlot;
   /** The tap points of the configuration, by name. */
   readonly #tapPoints = new Map<string, TapSlot>();
+  readonly #build: (key: string, partition: number | undefined) => StreamPart;
 
   constructor(
     readonly name: string,
@@ -113,28 +133,36 @@ export class Stream {
     limits: StreamLimits,
     io: StreamIo,
   ) {
-    this.index = new StreamIndex(limits.indexSize);
     this.#countEvents = hooks.events?.(name) ?? nothing;
     this.#dropException = hooks.dropped?.(name, "exception") ?? nothing;
     this.#counters = Array.from({ length: compiled.slots }, () => ({ count: 0 }));
     this.#entryTap = { sink: hooks.tapSink?.(name, undefined) };
     for (const point of compiled.tapPoints) this.#tapPoints.set(point, { sink: hooks.tapSink?.(name, point) });
-    const runtime: Runtime = {
-      limits,
-      stream: name,
-      index: this.index,
-      reinject: (destination, event) => engine.reinject(this, destination, event),
-      log: (level, value) => hooks.log?.(level, name, value),
-      tap: (tapName, value) => hooks.tap?.(name, tapName, value),
-      dropped: (action) => hooks.dropped?.(name, action) ?? nothing,
-      output: (output) => io.output(output, name),
-      publish: (channel) => io.publish(channel, name),
-      asyncQueue: (queue) => io.asyncQueue(queue, name),
-      runsIo: io.runsIo,
-      counter: (slot) => this.#counters[slot],
-      tapPoint: (point) => this.#tapPoints.get(point),
+    this.#build = (key, partition) => {
+      const index = new StreamIndex(limits.indexSize);
+      const runtime: Runtime = {
+        limits,
+        stream: name,
+        index,
+        reinject: (destination, event) => engine.reinject(this, destination, event),
+        log: (level, value) => hooks.log?.(level, name, value),
+        tap: (tapName, value) => hooks.tap?.(name, tapName, value),
+        dropped: (action) => hooks.dropped?.(name, action) ?? nothing,
+        output: (output) => io.output(output, name),
+        publish: (channel) => io.publish(channel, name),
+        asyncQueue: (queue) => io.asyncQueue(queue, name),
+        runsIo: io.runsIo,
+        counter: (slot) => this.#counters[slot],
+        tapPoint: (point) => this.#tapPoints.get(point),
+      };
+      return { key, partition, index, entry: compiled.build(runtime) };
     };
-    this.#entry = compiled.build(runtime);
+    const fields = compiled.partitionBy;
+    this.partitionOf = fields === undefined ? undefined : partitionerOf(fields);
+    this.parts =
+      fields === undefined
+        ? [this.#build(name, undefined)]
+        : Array.from({ length: PARTITION_COUNT }, (_, k) => this.#build(partitionKey(name, k), k));
   }
 
   /**
@@ -165,10 +193,103 @@ export class Stream {
     return this.compiled.default;
   }
 
-  /** Sends events through the stream, in order; returns when every one went through. */
+  /**
+   * The index of an unpartitioned stream (of its first partition for a partitioned one: searches
+   * go through {@link parts}).
+   */
+  get index(): StreamIndex {
+    const part = this.parts[0];
+    if (part === undefined) throw new Error("a stream has at least one part");
+    return part.index;
+  }
+
+  /** The index clock in seconds: the largest of its parts'. */
+  get currentTime(): number {
+    let time = 0;
+    for (const part of this.parts) if (part.index.currentTime > time) time = part.index.currentTime;
+    return time;
+  }
+
+  /** How many events the indexes of its parts hold together. */
+  get indexSize(): number {
+    let size = 0;
+    for (const part of this.parts) size += part.index.size;
+    return size;
+  }
+
+  /** Sends events through the stream, in order (each to its partition); returns when every one went through. */
   push(events: readonly Event[]): void {
     this.#countEvents(events.length);
-    const entry = this.#entry;
+    const partitionOf = this.partitionOf;
+    if (partitionOf === undefined) {
+      const part = this.parts[0];
+      if (part !== undefined) this.#run(part.entry, events);
+      return;
+    }
+    const parts = this.parts;
+    // While nobody taps the stream this is the only cost of tapping: one check per event.
+    const tap = this.#entryTap.sink;
+    for (const event of events) {
+      try {
+        if (tap !== undefined) tap(event);
+        parts[partitionOf(event)]?.entry(event);
+      } catch {
+        this.#dropException();
+      }
+    }
+  }
+
+  /**
+   * Sends events through one part (the events of a partition forwarded to its owner), in order.
+   * @param partition the partition, undefined for an unpartitioned stream
+   */
+  pushPart(partition: number | undefined, events: readonly Event[]): void {
+    const part = this.parts[partition ?? 0];
+    if (part === undefined) return;
+    this.#countEvents(events.length);
+    this.#run(part.entry, events);
+  }
+
+  /** Sends one event through the stream (to its partition). */
+  pushOne(event: Event): void {
+    this.#countEvents(1);
+    const part = this.parts[this.partitionOf === undefined ? 0 : this.partitionOf(event)];
+    try {
+      const tap = this.#entryTap.sink;
+      if (tap !== undefined) tap(event);
+      part?.entry(event);
+    } catch {
+      this.#dropException();
+    }
+  }
+
+  /**
+   * Splits events by partition, in order.
+   * @returns per partition, its events (undefined when none), or undefined for an unpartitioned stream
+   */
+  split(events: readonly Event[]): Array<Event[] | undefined> | undefined {
+    const partitionOf = this.partitionOf;
+    if (partitionOf === undefined) return undefined;
+    const groups = new Array<Event[] | undefined>(PARTITION_COUNT);
+    for (const event of events) {
+      const k = partitionOf(event);
+      const group = groups[k];
+      if (group === undefined) groups[k] = [event];
+      else group.push(event);
+    }
+    return groups;
+  }
+
+  /**
+   * Starts one partition again with fresh state and an empty index (cluster mode: its lease went
+   * to another instance, which starts it empty; so does this one when it gets it back).
+   */
+  resetPart(partition: number): void {
+    const part = this.parts[partition];
+    if (part !== undefined) this.parts[partition] = this.#build(part.key, partition);
+  }
+
+  #run(entry: Next, events: readonly Event[]): void {
     // While nobody taps the stream this is the only cost of tapping: one check per event.
     const tap = this.#entryTap.sink;
     for (const event of events) {
@@ -179,18 +300,6 @@ export class Stream {
         // An action must never abort a push; count what a bug let through.
         this.#dropException();
       }
-    }
-  }
-
-  /** Sends one event through the stream. */
-  pushOne(event: Event): void {
-    this.#countEvents(1);
-    try {
-      const tap = this.#entryTap.sink;
-      if (tap !== undefined) tap(event);
-      this.#entry(event);
-    } catch {
-      this.#dropException();
     }
   }
 }
@@ -262,6 +371,14 @@ export class StreamEngine {
     return this.#streams.values();
   }
 
+  /**
+   * What cluster mode leases (docs/cluster.md): each stream's name, or `name#k` for each
+   * partition of a partitioned stream; sorted.
+   */
+  leaseKeys(): string[] {
+    return [...this.#streams.values()].flatMap((stream) => stream.parts.map((part) => part.key)).sort();
+  }
+
   /** The names of the streams, sorted. */
   names(): string[] {
     return [...this.#streams.keys()].sort();
@@ -299,7 +416,9 @@ export class StreamEngine {
   /**
    * Delivers events to streams: those this instance runs get them now; in cluster mode those
    * owned by another instance get them through their owner (forwarded first, so that they are
-   * serialised before an action of a local stream can touch them).
+   * serialised before an action of a local stream can touch them), and the events of a partitioned
+   * stream all go through JetStream to their partition's owner, this instance included, so that
+   * the events of one key keep their order whichever instances received them.
    * @param wait whether the caller awaits the owners' acknowledgement (a client's request does)
    * @returns a promise when events went to another instance and `wait` is true; it rejects with
    *   an UnavailableError when one of them could not be handed over (the local pushes happened)
@@ -311,15 +430,32 @@ export class StreamEngine {
       return undefined;
     }
     let pending: Promise<void>[] | undefined;
+    // The unpartitioned streams this instance runs, pushed once everything else was handed over.
+    let here: Stream[] | undefined;
+    const hand = (key: string, batch: readonly Event[]) => {
+      if (!wait) forwarder.send(key, batch);
+      else if (pending === undefined) pending = [forwarder.forward(key, batch)];
+      else pending.push(forwarder.forward(key, batch));
+    };
     for (const stream of streams) {
-      if (forwarder.owns(stream.name)) continue;
-      if (!wait) forwarder.send(stream.name, events);
-      else if (pending === undefined) pending = [forwarder.forward(stream.name, events)];
-      else pending.push(forwarder.forward(stream.name, events));
+      const groups = stream.split(events);
+      if (groups === undefined) {
+        if (!forwarder.owns(stream.name)) hand(stream.name, events);
+        else if (here === undefined) here = [stream];
+        else here.push(stream);
+        continue;
+      }
+      // A partition's events all go through JetStream, its owner's own included: run at once, they
+      // could overtake the events of the same key that another instance forwarded just before.
+      for (const [k, group] of groups.entries()) {
+        const part = stream.parts[k];
+        if (group !== undefined && part !== undefined) hand(part.key, group);
+      }
     }
-    for (const stream of streams) if (forwarder.owns(stream.name)) stream.push(events);
-    if (pending === undefined) return undefined;
-    return pending.length === 1 ? pending[0] : Promise.all(pending).then(() => undefined);
+    if (here !== undefined) for (const stream of here) stream.push(events);
+    const waiting: Promise<void>[] | undefined = pending;
+    if (waiting === undefined) return undefined;
+    return waiting.length === 1 ? waiting[0] : Promise.all(waiting).then(() => undefined);
   }
 
   /**
@@ -334,8 +470,12 @@ export class StreamEngine {
     }
     this.#depth += 1;
     try {
-      if (destination.kind === "self") from.pushOne(event);
-      else if (destination.kind === "default") for (const stream of this.#defaults) this.#reinjectInto(stream, event);
+      // Into itself: here (the push may have come late through JetStream), or, for a partitioned
+      // stream, to the event's partition, wherever it runs.
+      if (destination.kind === "self") {
+        if (from.partitionOf === undefined) from.pushOne(event);
+        else this.#reinjectInto(from, event);
+      } else if (destination.kind === "default") for (const stream of this.#defaults) this.#reinjectInto(stream, event);
       else {
         const target = this.#streams.get(destination.name);
         if (target === undefined) this.#dropReinjected(from);
@@ -348,8 +488,14 @@ export class StreamEngine {
 
   #reinjectInto(target: Stream, event: Event): void {
     const forwarder = this.forwarder;
-    if (forwarder === undefined || forwarder.owns(target.name)) target.pushOne(event);
-    else forwarder.send(target.name, [event]);
+    if (forwarder === undefined) {
+      target.pushOne(event);
+      return;
+    }
+    const partition = target.partitionOf?.(event);
+    const key = partition === undefined ? target.name : (target.parts[partition]?.key ?? target.name);
+    if (forwarder.owns(key)) target.pushPart(partition, [event]);
+    else forwarder.send(key, [event]);
   }
 
   #dropReinjected(from: Stream): void {

@@ -36,7 +36,7 @@ export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engin
     ["stream", "action", "reason"],
   );
   const indexSizes = function* (): Generator<readonly [string, number]> {
-    for (const stream of engine().all()) yield [stream.name, stream.index.size];
+    for (const stream of engine().all()) yield [stream.name, stream.indexSize];
   };
   gaugeOf(registry, "stream_index_size", "Events held in a stream's index.", indexSizes, "stream");
   /** The action and reason label pairs of each stream's series, to forget them with the stream. */

@@ -142,7 +142,7 @@ function startCluster(context: ModuleContext, runtime: Runtime): ClusterParts | 
     cluster.streams,
     cluster.instanceId,
     cluster.leaseMs,
-    (stream, query) => answerQuery(stream, query, limits),
+    (stream, query, partition) => answerQuery(stream, query, limits, partition),
     clusterMetrics(context.metrics),
     context.logger,
   );

@@ -160,3 +160,49 @@ export function jsonAnswer(
     bounds,
   );
 }
+
+/** A part of a stream as a search sees it (engine.ts `StreamPart`): its lease key and index. */
+export interface SearchablePart {
+  readonly key: string;
+  readonly index: StreamIndex;
+}
+
+/**
+ * The events of several stream parts matching `predicate`, each part searched where it runs: the
+ * parts this instance runs (`local` true) searched together here, the others asked with `ask` (in
+ * cluster mode, their owners), the answers merged: an event found in more than one part listed once,
+ * sorted by time (stable), at most `bounds.results`.
+ * @param ask the events of a part run elsewhere (the owner's answer)
+ * @throws QueryBoundError as {@link searchIndexes}; what `ask` throws (an owner unavailable)
+ */
+export async function searchParts(
+  parts: readonly SearchablePart[],
+  local: (key: string) => boolean,
+  predicate: Predicate,
+  bounds: AnswerBounds,
+  ask: (key: string) => Promise<Event[]>,
+): Promise<Event[]> {
+  const here = parts.filter((part) => local(part.key));
+  if (here.length === parts.length)
+    return searchIndexes(
+      here.map((part) => part.index),
+      predicate,
+      bounds,
+    );
+  const answers = await Promise.all([
+    here.length === 0
+      ? []
+      : searchIndexes(
+          here.map((part) => part.index),
+          predicate,
+          bounds,
+        ),
+    ...parts.filter((part) => !local(part.key)).map((part) => ask(part.key)),
+  ]);
+  const found = new Set<Event>();
+  for (const answer of answers) {
+    for (const event of answer) found.add(event);
+    if (found.size > bounds.results) throw tooManyResults(bounds);
+  }
+  return [...found].sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0));
+}

@@ -69,6 +69,7 @@ describe.each(DATABASE_KINDS)("database on $kind", ({ kind, skip }) => {
       "platform-0001-settings",
       "platform-0002-cluster",
       "platform-0003-output-queue",
+      "platform-0004-stream-partition-leases",
       "test-0001-widgets",
     ]);
     expect(await readSetting(second, "k")).toBe("v");

@@ -8,6 +8,7 @@ import { channelSubject, consumerName, EncodedAnswer, eventsSubject, querySubjec
 import { parseEdn, toEdn } from "../../src/streams/edn.js";
 import { applySharedStreams, type Forwarder, StreamEngine } from "../../src/streams/engine.js";
 import type { Event } from "../../src/streams/event.js";
+import { partitionerOf } from "../../src/streams/partition.js";
 import { answerQuery } from "../../src/streams/routes/streams.js";
 
 const streamName = fc.stringMatching(/^[A-Za-z0-9._-]{1,128}$/);
@@ -38,6 +39,11 @@ describe("subject helpers", () => {
     expect(channelSubject("alerts.web")).toBe("vigie.channel.alerts~2eweb");
     expect(eventsSubject("alerts")).toBe("vigie.events.alerts");
     expect(consumerName("alerts")).toBe("vigie-alerts");
+    // A partition's subjects add its number as one more token; its consumer escapes the #.
+    expect(eventsSubject("metrics.cpu#7")).toBe("vigie.events.metrics~2ecpu.7");
+    expect(querySubject("metrics.cpu#63")).toBe("vigie.query.metrics~2ecpu.63");
+    expect(consumerName("metrics.cpu#7")).toBe("vigie-metrics~2ecpu~237");
+    expect(consumerName("metrics.cpu#7")).not.toBe(consumerName("metrics.cpu-7"));
   });
 
   it("gives every stream name a valid, reversible token (property)", () => {
@@ -128,6 +134,30 @@ function engineWith(recorder: Recorder, mutate = true) {
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("StreamEngine.deliver in cluster mode", () => {
+  it("hands each partition of a partitioned stream to JetStream in order, its own partitions too", async () => {
+    const recorder: Recorder = { log: [], forwarded: [] };
+    const { engine, taps } = engineWith(recorder, false);
+    const stream = engine.add("p", parseEdn("{:partition-by [:host] :actions {:action :tap :params [:t]}}"), {
+      kind: "api",
+    });
+    const partitionOf = partitionerOf([["host"]]);
+    const events: Event[] = Array.from({ length: 40 }, (_, i) => ({ host: `h${i % 8}`, seq: i }));
+    const mine = partitionOf({ host: "h0" });
+    engine.forwarder = fakeForwarder(new Set([`p#${mine}`]), recorder);
+    await engine.deliver([stream], events);
+    // Run here, they could overtake events of the same host that another instance forwarded earlier.
+    expect(taps.get("p")).toBeUndefined();
+    const byKey = new Map<string, Event[]>();
+    for (const event of events) {
+      const k = partitionOf(event);
+      byKey.set(`p#${k}`, [...(byKey.get(`p#${k}`) ?? []), event]);
+    }
+    expect(byKey.has(`p#${mine}`)).toBe(true);
+    expect(recorder.forwarded.map((entry) => entry.name).sort()).toEqual([...byKey.keys()].sort());
+    for (const entry of recorder.forwarded) expect(JSON.parse(entry.json)).toEqual(byKey.get(entry.name));
+    expect(engine.leaseKeys()).toHaveLength(64);
+  });
+
   it("pushes owned streams locally and forwards the others, forwards first, serialised at once", async () => {
     const recorder: Recorder = { log: [], forwarded: [] };
     const { engine, taps, tapStream } = engineWith(recorder);

@@ -158,6 +158,11 @@ export class Cluster {
   }
 
   #tick(): Promise<void> {
+    // One heartbeat at a time: two interleaved ones (a kick before start(), a timer during a tick)
+    // would see each other's leases half-taken and drop them as lapsed.
+    if (this.#ticking !== undefined) return this.#ticking;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
     const run = (async () => {
       // A heartbeat after stop() would bring the member row back after its deletion.
       if (this.#stopped) return;

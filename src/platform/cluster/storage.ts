@@ -6,7 +6,7 @@
  * never an instance's own.
  */
 
-import { type Migration, type QueryExecutorProvider, sql } from "kysely";
+import { type Migration, type QueryExecutorProvider, SqliteAdapter, sql } from "kysely";
 import { runDdl } from "../ddl.js";
 
 /** The platform's migrations for the cluster tables. */
@@ -23,6 +23,18 @@ export const clusterMigrations: Readonly<Record<string, Migration>> = {
         `create table stream_leases (name varchar(128) primary key, owner varchar(100),
           epoch bigint default 0 not null, expires_at timestamptz)`,
       ]),
+  },
+  // A partition of a stream is leased as `<name>#<k>`: 128 characters of name and `#63`. SQLite has
+  // no ALTER COLUMN, nor needs one: it does not enforce varchar lengths. (The dialect is read here
+  // as database.ts's migrationDialect does: that file imports this one.)
+  "platform-0004-stream-partition-leases": {
+    up: (db) =>
+      runDdl(
+        db,
+        db.getExecutor().adapter instanceof SqliteAdapter
+          ? []
+          : ["alter table stream_leases alter column name type varchar(140)"],
+      ),
   },
 };
 

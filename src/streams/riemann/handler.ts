@@ -30,11 +30,11 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { errorMessage } from "../../platform/errors.js";
 import type { Predicate } from "../condition.js";
 import type { RiemannSettings } from "../config.js";
-import type { Forwarder, Stream, StreamEngine } from "../engine.js";
-import { type Event, timeOf } from "../event.js";
+import type { Stream, StreamEngine } from "../engine.js";
+import type { Event } from "../event.js";
 import type { RiemannMetrics } from "../metrics.js";
 import { DEFAULT_STREAM } from "../names.js";
-import { type AnswerBounds, encodeAnswer, searchIndexes, tooManyResults } from "../query-answer.js";
+import { type AnswerBounds, encodeAnswer, searchParts } from "../query-answer.js";
 import {
   type DecodedEvent,
   EVENTS_FRAME_OVERHEAD,
@@ -236,51 +236,23 @@ export class RiemannHandler {
     const bounds = this.#answerBounds;
     try {
       const predicate = this.#compile(text); // an invalid query fails here, without asking anyone
-      const streams = this.#queryStreams();
+      const parts = this.#queryStreams().flatMap((stream) => stream.parts);
       const forwarder = this.engine.forwarder;
-      let found: Event[];
-      if (forwarder === undefined || streams.every((stream) => forwarder.owns(stream.name))) {
-        found = await searchIndexes(
-          streams.map((stream) => stream.index),
-          predicate,
-          bounds,
-        );
-      } else {
-        found = await this.#searchAcrossInstances(text, predicate, streams, forwarder);
-      }
+      const limit = bounds.results;
+      // Cluster mode: each part is searched by its owner (this instance for those it runs).
+      const found = await searchParts(
+        parts,
+        (key) => forwarder === undefined || forwarder.owns(key),
+        predicate,
+        bounds,
+        async (key) => eventsOf(await forwarder?.ask(key, { kind: "riemann-search", query: text, limit }, bounds)),
+      );
       const reply = await encodeAnswer(found, replyEventField, eventsFrameOf, () => EVENTS_FRAME_OVERHEAD, bounds);
       this.metrics.message("ok");
       return reply;
     } catch (error) {
       return this.#fail(errorMessage(error));
     }
-  }
-
-  /**
-   * Cluster mode: each owner searches its own index (this instance's for the streams it owns), the
-   * parts merged (an event listed once), bounded and sorted as {@link searchIndexes} does.
-   * @throws QueryBoundError when more than `max-query-results` events match
-   */
-  async #searchAcrossInstances(
-    text: string,
-    predicate: Predicate,
-    streams: readonly Stream[],
-    forwarder: Forwarder,
-  ): Promise<Event[]> {
-    const bounds = this.#answerBounds;
-    const parts = await Promise.all(
-      streams.map(async (stream) =>
-        forwarder.owns(stream.name)
-          ? searchIndexes([stream.index], predicate, bounds)
-          : eventsOf(
-              await forwarder.ask(stream.name, { kind: "riemann-search", query: text, limit: bounds.results }, bounds),
-            ),
-      ),
-    );
-    const [only] = parts;
-    const found = parts.length === 1 && only !== undefined ? only : [...new Set(parts.flat())];
-    if (found.length > bounds.results) throw tooManyResults(bounds);
-    return found.sort((a, b) => (timeOf(a) ?? 0) - (timeOf(b) ?? 0));
   }
 
   /**

@@ -17,8 +17,16 @@ import type { CompiledConfig } from "../compiler.js";
 import type { Predicate } from "../condition.js";
 import { type EdnValue, isMap, mapSet, toEdn } from "../edn.js";
 import type { Stream, StreamEngine } from "../engine.js";
+import type { Event } from "../event.js";
 import { DEFAULT_STREAM, isStreamName, STREAM_NAME_RULE } from "../names.js";
-import { type AnswerBounds, type BoundsWording, jsonAnswer, QueryBoundError, searchIndexes } from "../query-answer.js";
+import {
+  type AnswerBounds,
+  type BoundsWording,
+  jsonAnswer,
+  QueryBoundError,
+  searchIndexes,
+  searchParts,
+} from "../query-answer.js";
 import { compileQuery as compileRiemannQuery } from "../riemann/query.js";
 import { removeStreamFile, writeStreamFile } from "../storage.js";
 import { type NamedRoute, streamNotFound } from "./request.js";
@@ -106,6 +114,11 @@ async function searchQueryValue(request: FastifyRequest, bodyLimit: number): Pro
   return query;
 }
 
+/** The events of an owner's answer (an array of events when it answered a search). */
+function eventsOf(answer: unknown): Event[] {
+  return Array.isArray(answer) ? answer : [];
+}
+
 /** The bounds of an index search's answer (HTTP). */
 export function searchBounds(limits: StreamLimits): AnswerBounds {
   return {
@@ -134,14 +147,17 @@ async function bounded<T>(answer: () => Promise<T>): Promise<T> {
  * events' answer is serialised a slice per turn, and measured against `max-query-bytes`, here.
  * @returns the current time (seconds), or the search's answer `{"value": [events]}`
  *   serialised (an EncodedAnswer, sent as it is)
+ * @param partition the partition asked about, for a partitioned stream (its owner answers for it alone)
  * @throws InvalidError for an invalid query, or an answer beyond a bound (naming it)
  */
 export function answerQuery(
   stream: Stream,
   query: { kind: string; query?: unknown; limit?: unknown },
   limits: StreamLimits,
+  partition?: number,
 ): Promise<unknown> {
-  if (query.kind === "current-time") return Promise.resolve(stream.index.currentTime);
+  const index = stream.parts[partition ?? 0]?.index ?? stream.index;
+  if (query.kind === "current-time") return Promise.resolve(index.currentTime);
   let bounds = searchBounds(limits);
   let predicate: Predicate;
   if (query.kind === "riemann-search") {
@@ -153,7 +169,7 @@ export function answerQuery(
     predicate = compileWhereQuery(query.query);
   }
   return bounded(async () => {
-    const found = await searchIndexes([stream.index], predicate, bounds);
+    const found = await searchIndexes([index], predicate, bounds);
     return new EncodedAnswer(await jsonAnswer(found, bounds, "value"));
   });
 }
@@ -246,7 +262,7 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     const config = isMap(stream.config) ? mapSet(stream.config, "default", stream.isDefault) : stream.config;
     return {
       config: Buffer.from(toEdn(config), "utf8").toString("base64"),
-      "current-time": stream.index.currentTime,
+      "current-time": stream.currentTime,
     };
   });
 
@@ -260,15 +276,17 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
     const stream = streamOf(request.params.name);
     const query = await searchQueryValue(request, app.initialConfig.bodyLimit ?? 1024 * 1024);
     const bounds = searchBounds(engine.limits);
-    let events: unknown;
-    if (cluster !== undefined && !cluster.owns(stream.name)) {
-      compileWhereQuery(query); // an invalid query is a 400 here, without asking the owner
-      events = await bounded(() => cluster.ask(stream.name, { kind: "search", query }, bounds));
-    } else {
-      const predicate = compileWhereQuery(query);
-      events = await bounded(() => searchIndexes([stream.index], predicate, bounds));
-    }
-    const found = Array.isArray(events) ? events : [];
+    const predicate = compileWhereQuery(query); // an invalid query is a 400 here, without asking an owner
+    // Cluster mode: each part (the stream, or each partition) is searched by its owner.
+    const found = await bounded(() =>
+      searchParts(
+        stream.parts,
+        (key) => cluster === undefined || cluster.owns(key),
+        predicate,
+        bounds,
+        async (key) => eventsOf(await cluster?.ask(key, { kind: "search", query }, bounds)),
+      ),
+    );
     const body = await bounded(() => jsonAnswer(found, bounds));
     return reply.type("application/json; charset=utf-8").send(body);
   };
@@ -277,9 +295,15 @@ export async function streamRoutes(app: FastifyInstance, options: StreamRoutesOp
 
   app.get<NamedRoute>("/api/v1/index/:name/current-time", described(api.indexCurrentTime), async (request) => {
     const stream = streamOf(request.params.name);
-    if (cluster !== undefined && !cluster.owns(stream.name)) {
-      return { "current-time": await cluster.ask(stream.name, { kind: "current-time" }) };
-    }
-    return { "current-time": stream.index.currentTime };
+    if (cluster === undefined) return { "current-time": stream.currentTime };
+    // Cluster mode: the largest of the parts' clocks, each from its owner.
+    const times = await Promise.all(
+      stream.parts.map((part) =>
+        cluster.owns(part.key) ? part.index.currentTime : cluster.ask(part.key, { kind: "current-time" }),
+      ),
+    );
+    let time = 0;
+    for (const value of times) if (typeof value === "number" && value > time) time = value;
+    return { "current-time": time };
   });
 }

@@ -143,6 +143,12 @@ describe.skipIf(POSTGRES_URL === undefined)("ClusterStore on PostgreSQL", () => 
     await storage.ensureKeys(STREAM_LEASES, ["alerts"]);
     const streams = await sql<{ name: string }>`select name from stream_leases order by name`.execute(database.kysely);
     expect(streams.rows.map((row) => row.name)).toEqual(["alerts", "metrics.cpu"]);
+    // The partition of a stream of the longest name: 128 characters and `#63`.
+    const partition = `${"p".repeat(128)}#63`;
+    await storage.ensureKeys(STREAM_LEASES, [partition]);
+    expect((await storage.take(STREAM_LEASES, "a", [partition], 1, LEASE_MS)).map((lease) => lease.key)).toEqual([
+      partition,
+    ]);
   });
 
   it("takes only free or expired leases, up to the count, with a new epoch each time", async () => {

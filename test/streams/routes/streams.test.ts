@@ -37,6 +37,33 @@ describe("streams API", () => {
   const addStream = (name: string, edn: string) =>
     inject({ method: "POST", url: `/api/v1/stream/${name}`, payload: { config: b64(edn) } });
 
+  it("searches every partition of a partitioned stream, and takes the largest clock", async () => {
+    await start();
+    expect(
+      await addStream("hot", "{:partition-by [:host] :actions {:action :index :params [[:host :service]]}}"),
+    ).toEqual({ status: 201, body: { message: "stream added" } });
+    const events = Array.from({ length: 100 }, (_, i) => ({ host: `h${i}`, service: "cpu", time: 1_000 - i }));
+    expect(await inject({ method: "PUT", url: "/api/v1/stream/hot", payload: { events } })).toEqual({
+      status: 200,
+      body: { message: "ok" },
+    });
+    const found = await inject({
+      method: "POST",
+      url: "/api/v1/index/hot/search",
+      payload: { query: b64("[:always-true]") },
+    });
+    expect(found.status).toBe(200);
+    // Merged from the partitions, sorted by time.
+    expect(found.body.events).toEqual([...events].reverse());
+    expect(await inject({ method: "GET", url: "/api/v1/index/hot/current-time" })).toEqual({
+      status: 200,
+      body: { "current-time": 1_000 },
+    });
+    expect((await inject({ method: "GET", url: "/api/v1/stream/hot" })).body["current-time"]).toBe(1_000);
+    expect(await addStream("bad", "{:partition-by :host :actions {:action :sdo}}")).toMatchObject({ status: 201 });
+    expect(await addStream("bad", "{:partition-by [1] :actions {:action :sdo}}")).toMatchObject({ status: 400 });
+  });
+
   it("adds, lists, reads and removes streams with the exact bodies of docs/streams.md (API)", async () => {
     await start();
     expect(await addStream("cpu", INDEXING)).toEqual({ status: 201, body: { message: "stream added" } });
