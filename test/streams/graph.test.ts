@@ -128,6 +128,29 @@ describe(":tap-point", () => {
     ]);
   });
 
+  it("counts and taps the events of every partition of a partitioned stream", () => {
+    const seen = new Map<string, Flow[]>();
+    const engine = new StreamEngine({
+      tapSink: (_stream, point) => (value) => {
+        const key = point ?? "(entry)";
+        seen.set(key, [...(seen.get(key) ?? []), value]);
+      },
+    });
+    const stream = engine.add(
+      "s",
+      parseEdn('{:partition-by [:host] :actions {:action :increment :tap-point "inc" :children [{:action :sdo}]}}'),
+      { kind: "api" },
+    );
+    const hosts = ["a", "b", "c", "d", "e", "f"];
+    const pushed = hosts.map((host, time) => ({ host, metric: 1, time }));
+    stream.push(pushed);
+    // The hosts land in several partitions, and one action tree counts them all.
+    expect(new Set(pushed.map((event) => stream.partitionOf?.(event))).size).toBeGreaterThan(1);
+    expect(stream.graph()).toMatchObject({ action: "increment", in: 6, out: 6 });
+    expect(seen.get("(entry)")).toEqual(pushed);
+    expect(seen.get("inc")?.map((value) => (value as { host: string }).host).sort()).toEqual(hosts);
+  });
+
   it("sends nothing while nobody watches, and starts and stops with watch()", () => {
     const stream = new StreamEngine().add(
       "s",
