@@ -15,16 +15,8 @@
  * take a token as every API route does; the 2.x path also reads `Authorization: Token <token>`,
  * the scheme of InfluxDB 2.x clients.
  */
-import { promisify } from "node:util";
-import { gunzip } from "node:zlib";
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
-import {
-  errnoCode,
-  errorMessage,
-  InvalidError,
-  TooLargeError,
-  UnsupportedMediaTypeError,
-} from "../../platform/errors.js";
+import { InvalidError } from "../../platform/errors.js";
 import type { RouteDescription } from "../../platform/openapi.js";
 import { queryError, queryOf, queryString } from "../../platform/query.js";
 import type { StreamEngine } from "../engine.js";
@@ -34,9 +26,7 @@ import { LineProtocolReader, PRECISIONS } from "../influx-line.js";
 import type { InfluxMetrics } from "../metrics.js";
 import { DEFAULT_STREAM } from "../names.js";
 import { deliverSliced, TurnClock } from "../slices.js";
-import { streamTargets } from "./request.js";
-
-const gunzipAsync = promisify(gunzip);
+import { decodedBody, streamTargets } from "./request.js";
 
 /** Lines read between two looks at the clock. */
 const LINES_PER_CHECK = 256;
@@ -84,24 +74,8 @@ function describe(version: 1 | 2): RouteDescription {
  */
 function bodyText(request: FastifyRequest, bodyLimit: number): string | Promise<string> {
   const body = request.body instanceof Buffer ? request.body : Buffer.alloc(0);
-  const encoding = (request.headers["content-encoding"] ?? "identity").toLowerCase();
-  if (encoding === "identity") return body.toString("utf8");
-  if (encoding !== "gzip") {
-    throw new UnsupportedMediaTypeError(`unsupported Content-Encoding ${encoding}; use gzip or none`);
-  }
-  return gunzipText(body, bodyLimit);
-}
-
-/** @throws TooLargeError beyond `bodyLimit` once gunzipped; InvalidError when it is not gzip */
-async function gunzipText(body: Buffer, bodyLimit: number): Promise<string> {
-  try {
-    return (await gunzipAsync(body, { maxOutputLength: bodyLimit })).toString("utf8");
-  } catch (error) {
-    if (errnoCode(error) === "ERR_BUFFER_TOO_LARGE") {
-      throw new TooLargeError(`decompressed request body is larger than the limit of ${bodyLimit} bytes`);
-    }
-    throw new InvalidError(`invalid gzip body: ${errorMessage(error)}`);
-  }
+  const decoded = decodedBody(request, body, bodyLimit);
+  return decoded instanceof Promise ? decoded.then((bytes) => bytes.toString("utf8")) : decoded.toString("utf8");
 }
 
 /** `Authorization: Token <token>` (InfluxDB 2.x's scheme) as `Bearer <token>`, for the API guard. */

@@ -3,16 +3,8 @@
  * `ExportTraceServiceRequest` as protobuf or JSON, plain or gzipped. Each span becomes an event;
  * the answer is an empty `ExportTraceServiceResponse` in the request's encoding.
  */
-import { promisify } from "node:util";
-import { gunzip } from "node:zlib";
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fastify";
-import {
-  errnoCode,
-  errorMessage,
-  InvalidError,
-  TooLargeError,
-  UnsupportedMediaTypeError,
-} from "../../platform/errors.js";
+import { InvalidError, UnsupportedMediaTypeError } from "../../platform/errors.js";
 import type { StreamEngine } from "../engine.js";
 import type { Event } from "../event.js";
 import type { EventBounds } from "../event-bounds.js";
@@ -24,9 +16,7 @@ import { OtlpProtobufDecoder } from "../otlp-protobuf.js";
 import { deliverSliced } from "../slices.js";
 import { otlpTraces } from "./ingestion-api.js";
 import { INLINE_DECODED_BYTES } from "./remote-write.js";
-import { guardedOptions, type NamedRoute, streamTargets } from "./request.js";
-
-const gunzipAsync = promisify(gunzip);
+import { decodedBody, guardedOptions, type NamedRoute, streamTargets } from "./request.js";
 
 /** OTLP/JSON bodies up to this many bytes are parsed at once (as pushes are, push.ts). */
 export const INLINE_JSON_BYTES = 64 * 1024;
@@ -67,18 +57,7 @@ export async function otlpBody(request: FastifyRequest, bodyLimit: number, signa
   if (!(body instanceof Buffer)) {
     throw new UnsupportedMediaTypeError(`OTLP ${signal} need Content-Type application/x-protobuf or application/json`);
   }
-  const encoding = (request.headers["content-encoding"] ?? "identity").toLowerCase();
-  if (encoding === "identity") return body;
-  if (encoding !== "gzip")
-    throw new UnsupportedMediaTypeError(`unsupported Content-Encoding ${encoding}; use gzip or none`);
-  try {
-    return await gunzipAsync(body, { maxOutputLength: bodyLimit });
-  } catch (error) {
-    if (errnoCode(error) === "ERR_BUFFER_TOO_LARGE") {
-      throw new TooLargeError(`decompressed request body is larger than the limit of ${bodyLimit} bytes`);
-    }
-    throw new InvalidError(`invalid gzip body: ${errorMessage(error)}`);
-  }
+  return decodedBody(request, body, bodyLimit);
 }
 
 /** Registers the traces route. */

@@ -2,11 +2,49 @@
  * What the streams routes share to read a request: the `:name` route parameter, the streams it
  * names (one stream, or the default streams for `default`), a JSON object body.
  */
-import type { preHandlerHookHandler } from "fastify";
-import { InvalidError, NotFoundError } from "../../platform/errors.js";
+import { promisify } from "node:util";
+import { gunzip } from "node:zlib";
+import type { FastifyRequest, preHandlerHookHandler } from "fastify";
+import {
+  errnoCode,
+  errorMessage,
+  InvalidError,
+  NotFoundError,
+  TooLargeError,
+  UnsupportedMediaTypeError,
+} from "../../platform/errors.js";
 import { isPlainObject } from "../../platform/validation.js";
 import type { Stream, StreamEngine } from "../engine.js";
 import { DEFAULT_STREAM } from "../names.js";
+
+const gunzipAsync = promisify(gunzip);
+
+/**
+ * A request's body as its `Content-Encoding` says (RFC 9110 §8.4): as it came without one (or with
+ * `identity`), gunzipped for `gzip`, at once when it is not compressed.
+ * @param bodyLimit largest decompressed body, in bytes
+ * @throws UnsupportedMediaTypeError for another encoding; TooLargeError when it gunzips to more than
+ *   `bodyLimit` bytes; InvalidError when it is not gzip
+ */
+export function decodedBody(request: FastifyRequest, body: Buffer, bodyLimit: number): Buffer | Promise<Buffer> {
+  const encoding = (request.headers["content-encoding"] ?? "identity").toLowerCase();
+  if (encoding === "identity") return body;
+  if (encoding !== "gzip") {
+    throw new UnsupportedMediaTypeError(`unsupported Content-Encoding ${encoding}; use gzip or none`);
+  }
+  return gunzipBody(body, bodyLimit);
+}
+
+async function gunzipBody(body: Buffer, bodyLimit: number): Promise<Buffer> {
+  try {
+    return await gunzipAsync(body, { maxOutputLength: bodyLimit });
+  } catch (error) {
+    if (errnoCode(error) === "ERR_BUFFER_TOO_LARGE") {
+      throw new TooLargeError(`decompressed request body is larger than the limit of ${bodyLimit} bytes`);
+    }
+    throw new InvalidError(`invalid gzip body: ${errorMessage(error)}`);
+  }
+}
 
 /** The parameters of a route whose path ends in `:name`. */
 export interface NameParams {
