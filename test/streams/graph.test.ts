@@ -148,7 +148,12 @@ describe(":tap-point", () => {
     expect(new Set(pushed.map((event) => stream.partitionOf?.(event))).size).toBeGreaterThan(1);
     expect(stream.graph()).toMatchObject({ action: "increment", in: 6, out: 6 });
     expect(seen.get("(entry)")).toEqual(pushed);
-    expect(seen.get("inc")?.map((value) => (value as { host: string }).host).sort()).toEqual(hosts);
+    expect(
+      seen
+        .get("inc")
+        ?.map((value) => (value as { host: string }).host)
+        .sort(),
+    ).toEqual(hosts);
   });
 
   it("sends nothing while nobody watches, and starts and stops with watch()", () => {
