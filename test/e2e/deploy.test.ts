@@ -47,9 +47,12 @@ describe.skipIf(missing(SYSTEMD_ANALYZE, "systemd-analyze", "the systemd unit ch
         cwd: temporaryDirectory(),
       });
       // verify cannot see `vigie` itself on a machine where it is not installed: only that may be said.
+      // It also reads the machine's own units (carbon-cache.service from graphite-carbon, which the
+      // graphite output's test installs, has warnings of its own): what it says of them is not ours.
       const complaints = `${run.stdout}${run.stderr}`
         .split("\n")
-        .filter((line) => line.trim() !== "" && !/vigie\b.*(not found|No such file|is not executable)/i.test(line));
+        .filter((line) => line.trim() !== "" && !/vigie\b.*(not found|No such file|is not executable)/i.test(line))
+        .filter((line) => !/^\/(usr\/)?lib\/systemd\/system\/(?!vigie)[^:]+:/.test(line));
       expect(complaints).toEqual([]);
       expect(run.status).toBe(0);
     });
