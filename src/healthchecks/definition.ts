@@ -157,9 +157,11 @@ const requiredTimeout = required(positiveDuration);
 const ENDPOINT_SHAPE = { target: required(target), port: required(port) };
 
 /** The TLS client fields of http and tls checks; `key` and `cert` go together. */
-function tlsClientShape({ input, path, tlsFile }: ShapeContext) {
+function tlsClientShape(context: ShapeContext) {
+  const { tlsFile } = context;
   const file = optional(tlsFile);
   const cert: Validator<string | undefined> = described((value, at) => {
+    const { input, path } = context;
     const parsed = file(value, at);
     // `key` was checked before: it is absent exactly when its raw value is.
     const hasKey = input.key !== undefined && input.key !== null;
@@ -226,7 +228,7 @@ function heartbeatShape(context: ShapeContext) {
     /** The job runs every period; exclusive with schedule. */
     period: optional(atLeastMinInterval(context.minInterval)),
     timezone: zone,
-    schedule: scheduleValidator(context.input, context.path, () =>
+    schedule: scheduleValidator(context, () =>
       zone(context.input.timezone, childPath(context.path, "timezone")),
     ),
     grace,
@@ -435,13 +437,48 @@ export function validateDefinition<K extends Kind>(
 ): DefinitionOf<K> {
   if (!isPlainObject(value)) throw new ValidationError(path, "must be an object", redactSecrets(value));
   if (options.unknownKeys === "reject") refuseUnknownKeys(value, FIELDS[kind], path);
-  const tlsFile = options.tlsFiles === "paths" ? filePath : fileName(rules.tlsDirectory);
-  const validate = VALIDATORS[kind]({ input: value, path, minInterval: rules.minInterval, tlsFile });
+  const { context, validate } = cachedValidator(kind, rules, options);
+  context.input = value;
+  context.path = path;
   try {
-    return validate(value, path);
+    return validate(value, path) as DefinitionOf<K>;
   } catch (error) {
     throw withoutSecrets(error);
+  } finally {
+    context.input = KEYS_CONTEXT.input;
   }
+}
+
+/** A kind's validator and the context its shape reads the definition being checked from. */
+interface CachedValidator {
+  readonly context: { input: Readonly<Record<string, unknown>>; path: string } & ShapeContext;
+  readonly validate: Validator<Definition>;
+}
+
+/** Validators built so far, by kind and rules: at most a few per configuration. */
+const CACHED_VALIDATORS = new Map<string, CachedValidator>();
+
+/**
+ * The validator of `kind` under `rules` and `options`, built once: building a shape and its JSON
+ * Schemas costs far more than checking a definition, and a configuration file may list 10 000
+ * checks. Validation is synchronous, so one mutable context per validator is enough.
+ */
+function cachedValidator(kind: Kind, rules: DefinitionRules, options: ValidateOptions): CachedValidator {
+  const key = JSON.stringify([
+    kind,
+    rules.minInterval.text,
+    rules.minInterval.milliseconds,
+    options.tlsFiles === "paths" ? null : (rules.tlsDirectory ?? false),
+  ]);
+  const cached = CACHED_VALIDATORS.get(key);
+  if (cached !== undefined) return cached;
+  const tlsFile = options.tlsFiles === "paths" ? filePath : fileName(rules.tlsDirectory);
+  const context = { input: KEYS_CONTEXT.input, path: "", minInterval: rules.minInterval, tlsFile };
+  const built: CachedValidator = { context, validate: VALIDATORS[kind](context) };
+  // Bounded: rules come from the configuration, but tests build many.
+  if (CACHED_VALIDATORS.size >= 64) CACHED_VALIDATORS.clear();
+  CACHED_VALIDATORS.set(key, built);
+  return built;
 }
 
 /** Whether a field's value is a parsed duration (the only object fields with a number in them). */

@@ -75,17 +75,17 @@ export function cronOf(expression: string, timezone: string, path: string): Cron
  * `schedule`, checked against the definition's `timezone` (validated before it) and exclusive with
  * `period`: exactly one of them is given.
  *
- * @param input the raw definition
- * @param path where the definition is (`""` for an API body)
+ * @param definition the raw definition (`input`) and where it is (`path`, `""` for an API body),
+ *   read when a value is checked: one validator serves every definition validated in turn
  * @param zone the validated time zone of the definition
  */
 export function scheduleValidator(
-  input: Readonly<Record<string, unknown>>,
-  path: string,
+  definition: { readonly input: Readonly<Record<string, unknown>>; readonly path: string },
   zone: () => string,
 ): Validator<string | undefined> {
   return described(
     (value, at) => {
+      const { input, path } = definition;
       const hasPeriod = input.period !== undefined && input.period !== null;
       if (value === undefined || value === null) {
         if (!hasPeriod) throw new ValidationError(childPath(path, "period"), "is required unless schedule is given");
