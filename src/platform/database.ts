@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, type Migration, Migrator, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from "kysely";
-import pg from "pg";
+import type pg from "pg";
 import { clusterMigrations } from "./cluster/storage.js";
 import { runDdl } from "./ddl.js";
 import { errorMessage } from "./errors.js";
@@ -121,7 +121,12 @@ function openSqlite(
 
 const PG_INT8_OID = 20;
 
-function openPostgres(url: string, onIdleError: (error: Error) => void): Kysely<PlatformTables> {
+/**
+ * Opens a pool on PostgreSQL. pg is imported here, on first use: a server on SQLite never loads it
+ * (start-up time, docs/benchmarks.md).
+ */
+async function openPostgres(url: string, onIdleError: (error: Error) => void): Promise<Kysely<PlatformTables>> {
+  const { default: pg } = await import("pg");
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
@@ -169,7 +174,7 @@ export async function openDatabase(
     dialect === "sqlite"
       ? openSqlite(url, warn)
       : {
-          kysely: openPostgres(url, options.onIdleError ?? (() => {})),
+          kysely: await openPostgres(url, options.onIdleError ?? (() => {})),
           dataDirectory: resolve("data"),
           temporary: false,
         };

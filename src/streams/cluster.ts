@@ -10,13 +10,14 @@
  * has its own lease, subject (`vigie.events.<stream>.<k>`), consumer and query subject.
  */
 import { createHash } from "node:crypto";
-import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
-import { type NatsConnection, nanos, type Subscription } from "@nats-io/transport-node";
+import type { JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
   EVENTS_STREAM,
   eventsOfMessage,
   type LeaseSet,
   type NatsLink,
+  natsLibrary,
   subjectToken,
 } from "../platform/cluster/index.js";
 import { type ErrorCode, errorMessage, STATUS_OF, UnavailableError, VigieError } from "../platform/errors.js";
@@ -418,16 +419,17 @@ export class StreamCluster {
 
   async #consume(name: string, started: (messages: { stop(): void }) => void): Promise<void> {
     const durable = consumerName(name);
+    const { jetstream, transport } = natsLibrary();
     const config = {
       durable_name: durable,
       filter_subject: eventsSubject(name),
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
+      ack_policy: jetstream.AckPolicy.Explicit,
+      deliver_policy: jetstream.DeliverPolicy.All,
       // Unacknowledged messages of an owner that died go to the next one after this long.
-      ack_wait: nanos(this.leaseMs),
+      ack_wait: transport.nanos(this.leaseMs),
       max_ack_pending: CONSUMER_BATCH * 4,
       // The consumer of a stream deleted everywhere goes away by itself after a week unused.
-      inactive_threshold: nanos(7 * 24 * 3_600_000),
+      inactive_threshold: transport.nanos(7 * 24 * 3_600_000),
     };
     try {
       await this.nats.manager.consumers.add(EVENTS_STREAM, config);

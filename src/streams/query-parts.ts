@@ -9,7 +9,8 @@
  * The asker reassembles the parts within a byte bound, waiting at most a given time for each part,
  * and gives up (unsubscribing) at the first part out of order, beyond the bound or late.
  */
-import { createInbox, Empty, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
+import { natsLibrary } from "../platform/cluster/index.js";
 
 /** Header of a part: its number, from 0. */
 const PART_HEADER = "Vigie-Part";
@@ -55,6 +56,7 @@ export function respondInParts(connection: NatsConnection, message: Msg, answer:
     message.respond(answer);
     return;
   }
+  const { Empty, headers } = natsLibrary().transport;
   let part = 0;
   for (let start = 0; start < answer.length; start += size) {
     const partHeaders = headers();
@@ -93,7 +95,7 @@ export function requestInParts(
     let size = 0;
     let done = false;
     let timer: NodeJS.Timeout | undefined;
-    const inbox = createInbox();
+    const inbox = natsLibrary().transport.createInbox();
     const finish = (outcome: () => void) => {
       if (done) return;
       done = true;

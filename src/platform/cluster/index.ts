@@ -20,7 +20,14 @@ import { ClusterStore, SHARD_LEASES, STREAM_LEASES } from "./storage.js";
 export { ChangeFeed, type ChangeHandler, changedNames } from "./changes.js";
 export { CLUSTER_ENVIRONMENT, type ClusterConfig, checkCluster, clusterSection } from "./config.js";
 export { type LeaseListener, LeaseSet, shareOf } from "./leases.js";
-export { EVENTS_STREAM, eventsOfMessage, type NatsLink, NatsUnavailableError, subjectToken } from "./nats.js";
+export {
+  EVENTS_STREAM,
+  eventsOfMessage,
+  type NatsLink,
+  NatsUnavailableError,
+  natsLibrary,
+  subjectToken,
+} from "./nats.js";
 export { clusterMigrations } from "./storage.js";
 
 /** Healthcheck names are split into this many shards, each run by one instance (docs/cluster.md). */

@@ -4,16 +4,11 @@
  */
 
 import { readFile } from "node:fs/promises";
-import {
-  DiscardPolicy,
-  type JetStreamClient,
-  type JetStreamManager,
-  jetstream,
-  jetstreamManager,
-  RetentionPolicy,
-  StorageType,
-} from "@nats-io/jetstream";
-import { connect, credsAuthenticator, type NatsConnection, nanos } from "@nats-io/transport-node";
+import { createRequire } from "node:module";
+import type * as JetStreamLibrary from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type * as TransportLibrary from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { errorMessage } from "../errors.js";
 import type { ClusterConfig } from "./config.js";
 
@@ -22,6 +17,30 @@ export const EVENTS_STREAM = "VIGIE_EVENTS";
 
 /** The subjects of {@link EVENTS_STREAM}: `vigie.events.<escaped stream name>`. */
 export const EVENTS_SUBJECTS = "vigie.events.>";
+
+/** The NATS client libraries. */
+export interface NatsLibrary {
+  readonly jetstream: typeof JetStreamLibrary;
+  readonly transport: typeof TransportLibrary;
+}
+
+let library: NatsLibrary | undefined;
+
+/**
+ * The NATS client libraries, loaded on first use: a server without `cluster.enabled` never loads
+ * them (start-up time, docs/benchmarks.md). They are CommonJS packages, so a synchronous `require`
+ * gives the same instances an `import` would.
+ */
+export function natsLibrary(): NatsLibrary {
+  if (library === undefined) {
+    const require = createRequire(import.meta.url);
+    library = {
+      jetstream: require("@nats-io/jetstream") as typeof JetStreamLibrary,
+      transport: require("@nats-io/transport-node") as typeof TransportLibrary,
+    };
+  }
+  return library;
+}
 
 /** A connected client with its JetStream handles. */
 export interface NatsLink {
@@ -56,6 +75,8 @@ export async function connectNats(
   instanceId: string,
   logger: NatsLogger,
 ): Promise<NatsLink> {
+  const { connect, credsAuthenticator, nanos } = natsLibrary().transport;
+  const { DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } = natsLibrary().jetstream;
   let connection: NatsConnection;
   try {
     const credentials =

@@ -9,10 +9,9 @@
  * died is delivered again, to another one, after {@link ACK_WAIT_MS} (at least once).
  */
 import { createHash } from "node:crypto";
-import { AckPolicy, DeliverPolicy, DiscardPolicy, type JsMsg, RetentionPolicy, StorageType } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
+import type { JsMsg } from "@nats-io/jetstream";
 import type { FastifyBaseLogger } from "fastify";
-import { eventsOfMessage, type NatsLink, subjectToken } from "../cluster/index.js";
+import { eventsOfMessage, type NatsLink, natsLibrary, subjectToken } from "../cluster/index.js";
 import { errorMessage } from "../errors.js";
 import type { QueueLog } from "./delivery.js";
 import { FLUSH_EVENTS, FLUSH_INTERVAL_MS } from "./durable-log.js";
@@ -158,6 +157,7 @@ export class JetStreamQueue implements QueueLog {
       if (info.config.max_msgs !== wanted.max_msgs) await this.#nats.manager.streams.update(stream, wanted);
     } catch (error) {
       if (!/not found/i.test(errorMessage(error))) throw error;
+      const { DiscardPolicy, RetentionPolicy, StorageType } = natsLibrary().jetstream;
       await this.#nats.manager.streams.add({
         name: stream,
         ...wanted,
@@ -206,6 +206,8 @@ export class JetStreamQueue implements QueueLog {
 
   async #consume(stream: string): Promise<void> {
     const durable = jetstreamName("vigie-output-", this.#output);
+    const { AckPolicy, DeliverPolicy } = natsLibrary().jetstream;
+    const { nanos } = natsLibrary().transport;
     try {
       await this.#nats.manager.consumers.add(stream, {
         durable_name: durable,
