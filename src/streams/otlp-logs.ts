@@ -5,7 +5,8 @@
  * turned into one event per log record as otlp-signals.ts describes.
  */
 import { fileURLToPath } from "node:url";
-import protobuf from "protobufjs";
+import type ProtobufJs from "protobufjs";
+import { lazily, lazyLibrary } from "../platform/lazy.js";
 import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter, exceededBound } from "./event-bounds.js";
 import { anyValue, enumIndex, hexId, type Json, keyValues, list, record, seconds } from "./otlp.js";
@@ -24,11 +25,14 @@ import {
 import { FIXED64, LENGTH_DELIMITED, VARINT, WireCursor } from "./protobuf-wire.js";
 
 // The schema lives in proto/ at the root, two levels up from both src/streams/ and dist/streams/.
-const schema = protobuf.loadSync(fileURLToPath(new URL("../../proto/otlp-logs.proto", import.meta.url)));
 
 /** `ExportLogsServiceResponse`, to answer in protobuf. */
 export const LOGS_RESPONSE: OtlpResponse = {
-  type: schema.lookupType("vigie.otlp.logs.ExportLogsServiceResponse"),
+  type: lazily(() =>
+    lazyLibrary<typeof ProtobufJs>("protobufjs")()
+      .loadSync(fileURLToPath(new URL("../../proto/otlp-logs.proto", import.meta.url)))
+      .lookupType("vigie.otlp.logs.ExportLogsServiceResponse"),
+  ),
   rejectedField: "rejectedLogRecords",
 };
 

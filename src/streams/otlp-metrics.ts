@@ -6,7 +6,8 @@
  * event per data point as otlp-signals.ts describes.
  */
 import { fileURLToPath } from "node:url";
-import protobuf from "protobufjs";
+import type ProtobufJs from "protobufjs";
+import { lazily, lazyLibrary } from "../platform/lazy.js";
 import { isPlainObject } from "../platform/validation.js";
 import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, exceededBound } from "./event-bounds.js";
@@ -24,11 +25,14 @@ import {
 } from "./otlp-signals.js";
 
 // The schema lives in proto/ at the root, two levels up from both src/streams/ and dist/streams/.
-const schema = protobuf.loadSync(fileURLToPath(new URL("../../proto/otlp-metrics.proto", import.meta.url)));
 
 /** `ExportMetricsServiceResponse`, to answer in protobuf. */
 export const METRICS_RESPONSE: OtlpResponse = {
-  type: schema.lookupType("vigie.otlp.metrics.ExportMetricsServiceResponse"),
+  type: lazily(() =>
+    lazyLibrary<typeof ProtobufJs>("protobufjs")()
+      .loadSync(fileURLToPath(new URL("../../proto/otlp-metrics.proto", import.meta.url)))
+      .lookupType("vigie.otlp.metrics.ExportMetricsServiceResponse"),
+  ),
   rejectedField: "rejectedDataPoints",
 };
 

@@ -292,7 +292,8 @@ export async function collectEvents(
 
 /** An export response type, and the name of its partial success's count of rejected items. */
 export interface OtlpResponse {
-  readonly type: protobuf.Type;
+  /** The response's type, its schema loaded on first use (protobufjs: not at start-up). */
+  readonly type: () => protobuf.Type;
   /** `rejectedDataPoints`, `rejectedLogRecords`. */
   readonly rejectedField: string;
 }
@@ -303,7 +304,7 @@ export interface OtlpResponse {
  */
 export function protobufResponse(response: OtlpResponse, rejected: number, message: string): Buffer {
   const partialSuccess = rejected === 0 ? undefined : { [response.rejectedField]: rejected, errorMessage: message };
-  return Buffer.from(response.type.encode({ partialSuccess }).finish());
+  return Buffer.from(response.type().encode({ partialSuccess }).finish());
 }
 
 /** The same response as OTLP/JSON (64-bit integers as decimal strings, as OTLP/JSON spells them). */

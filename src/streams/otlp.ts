@@ -10,8 +10,6 @@
  * `start-time` (seconds), `metric` (duration, seconds), `attributes`, `resource`, `scope`
  * (`name`, `version`), and `events` and `links` when the span has some.
  */
-import { fileURLToPath } from "node:url";
-import protobuf from "protobufjs";
 import { isPlainObject } from "../platform/validation.js";
 import { type Event, MAX_EVENT_NESTING } from "./event.js";
 
@@ -23,14 +21,11 @@ export class OtlpError extends Error {
   }
 }
 
-// The schema lives in proto/ at the root, two levels up from both src/streams/ and dist/streams/.
-const schema = protobuf.loadSync(fileURLToPath(new URL("../../proto/otlp-trace.proto", import.meta.url)));
-const ExportTraceServiceResponse = schema.lookupType("vigie.otlp.ExportTraceServiceResponse");
-
-/** The empty `ExportTraceServiceResponse`, protobuf-encoded (zero bytes: every field is default). */
-export const EMPTY_PROTOBUF_RESPONSE: Buffer = Buffer.from(
-  ExportTraceServiceResponse.encode(ExportTraceServiceResponse.create({})).finish(),
-);
+/**
+ * The empty `ExportTraceServiceResponse` (proto/otlp-trace.proto), protobuf-encoded: zero bytes, as
+ * every field is default (protobuf encoding writes no default field), so no schema is loaded.
+ */
+export const EMPTY_PROTOBUF_RESPONSE: Buffer = Buffer.alloc(0);
 
 /** Span kinds by their enum number. */
 export const KINDS = ["unspecified", "internal", "server", "client", "producer", "consumer"] as const;

@@ -10,8 +10,9 @@
  * round(time × 1000) ms; samples of one series sorted by time.
  */
 import { fileURLToPath } from "node:url";
-import protobuf from "protobufjs";
-import { compressSync } from "snappy";
+import type ProtobufJs from "protobufjs";
+import type * as Snappy from "snappy";
+import { lazily, lazyLibrary } from "../lazy.js";
 import type { OutputDefinition } from "./config.js";
 import type { Encoded, Transport } from "./delivery.js";
 import { type Event, metricOf, timeOf } from "./event.js";
@@ -29,9 +30,13 @@ export const REMOTE_WRITE_HEADERS: Readonly<Record<string, string>> = {
 };
 
 // The schema lives in proto/ at the root, three levels up from both src/platform/outputs/ and dist/platform/outputs/.
-const WriteRequest = protobuf
-  .loadSync(fileURLToPath(new URL("../../../proto/remote-write.proto", import.meta.url)))
-  .lookupType("prometheus.WriteRequest");
+// Loaded with the first batch: a server without a remote-write output never loads protobufjs nor snappy.
+const writeRequest = lazily(() =>
+  lazyLibrary<typeof ProtobufJs>("protobufjs")()
+    .loadSync(fileURLToPath(new URL("../../../proto/remote-write.proto", import.meta.url)))
+    .lookupType("prometheus.WriteRequest"),
+);
+const snappy = lazyLibrary<typeof Snappy>("snappy");
 
 /** A label of a series. */
 export interface Label {
@@ -170,14 +175,14 @@ export function samplesOf(batch: readonly Event[]): Samples {
 
 /** A `WriteRequest` as protobuf bytes (not compressed), encoded by protobufjs from the schema. */
 export function encodeWriteRequest(timeseries: readonly Series[]): Uint8Array {
-  return WriteRequest.encode({ timeseries }).finish();
+  return writeRequest().encode({ timeseries }).finish();
 }
 
 /** A batch as one snappy-compressed `WriteRequest`; no unit when no event is a sample. */
 export function encodeRemoteWriteBatch(batch: readonly Event[]): Encoded<Buffer> {
   const { timeseries, rejected, count } = samplesOf(batch);
   if (count === 0) return { units: [], rejected };
-  return { units: [{ payload: compressSync(encodeWriteRequest(timeseries)), events: count }], rejected };
+  return { units: [{ payload: snappy().compressSync(encodeWriteRequest(timeseries)), events: count }], rejected };
 }
 
 /** The transport of a `prometheus-remote-write` output. */

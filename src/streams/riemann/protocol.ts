@@ -17,20 +17,27 @@
  * string field as an attribute. Fields of other types have no place in the protocol and are left out.
  */
 import { fileURLToPath } from "node:url";
-import protobuf from "protobufjs";
+import type ProtobufJs from "protobufjs";
+import { lazily, lazyLibrary } from "../../platform/lazy.js";
 import type { Event } from "../event.js";
 import { type EventBound, type EventBounds, EventMeter } from "../event-bounds.js";
 import { WireCursor } from "../protobuf-wire.js";
 
 // The schema lives in proto/ at the root, three levels up from src/streams/riemann/ and from
 // dist/streams/riemann/.
-const schema = protobuf.loadSync(fileURLToPath(new URL("../../../proto/riemann.proto", import.meta.url)));
-const MsgType = schema.lookupType("vigie.riemann.Msg");
-const EventType = schema.lookupType("vigie.riemann.Event");
-const QueryType = schema.lookupType("vigie.riemann.Query");
+// Loaded with the first Riemann message: a server without the Riemann input never loads protobufjs.
+const protobuf = lazyLibrary<typeof ProtobufJs>("protobufjs");
+const types = lazily(() => {
+  const schema = protobuf().loadSync(fileURLToPath(new URL("../../../proto/riemann.proto", import.meta.url)));
+  return {
+    Msg: schema.lookupType("vigie.riemann.Msg"),
+    Event: schema.lookupType("vigie.riemann.Event"),
+    Query: schema.lookupType("vigie.riemann.Query"),
+  };
+});
 
 /** An int64 as protobufjs decodes it: a `Long` (the `long` package is installed) or a number. */
-type Int64 = number | protobuf.Long;
+type Int64 = number | ProtobufJs.Long;
 
 /**
  * A decoded `Event` (proto2). protobufjs keeps the defaults of absent fields on the prototype, so
@@ -58,14 +65,14 @@ export interface DecodedMsg {
   readonly events: readonly DecodedEvent[];
 }
 
-/** Whether a decoded value is an `Event` instance (what `EventType.decode` builds). */
+/** Whether a decoded value is an `Event` instance (what the `Event` type decodes). */
 function isDecodedEvent(value: unknown): value is DecodedEvent {
-  return value instanceof EventType.ctor;
+  return value instanceof types().Event.ctor;
 }
 
 /** Whether a decoded value is a `Query` instance. */
 function isDecodedQuery(value: unknown): value is { readonly string: string } {
-  return value instanceof QueryType.ctor;
+  return value instanceof types().Query.ctor;
 }
 
 /** `Msg` field numbers (proto/riemann.proto) and the length-delimited wire type (protobuf encoding). */
@@ -87,14 +94,14 @@ export type RefusedEvents = Map<EventBound, number>;
  * million attributes costs a thousand steps, not a million objects.
  */
 export class MsgReader {
-  readonly #reader: protobuf.Reader;
+  readonly #reader: ProtobufJs.Reader;
   readonly #meter: EventMeter | undefined;
   #query: { readonly string: string } | null = null;
   /** Events skipped for exceeding a bound, by bound (empty without bounds). */
   readonly refused: RefusedEvents = new Map();
 
   constructor(body: Uint8Array, bounds?: EventBounds) {
-    this.#reader = protobuf.Reader.create(body);
+    this.#reader = protobuf().Reader.create(body);
     this.#meter = bounds === undefined ? undefined : new EventMeter(bounds);
   }
 
@@ -131,11 +138,11 @@ export class MsgReader {
             continue;
           }
         }
-        const event = EventType.decode(reader, length);
+        const event = types().Event.decode(reader, length);
         if (!isDecodedEvent(event)) throw new Error("the decoder returned no Event");
         into.push(event);
       } else if (field === QUERY_FIELD && wireType === LENGTH_DELIMITED) {
-        const query = QueryType.decode(reader, reader.uint32());
+        const query = types().Query.decode(reader, reader.uint32());
         if (!isDecodedQuery(query)) throw new Error("the decoder returned no Query");
         this.#query = query;
       } else {
@@ -374,29 +381,29 @@ function frame(body: Uint8Array): Buffer {
   return framed;
 }
 
+/** `Msg.ok = true` on the wire: field 2, varint 1. */
+const OK_FIELD = Uint8Array.of((2 << 3) | 0, 1);
+
 /** The framed reply `Msg{ok: true}`, the same bytes for every message that goes through. */
-export const OK_FRAME: Buffer = frame(MsgType.encode({ ok: true }).finish());
+export const OK_FRAME: Buffer = frame(OK_FIELD);
 
 /** The framed reply `Msg{ok: false, error: reason}`. */
 export function errorFrame(reason: string): Buffer {
-  return frame(MsgType.encode({ ok: false, error: reason }).finish());
+  return frame(types().Msg.encode({ ok: false, error: reason }).finish());
 }
 
 /** The framed reply `Msg{ok: true, events}` to a query. */
 export function eventsFrame(events: readonly Event[]): Buffer {
-  return frame(MsgType.encode({ ok: true, events: events.map(toRiemann) }).finish());
+  return frame(types().Msg.encode({ ok: true, events: events.map(toRiemann) }).finish());
 }
-
-/** `Msg.ok = true` on the wire: field 2, varint 1. */
-const OK_FIELD = Uint8Array.of((2 << 3) | 0, 1);
 
 /**
  * One event of a query's reply as the `Msg.events` field it becomes (tag, length, `Event`), so
  * that a reply can be measured and assembled an event at a time ({@link eventsFrameOf}).
  */
 export function replyEventField(event: Event): Uint8Array {
-  const body = EventType.encode(toRiemann(event)).finish();
-  const prefix = protobuf.Writer.create()
+  const body = types().Event.encode(toRiemann(event)).finish();
+  const prefix = protobuf().Writer.create()
     .uint32((EVENTS_FIELD << 3) | LENGTH_DELIMITED)
     .uint32(body.length)
     .finish();
@@ -436,12 +443,12 @@ export function encodeMsg(message: {
   query?: { string?: string };
   events?: readonly EncodableEvent[];
 }): Uint8Array {
-  return MsgType.encode(message).finish();
+  return types().Msg.encode(message).finish();
 }
 
 /** Decodes a reply body (no length prefix) into plain data, int64 fields as numbers, for tests. */
 export function decodeReply(body: Uint8Array): { ok?: boolean; error?: string; events: EncodableEvent[] } {
-  const object = MsgType.toObject(MsgType.decode(body), { longs: Number, arrays: true });
+  const object = types().Msg.toObject(types().Msg.decode(body), { longs: Number, arrays: true });
   const events: EncodableEvent[] = Array.isArray(object.events) ? object.events : [];
   const reply: { ok?: boolean; error?: string; events: EncodableEvent[] } = { events };
   if (typeof object.ok === "boolean") reply.ok = object.ok;

@@ -7,8 +7,9 @@
  * loop and decoded a slice per turn of it.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from "fastify";
-import { uncompress, uncompressSync } from "snappy";
+import type * as Snappy from "snappy";
 import { errorMessage, InvalidError, TooLargeError, UnsupportedMediaTypeError } from "../../platform/errors.js";
+import { lazyLibrary } from "../../platform/lazy.js";
 import type { Stream, StreamEngine } from "../engine.js";
 import type { Event } from "../event.js";
 import type { IngestionCounters } from "../metrics.js";
@@ -16,6 +17,9 @@ import { type RefusedSamples, RemoteWriteDecoder, RemoteWriteError } from "../re
 import { deliverSliced } from "../slices.js";
 import * as api from "./ingestion-api.js";
 import { guardedOptions, type NamedRoute, streamTargets } from "./request.js";
+
+/** snappy, loaded with the first remote write (a native addon: start-up skips it). */
+const snappy = lazyLibrary<typeof Snappy>("snappy");
 
 /**
  * Decoded bodies up to this many bytes are decoded at once (a few milliseconds at worst); larger
@@ -111,7 +115,7 @@ export function remoteWriteRoutes(app: FastifyInstance, options: RemoteWriteOpti
   const sliced = async (name: string, streams: () => readonly Stream[], body: Buffer, reply: FastifyReply) => {
     let raw: Buffer;
     try {
-      raw = bytesOf(await uncompress(body, { asBuffer: true }));
+      raw = bytesOf(await snappy().uncompress(body, { asBuffer: true }));
     } catch (error) {
       throw new InvalidError(`${INVALID_BODY}: ${errorMessage(error)}`);
     }
@@ -133,7 +137,7 @@ export function remoteWriteRoutes(app: FastifyInstance, options: RemoteWriteOpti
     if (length > INLINE_DECODED_BYTES) return sliced(name, streams, body, reply);
     let raw: Buffer;
     try {
-      raw = bytesOf(uncompressSync(body));
+      raw = bytesOf(snappy().uncompressSync(body));
     } catch (error) {
       throw new InvalidError(`${INVALID_BODY}: ${errorMessage(error)}`);
     }
