@@ -37,7 +37,10 @@ export interface Registration {
   readonly definition: Definition;
   /** Changes when an identical definition comes from the other source (the schedule stays). */
   source: Source;
-  /** What GET /healthcheck/<name> returns: the definition with its secrets redacted. */
+  /**
+   * What GET /healthcheck/<name> returns: the definition with its secrets redacted. Made on first
+   * read: a start-up with 10 000 checks in the configuration file shows none of them yet.
+   */
   view: DefinitionView;
   /** The labels shown in results and metrics: the definition's, URL passwords redacted. */
   readonly labels?: Readonly<Record<string, string>>;
@@ -436,10 +439,17 @@ export class Catalog {
       this.#options.results.delete(definition.name);
     }
     const labels = redactLabels(definition.labels);
+    let view: DefinitionView | undefined;
     const registration: Registration = {
       definition,
       source,
-      view: viewOf(definition, source),
+      get view(): DefinitionView {
+        view ??= viewOf(this.definition, this.source);
+        return view;
+      },
+      set view(changed: DefinitionView) {
+        view = changed;
+      },
       ...(labels === undefined ? {} : { labels }),
       series: this.#options.metrics.series(definition.name, labels),
       shard: this.#options.ownership?.shardOf(definition.name) ?? 0,

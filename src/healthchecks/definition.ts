@@ -228,9 +228,7 @@ function heartbeatShape(context: ShapeContext) {
     /** The job runs every period; exclusive with schedule. */
     period: optional(atLeastMinInterval(context.minInterval)),
     timezone: zone,
-    schedule: scheduleValidator(context, () =>
-      zone(context.input.timezone, childPath(context.path, "timezone")),
-    ),
+    schedule: scheduleValidator(context, () => zone(context.input.timezone, childPath(context.path, "timezone"))),
     grace,
     "max-duration": withDefaultFrom(
       positive,

@@ -4,7 +4,12 @@
  * verifying run on libuv's thread pool, off the event loop.
  */
 import { randomBytes } from "node:crypto";
-import { type Algorithm, hash, verify } from "@node-rs/argon2";
+import type * as Argon2 from "@node-rs/argon2";
+import type { Algorithm } from "@node-rs/argon2";
+import { lazyLibrary } from "../platform/lazy.js";
+
+/** The argon2 addon, loaded with the first password hashed or verified (start-up skips it). */
+const argon2 = lazyLibrary<typeof Argon2>("@node-rs/argon2");
 
 /** `Algorithm.Argon2id`; the enum is `const` and cannot be read under `isolatedModules`. */
 const ARGON2ID: Algorithm = 2;
@@ -13,7 +18,7 @@ const OPTIONS = { algorithm: ARGON2ID, memoryCost: 19_456, timeCost: 2, parallel
 
 /** Hashes a password; resolves to an Argon2id PHC string (`$argon2id$v=19$m=19456,t=2,p=1$...`). */
 export function hashPassword(password: string): Promise<string> {
-  return hash(password, OPTIONS);
+  return argon2().hash(password, OPTIONS);
 }
 
 /**
@@ -22,7 +27,7 @@ export function hashPassword(password: string): Promise<string> {
  */
 export async function verifyPassword(hashed: string, password: string): Promise<boolean> {
   try {
-    return await verify(hashed, password);
+    return await argon2().verify(hashed, password);
   } catch {
     return false;
   }

@@ -5,8 +5,12 @@
  * file's size.
  */
 import { createReadStream } from "node:fs";
-import { SaxesParser } from "saxes";
+import type * as Saxes from "saxes";
+import { lazyLibrary } from "../../platform/lazy.js";
 import { ImportFormatError } from "./items.js";
+
+/** saxes, loaded with the first XML import (start-up skips it). */
+const saxes = lazyLibrary<typeof Saxes>("saxes");
 
 /** An element of a record: its attributes, its text (CDATA included) and its child elements. */
 export interface XmlElement {
@@ -40,7 +44,7 @@ export interface RecordSelection {
  * @throws ImportFormatError for malformed XML, naming the file, line and column
  */
 export async function* xmlRecords(path: string, selection: RecordSelection): AsyncGenerator<XmlElement> {
-  const parser = new SaxesParser({ fileName: path });
+  const parser = new (saxes().SaxesParser)({ fileName: path });
   const ready: XmlElement[] = [];
   const open: XmlElement[] = [];
   let depth = 0;

@@ -5,8 +5,12 @@
  * not kept.
  */
 import { createGunzip } from "node:zlib";
-import tar from "tar-stream";
+import type TarStream from "tar-stream";
 import { errorMessage, InvalidError } from "../../platform/errors.js";
+import { lazyLibrary } from "../../platform/lazy.js";
+
+/** tar-stream, loaded with the first crate read (start-up skips it). */
+const tarStream = lazyLibrary<typeof TarStream>("tar-stream");
 
 /** Limits of {@link checkCrateFile}. */
 export interface CrateFileLimits {
@@ -137,7 +141,7 @@ export function checkCrateFile(bytes: Buffer, name: string, vers: string, limits
 
   return new Promise<void>((resolve, reject) => {
     const gunzip = createGunzip();
-    const extract = tar.extract();
+    const extract = tarStream().extract();
     let settled = false;
     let unpacked = 0;
     let declared = 0;

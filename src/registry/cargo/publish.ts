@@ -7,10 +7,14 @@
  * metadata) and https://doc.rust-lang.org/cargo/reference/registry-index.html#json-schema (index line).
  */
 import { createHash } from "node:crypto";
-import semver from "semver";
+import type Semver from "semver";
 import { InvalidError } from "../../platform/errors.js";
+import { lazyLibrary } from "../../platform/lazy.js";
 import { isPlainObject } from "../../platform/validation.js";
 import { crateName, quoted, reservedCrateName } from "./names.js";
+
+/** semver, loaded with the first publish (start-up skips it). */
+const semver = lazyLibrary<typeof Semver>("semver");
 
 function refuse(sentence: string): never {
   throw new InvalidError(sentence);
@@ -291,7 +295,7 @@ function stringList(
  */
 export function publishVersion(value: unknown): string {
   if (typeof value !== "string") refuse("invalid version: vers must be a string");
-  const parsed = semver.parse(value, { loose: false });
+  const parsed = semver().parse(value, { loose: false });
   // SemVer's `version` leaves out build metadata: put it back to compare with what was sent.
   const build = parsed === null || parsed.build.length === 0 ? "" : `+${parsed.build.join(".")}`;
   if (parsed === null || `${parsed.version}${build}` !== value) {
@@ -317,7 +321,7 @@ function versionRequirement(value: unknown, dependency: string): string {
   if (comparators.some((part) => !COMPARATOR.test(part))) {
     refuse(`${invalid}: expected comparators such as ^1.2, ~1.2.3, =1.0.0, >=1, <2 or 1.*, separated by commas`);
   }
-  if (semver.validRange(comparators.join(" "), { loose: false }) === null) refuse(invalid);
+  if (semver().validRange(comparators.join(" "), { loose: false }) === null) refuse(invalid);
   return value;
 }
 

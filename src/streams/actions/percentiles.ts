@@ -11,12 +11,16 @@
  * stays at that size. (The library's packed counts would take less memory, but reading a quantile
  * from them is thousands of times slower.)
  */
-import * as hdr from "hdr-histogram-js";
+import type * as hdr from "hdr-histogram-js";
+import { lazyLibrary } from "../../platform/lazy.js";
 import { type ActionDefinition, withChildren } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import { type EdnValue, sequenceItems } from "../edn.js";
 import { type Event, metricOf, timeOf } from "../event.js";
 import { countParam, expectCount, numberParam, optionsParam, secondsParam } from "./params.js";
+
+/** hdr-histogram-js, loaded when a stream first uses percentiles (start-up skips it). */
+const hdrHistogram = lazyLibrary<typeof hdr>("hdr-histogram-js");
 
 /** The precisions HdrHistogram supports, in significant decimal digits (1 to 5 here; 0 is useless). */
 type SignificantDigits = 1 | 2 | 3 | 4 | 5;
@@ -139,7 +143,7 @@ export const percentiles: ActionDefinition = {
           drop();
           return;
         }
-        if (histogram === undefined) histogram = hdr.build(request);
+        if (histogram === undefined) histogram = hdrHistogram().build(request);
         if (windowStart !== undefined && time > windowStart + duration) {
           const window = histogram;
           const emitted: Event[] = quantiles.map((quantile) => ({

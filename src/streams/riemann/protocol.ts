@@ -394,7 +394,11 @@ export function errorFrame(reason: string): Buffer {
 
 /** The framed reply `Msg{ok: true, events}` to a query. */
 export function eventsFrame(events: readonly Event[]): Buffer {
-  return frame(types().Msg.encode({ ok: true, events: events.map(toRiemann) }).finish());
+  return frame(
+    types()
+      .Msg.encode({ ok: true, events: events.map(toRiemann) })
+      .finish(),
+  );
 }
 
 /**
@@ -403,7 +407,8 @@ export function eventsFrame(events: readonly Event[]): Buffer {
  */
 export function replyEventField(event: Event): Uint8Array {
   const body = types().Event.encode(toRiemann(event)).finish();
-  const prefix = protobuf().Writer.create()
+  const prefix = protobuf()
+    .Writer.create()
     .uint32((EVENTS_FIELD << 3) | LENGTH_DELIMITED)
     .uint32(body.length)
     .finish();

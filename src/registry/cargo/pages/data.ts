@@ -2,9 +2,13 @@
  * What a crate page shows, assembled from what storage returns (docs/cargo.md, "Web pages"): the
  * version shown, its metadata and dependencies (read back from its index line). Plain TypeScript.
  */
-import semver from "semver";
+import type Semver from "semver";
+import { lazyLibrary } from "../../../platform/lazy.js";
 import { isPlainObject } from "../../../platform/validation.js";
 import type { CratePage, PageDependency, PageVersion } from "./view.js";
+
+/** semver, loaded with the first page of the Cargo registry (start-up skips it). */
+const semver = lazyLibrary<typeof Semver>("semver");
 
 /**
  * The version a crate page shows: the highest by SemVer that is not yanked, else (every version
@@ -13,7 +17,7 @@ import type { CratePage, PageDependency, PageVersion } from "./view.js";
 export function shownVersion<V extends PageVersion>(versions: readonly V[]): V | undefined {
   let best: V | undefined;
   for (const version of versions) {
-    if (!version.yanked && (best === undefined || semver.gt(version.vers, best.vers))) best = version;
+    if (!version.yanked && (best === undefined || semver().gt(version.vers, best.vers))) best = version;
   }
   return best ?? versions.at(-1);
 }

@@ -3,9 +3,10 @@
  * once from them, so each route file registers only its own handlers.
  */
 import type { FastifyRequest } from "fastify";
-import semver from "semver";
+import type Semver from "semver";
 import { type Auth, type Principal, readToken } from "../../../platform/auth.js";
 import { ForbiddenError, NotFoundError, VigieError } from "../../../platform/errors.js";
+import { lazyLibrary } from "../../../platform/lazy.js";
 import type { UserStore } from "../../storage.js";
 import type { CargoSettings } from "../config.js";
 import type { CrateFiles } from "../files.js";
@@ -16,6 +17,9 @@ import { publishVersion } from "../publish.js";
 import type { ReleasePublisher } from "../release-events.js";
 import { type CargoScope, missingScope } from "../scopes.js";
 import type { CargoStore, StoredCrate } from "../storage.js";
+
+/** semver, loaded with the Cargo registry's first request (start-up skips it). */
+const semver = lazyLibrary<typeof Semver>("semver");
 
 /** What the Cargo routes need. */
 export interface CargoRoutesOptions {
@@ -141,7 +145,7 @@ export function cargoContext(options: CargoRoutesOptions): CargoContext {
 /** The highest version of a list by SemVer precedence, or `undefined` for an empty list. */
 export function highest(versions: readonly string[]): string | undefined {
   let best: string | undefined;
-  for (const version of versions) if (best === undefined || semver.gt(version, best)) best = version;
+  for (const version of versions) if (best === undefined || semver().gt(version, best)) best = version;
   return best;
 }
 
