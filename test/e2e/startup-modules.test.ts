@@ -1,0 +1,80 @@
+/**
+ * Start-up loads only what the configuration uses (docs/benchmarks.md, "Start-up"): a server with
+ * the default configuration and http checks, on SQLite, never loads the NATS client, pg,
+ * protobufjs, snappy and the other libraries of inputs, outputs and routes it does not use (argon2
+ * is loaded: the registry hashes a dummy password at start-up, registry/passwords.ts). The
+ * real process is started with a `--require` hook that writes the CommonJS modules it loaded
+ * (`require.cache`: every package here is CommonJS) to a file when it exits.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { freePort, startVigie, stopVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
+
+/** Libraries a server uses only with some configuration, an input or a route's first request. */
+const NOT_AT_START_UP = [
+  "@nats-io/transport-node",
+  "@nats-io/jetstream",
+  "pg",
+  "protobufjs",
+  "snappy",
+  "hdr-histogram-js",
+  "tar-stream",
+  "saxes",
+];
+
+let vigie: VigieProcess | undefined;
+afterEach(async () => {
+  await stopVigie(vigie);
+  vigie = undefined;
+});
+
+/** The packages whose files a process loaded, from the hook's list of module paths. */
+function packagesOf(paths: readonly string[]): Set<string> {
+  const packages = new Set<string>();
+  for (const path of paths) {
+    const match = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path);
+    if (match?.[1] !== undefined) packages.add(match[1]);
+  }
+  return packages;
+}
+
+describe("start-up", () => {
+  it("does not load the libraries that the configuration does not use", async () => {
+    const directory = temporaryDirectory();
+    const port = await freePort();
+    const list = join(directory, "modules.txt");
+    const hook = join(directory, "modules-hook.cjs");
+    writeFileSync(
+      hook,
+      `process.on("exit", () => require("node:fs").writeFileSync(${JSON.stringify(list)}, Object.keys(require.cache).join("\\n")));\n`,
+    );
+    const configFile = join(directory, "vigie.yaml");
+    writeFileSync(
+      configFile,
+      [
+        "http:",
+        `  port: ${port}`,
+        "database:",
+        `  url: sqlite:${join(directory, "vigie.db")}`,
+        "healthchecks:",
+        "  http-checks:",
+        `    - { name: local, target: 127.0.0.1, port: ${port}, path: /healthz, valid-status: [200], interval: 1s, timeout: 1s }`,
+        "",
+      ].join("\n"),
+    );
+    vigie = await startVigie({ configFile, port, cwd: directory, env: { NODE_OPTIONS: `--require ${hook}` } });
+    // The API works: the check's view, made on first read, is there.
+    const check = await fetch(`${vigie.baseUrl}/healthcheck/local`);
+    expect(check.status).toBe(200);
+    expect(await check.json()).toMatchObject({ name: "local", kind: "http", source: "configuration" });
+    await stopVigie(vigie);
+    vigie = undefined;
+
+    const loaded = packagesOf(readFileSync(list, "utf8").split("\n"));
+    // The hook saw the process's modules: the ones every server needs are there.
+    expect(loaded).toContain("fastify");
+    expect(loaded).toContain("better-sqlite3");
+    expect(NOT_AT_START_UP.filter((name) => loaded.has(name))).toEqual([]);
+  });
+});
