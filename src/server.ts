@@ -3,7 +3,14 @@
  * health, auth hook point, reloads) and every enabled module.
  */
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, LogController } from "fastify";
+import { createRequire } from "node:module";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyServerOptions,
+  LogController,
+} from "fastify";
 import type { Migration } from "kysely";
 import type { Registry } from "prom-client";
 import { commentsModule } from "./comments/index.js";
@@ -16,6 +23,7 @@ import { answerRoutingError, installErrorHandling, UnavailableError } from "./pl
 import { EventRouter } from "./platform/events.js";
 import { homeRoute, serverLinks } from "./platform/home.js";
 import { HostOriginPolicy, installHostAndOriginChecks } from "./platform/host-origin.js";
+import { lazily } from "./platform/lazy.js";
 import { Lifecycle } from "./platform/lifecycle.js";
 import { counter, createMetricsRegistry, Exposition, installHttpMetrics } from "./platform/metrics.js";
 import {
@@ -32,6 +40,33 @@ import type { Shape } from "./platform/validation.js";
 import { VERSION } from "./platform/version.js";
 import { registryModule } from "./registry/index.js";
 import { streamsModule } from "./streams/index.js";
+
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions["schemaController"]>["compilersFactory"]>;
+
+/** Fastify's packages, resolved from Fastify itself (they are its dependencies, not Vigie's). */
+const requireFromFastify = lazily(() => createRequire(createRequire(import.meta.url).resolve("fastify")));
+type ValidatorFactory = NonNullable<CompilersFactory["buildValidator"]>;
+type SerializerFactory = NonNullable<CompilersFactory["buildSerializer"]>;
+const ajvCompiler = lazily((): ValidatorFactory => requireFromFastify()("@fastify/ajv-compiler")());
+const serializerCompiler = lazily(
+  (): SerializerFactory => requireFromFastify()("@fastify/fast-json-stringify-compiler")(),
+);
+
+/**
+ * Fastify's own compilers of route schemas (ajv, fast-json-stringify), loaded only when a route
+ * declares a Fastify schema. None does: requests are checked by platform/validation.ts and each
+ * route's OpenAPI description lives in its `config`; loading them cost start-up time
+ * (docs/benchmarks.md, "Start-up").
+ */
+const FASTIFY_COMPILERS: CompilersFactory = {
+  buildValidator: deferred(ajvCompiler),
+  buildSerializer: deferred(serializerCompiler),
+};
+
+/** A function that forwards every call to the one `load()` gives (its types are overloads). */
+function deferred<F>(load: () => F): F {
+  return ((...args: unknown[]) => (load() as (...forwarded: unknown[]) => unknown)(...args)) as F;
+}
 
 /**
  * The modules of Vigie, in registration order. Each is one Fastify plugin enabled by
@@ -123,6 +158,7 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     // Per-request logs are written at debug level by our own hook (hot ingestion routes stay quiet).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
+    schemaController: { compilersFactory: FASTIFY_COMPILERS },
   });
   const database = await openDatabase(config.database.url, allMigrations(moduleList), {
     onIdleError: (error) => app.log.warn({ err: error }, "database connection lost; it is replaced on next use"),
