@@ -73,7 +73,10 @@ const variants = [
   { name: "vigie", args: (file) => [join(root, "dist/cli.js"), "serve", "--config", file] },
 ];
 if (BEFORE !== undefined) {
-  variants.push({ name: `vigie before (${BEFORE})`, args: (file) => [join(BEFORE, "dist/cli.js"), "serve", "--config", file] });
+  variants.push({
+    name: `vigie before (${BEFORE})`,
+    args: (file) => [join(BEFORE, "dist/cli.js"), "serve", "--config", file],
+  });
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -87,7 +90,10 @@ for (const checks of [0, CHECKS]) {
   }
   const label = checks === 0 ? "default configuration" : `${fmt(checks)} http checks in the configuration file`;
   for (const [index, variant] of variants.entries()) {
-    const note = variant.name === "vigie" && checks > 0 ? `   target <= 600 ms   ${median(times[index]) <= 600 ? "ok" : "MISSED"}` : "";
+    const note =
+      variant.name === "vigie" && checks > 0
+        ? `   target <= 600 ms   ${median(times[index]) <= 600 ? "ok" : "MISSED"}`
+        : "";
     console.log(
       `start-up, ${label}: ${variant.name}: GET /healthz answered ${fmt(median(times[index]))} ms after the spawn (median of ${RUNS}; ${times[index].map(fmt).join(", ")})${note}`,
     );
