@@ -1,6 +1,6 @@
 /**
  * Durable outputs in cluster mode (docs/outputs.md, "Durable outputs"): two instances share the
- * JetStream queue of an http output whose receiver is down; events pushed to both are kept in
+ * JetStream queue of an http output whose receiver is down; events pushed to one of them are kept in
  * JetStream through a `kill -9` of every instance and reach the receiver, in order, once the
  * instances are back and the receiver is up.
  */
@@ -76,11 +76,11 @@ describe.skipIf(SKIP !== undefined)("durable outputs in cluster mode", () => {
         );
       }
       await until(() => cluster.streamOwner(STREAM), `an owner of ${STREAM}`, 10_000);
-      // Pushed one after the other, alternately to both instances: the order of the pushes is the order sent.
+      // Pushed one after the other to one instance, owner or not: Vigie keeps the order of one
+      // instance's pushes, not across instances (docs/cluster.md), so this is the order sent.
       for (let from = 0; from < EVENTS; from += PER_PUSH) {
-        const instance = (from / PER_PUSH) % 2 === 0 ? a : b;
         const events = Array.from({ length: PER_PUSH }, (_, i) => ({ service: "durable", n: from + i }));
-        const answer = await call(instance.baseUrl, "PUT", `/api/v1/stream/${STREAM}`, { body: { events } });
+        const answer = await call(a.baseUrl, "PUT", `/api/v1/stream/${STREAM}`, { body: { events } });
         expect(answer.status).toBe(200);
       }
       await until(async () => ((await eventsInJetStream()) === EVENTS ? true : undefined), "every event in JetStream");
