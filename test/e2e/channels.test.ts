@@ -14,7 +14,7 @@ import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM, launchChromium } from "../support/browser.js";
-import { freePort, runCli, startVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
+import { freePort, startVigieWithToken, temporaryDirectory, type VigieProcess } from "../support/process.js";
 import { until } from "../support/until.js";
 import { refusedUpgrade, subscribe, type TestSubscriber } from "../support/websocket.js";
 
@@ -104,15 +104,7 @@ describe("publish/subscribe against the real process", () => {
         "",
       ].join("\n"),
     );
-    const created = await runCli(["user", "create", "--name", "ops", "--role", "tech", "--config", configFile], {
-      cwd: directory,
-      input: "ops-password\n",
-    });
-    expect(created, created.stderr).toMatchObject({ code: 0 });
-    vigie = await startVigie({ configFile, port, cwd: directory });
-    const issued = await api("POST", "/api/v1/registry/token", { name: "e2e", user: "ops", password: "ops-password" });
-    expect(issued.status, JSON.stringify(issued.body)).toBe(201);
-    token = issued.body.token;
+    ({ vigie, token } = await startVigieWithToken({ configFile, port, cwd: directory }));
     expect(await api("POST", "/api/v1/stream/web", { config: b64(STREAM) })).toMatchObject({ status: 201 });
   });
 

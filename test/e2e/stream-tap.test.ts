@@ -13,7 +13,7 @@ import {
   CLI,
   freePort,
   runCli,
-  startVigie,
+  startVigieWithToken,
   stopVigie,
   temporaryDirectory,
   type VigieProcess,
@@ -98,15 +98,7 @@ describe("vigie stream tap and graph against the real process", () => {
         "",
       ].join("\n"),
     );
-    const created = await runCli(["user", "create", "--name", "ops", "--role", "tech", "--config", configFile], {
-      cwd: directory,
-      input: "ops-password\n",
-    });
-    expect(created, created.stderr).toMatchObject({ code: 0 });
-    vigie = await startVigie({ configFile, port, cwd: directory });
-    const issued = await api("POST", "/api/v1/registry/token", { name: "e2e", user: "ops", password: "ops-password" });
-    expect(issued.status, JSON.stringify(issued.body)).toBe(201);
-    token = issued.body.token;
+    ({ vigie, token } = await startVigieWithToken({ configFile, port, cwd: directory }));
     expect(await api("POST", "/api/v1/stream/web", { config: b64(STREAM) })).toMatchObject({ status: 201 });
   }, 60_000);
 

@@ -111,6 +111,36 @@ export async function startVigie(options: {
 }
 
 /**
+ * The set-up of an end-to-end test under `security.require-token`: creates the `tech` user `ops`
+ * with the CLI, starts `vigie serve` on `configFile` and issues a token for `ops`.
+ * @returns the running process and the token
+ * @throws Error when the user cannot be created or no token is issued
+ */
+export async function startVigieWithToken(options: {
+  configFile: string;
+  port: number;
+  cwd: string;
+}): Promise<{ vigie: VigieProcess; token: string }> {
+  const created = await runCli(["user", "create", "--name", "ops", "--role", "tech", "--config", options.configFile], {
+    cwd: options.cwd,
+    input: "ops-password\n",
+  });
+  if (created.code !== 0) throw new Error(`vigie user create failed (${created.code}): ${created.stderr}`);
+  const vigie = await startVigie(options);
+  const response = await fetch(`${vigie.baseUrl}/api/v1/registry/token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "e2e", user: "ops", password: "ops-password" }),
+  });
+  const body = (await response.json()) as { token?: unknown };
+  if (response.status !== 201 || typeof body.token !== "string") {
+    await stopVigie(vigie);
+    throw new Error(`no token issued (${response.status}): ${JSON.stringify(body)}`);
+  }
+  return { vigie, token: body.token };
+}
+
+/**
  * Creates (or replaces) a stream through `POST /api/v1/stream/<name>` of a running process.
  * @param edn the stream configuration, EDN text (base64-encoded here)
  * @returns the answer's status (201 when the stream was added)
