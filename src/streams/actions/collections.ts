@@ -109,8 +109,10 @@ function collection(action: string, aggregate: Aggregate, empty?: () => Event): 
   return {
     compile(params, children, path) {
       expectCount(params, 0, 0, path, action, "");
-      return withChildren(action, children, (next, drop) => {
+      // Counts itself (`counting`): one increment per list rather than the compiler's wrapper call.
+      return counting(action, children, (next, drop, _limits, counter) => {
         return (value) => {
+          counter.count++;
           if (!Array.isArray(value)) {
             drop();
             return;

@@ -17,7 +17,7 @@ import {
 import { CompileError } from "../compile-error.js";
 import { compileCondition, compileField } from "../condition.js";
 import { type EdnValue, isMap, mapGet } from "../edn.js";
-import { type Event, type FieldReader, fieldReader, timeOf } from "../event.js";
+import { type Event, type FieldPath, type FieldReader, fieldReader, timeOf } from "../event.js";
 import { mostRecent } from "./collections.js";
 import { conditionsParam, expectCount, itemsParam, optionsParam, secondsParam } from "./params.js";
 
@@ -78,8 +78,24 @@ export const split: ActionDefinition = {
 /** Separates the values of several fields in a fork key; cannot appear in JSON-encoded values. */
 const KEY_SEPARATOR = "\u0000";
 
-function forkKeyOf(readers: readonly FieldReader[]): (event: Event) => unknown {
+/**
+ * The fork key of an event: for one field, its value when a string, a number or missing (Map keys
+ * as they are, nothing allocated), else its JSON text; for several fields, their texts joined.
+ */
+function forkKeyOf(paths: readonly FieldPath[], readers: readonly FieldReader[]): (event: Event) => unknown {
   const [read] = readers;
+  const [path] = paths;
+  const name = path?.length === 1 ? path[0] : undefined;
+  if (readers.length === 1 && name !== undefined) {
+    // The usual `by [:host]`: the field read here rather than through a reader the where-conditions
+    // share, which keeps this property load's feedback to the fields that `by` reads.
+    return (event) => {
+      const value = event[name];
+      return typeof value === "string" || typeof value === "number" || value === undefined
+        ? value
+        : JSON.stringify(value);
+    };
+  }
   if (readers.length === 1 && read !== undefined) {
     // Strings and numbers are Map keys as they are; other values by their JSON text.
     return (event) => {
@@ -123,8 +139,8 @@ export const by: ActionDefinition = {
       }
     }
     const items = itemsParam(fieldsValue, path, ":by needs a non-empty vector of fields");
-    const readers = items.map((item, index) => fieldReader(compileField(item, `${path}.params[0].fields[${index}]`)));
-    const keyOf = forkKeyOf(readers);
+    const paths = items.map((item, index) => compileField(item, `${path}.params[0].fields[${index}]`));
+    const keyOf = forkKeyOf(paths, paths.map(fieldReader));
     /** Forks are collected when both are set: every `interval` seconds, those idle for `ttl`. */
     const gc = gcInterval === undefined ? undefined : { interval: gcInterval, ttl: forkTtl ?? gcInterval };
     const slot = claimCounter();

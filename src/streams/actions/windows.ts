@@ -87,6 +87,47 @@ class FixedTimeWindows {
   }
 }
 
+/**
+ * Fixed time windows without `:delay`, the common case: FixedTimeWindows' rules with a delay of 0
+ * leave only the latest event's window open (an event of a later window closes it, an event of an
+ * earlier one is too late), so that window is kept in two fields, without the list of open windows
+ * to search, splice and shift for each window.
+ */
+class LatestTimeWindow {
+  /** The open window's index, −∞ before the first event. */
+  #index = Number.NEGATIVE_INFINITY;
+  /** The open window's events; empty before the first event. */
+  #events: Event[] = [];
+
+  constructor(
+    readonly duration: number,
+    /** The most events one window holds (`streams.max-window-events`). */
+    readonly maxEvents: number,
+    readonly emit: (events: Event[]) => void,
+  ) {}
+
+  /** @returns false when the event is too late for its window, its window is full, or it has no time */
+  add(event: Event): boolean {
+    const time = timeOf(event);
+    if (time === undefined) return false;
+    const index = Math.floor(time / this.duration);
+    if (index === this.#index) {
+      // Whatever its time, an event of the latest window joins it (Mirabelle v0.13).
+      const events = this.#events;
+      if (events.length >= this.maxEvents) return false;
+      events.push(event);
+      return true;
+    }
+    if (index < this.#index) return false;
+    const closed = this.#events;
+    // The new window is in place before the closed one is emitted, as FixedTimeWindows does.
+    this.#events = [event];
+    this.#index = index;
+    if (closed.length > 0) this.emit(closed);
+    return true;
+  }
+}
+
 /** The keys a fixed-time action takes besides `:duration` and `:delay`. */
 interface WindowKeys {
   /** How the params read, for the error on a wrong count. */
@@ -122,9 +163,11 @@ function timeWindowBuilder(
   toOutput: (events: Event[], next: Next, drop: () => void) => void,
 ): Builder {
   return counting(action, children, (next, drop, limits, counter) => {
-    const windows = new FixedTimeWindows(duration, delay, limits.windowEvents, (events) =>
-      toOutput(events, next, drop),
-    );
+    const emit = (events: Event[]) => toOutput(events, next, drop);
+    const windows =
+      delay === undefined
+        ? new LatestTimeWindow(duration, limits.windowEvents, emit)
+        : new FixedTimeWindows(duration, delay, limits.windowEvents, emit);
     return (value) => {
       counter.count++;
       if (Array.isArray(value) || !windows.add(value)) drop();

@@ -55,6 +55,27 @@ describe("by", () => {
     ]);
   });
 
+  it("forks on one field by its value: missing, a number, a string, or the JSON text of the rest", () => {
+    const values = [undefined, 1, "1", 1.0, null, { a: 1 }, { a: 1 }, [1], "[1]", true, "true", undefined, null];
+    const events: Event[] = values.map((host, time) => (host === undefined ? { time } : { host, time }));
+    const { tap, stream } = run(
+      "{:action :by :params [{:fields [:host]}] :children [{:action :fixed-event-window :params [{:size 2}] :children [{:action :tap :params [:w]}]}]}",
+      events,
+    );
+    // The number 1 and the string "1" are different keys; null, objects, arrays and booleans are
+    // keyed by their JSON text, which a string of the same text shares.
+    const pairs = (tap("w") as Event[][]).map((window) => window.map((event) => event.time));
+    expect(pairs).toEqual([
+      [1, 3],
+      [5, 6],
+      [7, 8],
+      [9, 10],
+      [0, 11],
+      [4, 12],
+    ]);
+    expect(stream.graph().in).toBe(values.length);
+  });
+
   it("forks on tuples of several fields, nested paths included", () => {
     const { tap } = run(
       '{:action :by :params [{:fields [:host [:labels :dc]]}] :children [{:action :changed :params [{:field :state :init "ok"}] :children [{:action :tap :params [:c]}]}]}',

@@ -1,6 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_STREAM_LIMITS } from "../../../src/streams/action.js";
 import type { Event } from "../../../src/streams/event.js";
+import type { GraphNode } from "../../../src/streams/graph.js";
 import { run } from "../harness.js";
 
 const at = (...times: number[]): Event[] => times.map((time) => ({ time }));
@@ -16,6 +18,8 @@ const input: Event[] = [
   [60, 1],
   [71, 1],
 ].map(([time, metric]) => ({ time, metric }));
+/** The graph's counts (in, out), depth first. */
+const counts = (node: GraphNode): number[] => [node.in, node.out, ...node.children.flatMap(counts)];
 const times = (lists: unknown[]) => (lists as Event[][]).map((list) => list.map((event) => event.time));
 
 describe("fixed-time-window", () => {
@@ -46,6 +50,46 @@ describe("fixed-time-window", () => {
       at(1_700_000_003, 1_700_000_009, 1_700_000_010),
     );
     expect(times(tap("w"))).toEqual([[1_700_000_003, 1_700_000_009]]);
+  });
+
+  it("without :delay keeps only the latest window, as :delay 0 does (any times, full windows)", () => {
+    // Without :delay a lighter implementation runs (one open window); :delay 0 runs the general one.
+    const time = fc.oneof(
+      fc.integer({ min: -30, max: 60 }),
+      fc.double({ min: -30, max: 60, noNaN: true }),
+      fc.constantFrom(undefined, Number.NaN, Number.POSITIVE_INFINITY, "12"),
+    );
+    const limits = { ...DEFAULT_STREAM_LIMITS, windowEvents: 3 };
+    fc.assert(
+      fc.property(fc.array(time, { maxLength: 40 }), (times) => {
+        const events: Event[] = times.map((t, metric) => (t === undefined ? { metric } : { time: t, metric }));
+        const through = (options: string) =>
+          run(
+            `{:action :sdo :children [{:action :fixed-time-window :params [{:duration 10${options}}] :children [{:action :tap :params [:w]}]}
+              {:action :fixed-time-window :params [{:duration 10${options}}] :children [{:action :coll-count :children [{:action :tap :params [:c]}]}]}]}`,
+            events,
+            limits,
+          );
+        const latest = through("");
+        const general = through(" :delay 0");
+        expect(latest.tap("w")).toEqual(general.tap("w"));
+        expect(latest.tap("c")).toEqual(general.tap("c"));
+        expect([...latest.drops]).toEqual([...general.drops]);
+        expect(counts(latest.stream.graph())).toEqual(counts(general.stream.graph()));
+      }),
+      { numRuns: 300, seed: 36 },
+    );
+  });
+
+  it("without :delay drops events beyond streams.max-window-events and those of an earlier window", () => {
+    const { tap, drops } = run(
+      "{:action :fixed-time-window :params [{:duration 10}] :children [{:action :tap :params [:w]}]}",
+      at(1, 2, 3, 9, 5, 12, 4, 25),
+      { ...DEFAULT_STREAM_LIMITS, windowEvents: 3 },
+    );
+    // 9 and 5 find [0, 10) full; 4 comes after 12 closed [0, 10).
+    expect(times(tap("w"))).toEqual([[1, 2, 3], [12]]);
+    expect(drops.get("s/fixed-time-window")).toBe(3);
   });
 
   it("counts events without time as dropped", () => {
