@@ -1,8 +1,9 @@
 // Compares the HTTP push of several builds of Vigie on the same load, in interleaved rounds (A B A B
 // …), so that a loaded machine weighs on every build alike: for each build, the server of its
 // `dist/cli.js` is started, warmed up, then driven as in bench/streams.mjs (b): GET /healthz with 10
-// connections, then PUT /api/v1/stream/bench with batches of 500 events on 4 connections. Not run
-// by bench/run.mjs (it needs builds to compare).
+// connections, then PUT /api/v1/stream/bench with batches of 500 events on 4 connections. Besides
+// the rates, it prints the server's CPU time per request (from /proc), which a loaded machine
+// disturbs far less than the rates. Not run by bench/run.mjs (it needs builds to compare).
 // Run: node bench/compare/push.mjs before=/work/old after=/work/new
 //   env ROUNDS (default 3), BENCH_SECONDS per phase (default 5), CPU_PROF=<directory> to profile
 //   each server (node --cpu-prof).
@@ -11,7 +12,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { fmt, freePort, waitFor } from "../lib/vigie.mjs";
+import { cpuSeconds, fmt, freePort, waitFor } from "../lib/vigie.mjs";
 
 const PIPELINE = `{:actions {:action :where :params [[:> :metric 0]]
   :children [{:action :by :params [{:fields [:host]}]
@@ -59,6 +60,7 @@ async function start(root) {
   const exited = new Promise((done) => child.once("exit", done));
   return {
     base,
+    pid: child.pid,
     stop: async () => {
       child.kill("SIGTERM");
       await exited;
@@ -91,14 +93,26 @@ async function measure({ root }) {
   });
   if (!created.ok) throw new Error(`${root}: POST /api/v1/stream/bench answered ${created.status}`);
   await push(vigie.base, 2); // warm-up: the JIT settles
+  // The server's CPU time per request (user + system) depends less on the machine's load than the
+  // rates do: the ratio of the two costs is what a server with a core of its own would reach.
+  const cpu0 = cpuSeconds(vigie.pid);
   const health = await autocannon({ url: `${vigie.base}/healthz`, connections: 10, duration: SECONDS });
+  const cpu1 = cpuSeconds(vigie.pid);
   const pushed = await push(vigie.base, SECONDS);
+  const cpu2 = cpuSeconds(vigie.pid);
   await vigie.stop();
   if (pushed.non2xx !== 0 || pushed.errors !== 0) {
     throw new Error(`${root}: ${pushed.non2xx} non-2xx, ${pushed.errors} errors`);
   }
-  return { healthz: health.requests.average, push: pushed.requests.average };
+  return {
+    healthz: health.requests.average,
+    push: pushed.requests.average,
+    healthzCpu: (cpu1 - cpu0) / health.requests.total,
+    pushCpu: (cpu2 - cpu1) / pushed.requests.total,
+  };
 }
+
+const micros = (seconds) => `${(seconds * 1e6).toFixed(seconds < 1e-5 ? 2 : 0)} µs`;
 
 const results = new Map(builds.map(({ label }) => [label, []]));
 for (let round = 1; round <= ROUNDS; round++) {
@@ -106,7 +120,7 @@ for (let round = 1; round <= ROUNDS; round++) {
     const figures = await measure(build);
     results.get(build.label).push(figures);
     console.log(
-      `round ${round} ${build.label}: healthz ${fmt(figures.healthz)} req/s, push ${fmt(figures.push)} req/s = ${fmt(figures.push * BATCH)} events/s, ratio ${(figures.push / figures.healthz).toFixed(3)}`,
+      `round ${round} ${build.label}: healthz ${fmt(figures.healthz)} req/s, push ${fmt(figures.push)} req/s = ${fmt(figures.push * BATCH)} events/s, ratio ${(figures.push / figures.healthz).toFixed(3)}; server CPU per request: healthz ${micros(figures.healthzCpu)}, push ${micros(figures.pushCpu)} (${micros(figures.pushCpu / BATCH)} per event), CPU ratio ${(figures.healthzCpu / figures.pushCpu).toFixed(3)}`,
     );
   }
 }
@@ -117,7 +131,11 @@ for (const [label, runs] of results) {
   const events = median(runs.map((run) => run.push * BATCH));
   const healthz = median(runs.map((run) => run.healthz));
   const ratio = median(runs.map((run) => run.push / run.healthz));
-  console.log(`  ${label}: push ${fmt(events)} events/s, healthz ${fmt(healthz)} req/s, ratio ${ratio.toFixed(3)}`);
+  const pushCpu = median(runs.map((run) => run.pushCpu));
+  const cpuRatio = median(runs.map((run) => run.healthzCpu / run.pushCpu));
+  console.log(
+    `  ${label}: push ${fmt(events)} events/s, healthz ${fmt(healthz)} req/s, ratio ${ratio.toFixed(3)}; push CPU ${micros(pushCpu)} per request, CPU ratio ${cpuRatio.toFixed(3)}`,
+  );
 }
 if (builds.length >= 2) {
   const [first, ...others] = builds;
@@ -127,8 +145,9 @@ if (builds.length >= 2) {
       const a = results.get(first.label)[i];
       return run.push / run.healthz / (a.push / a.healthz);
     });
+    const cpu = results.get(other.label).map((run, i) => run.pushCpu / results.get(first.label)[i].pushCpu);
     console.log(
-      `  ${other.label} / ${first.label} per round: push ${pairs.map((r) => r.toFixed(2)).join(" ")}; push/healthz ratio ${ratios.map((r) => r.toFixed(2)).join(" ")}`,
+      `  ${other.label} / ${first.label} per round: push CPU per request ${cpu.map((r) => r.toFixed(2)).join(" ")}; push ${pairs.map((r) => r.toFixed(2)).join(" ")}; push/healthz ratio ${ratios.map((r) => r.toFixed(2)).join(" ")}`,
     );
   }
 }
