@@ -4,12 +4,13 @@
  * engine feeds; `remote_write_samples_total{stream}`, `otlp_spans_total{stream}`, `otlp_data_points_total{stream}`
  * and `otlp_log_records_total{stream}`, which the ingestion
  * routes feed; and those of outputs, publish/subscribe, async queues and the Riemann input. Label
- * children are resolved once per stream, action, output or channel, so counting costs one call.
+ * children are resolved once per stream, action, output or channel, so counting costs one call;
+ * the two counters fed per event or per batch are tallied (a field update, added at each scrape).
  */
 
 import type { FastifyBaseLogger } from "fastify";
 import type { Counter, Registry } from "prom-client";
-import { counter, gauge, gaugeOf } from "../platform/metrics.js";
+import { counter, gauge, gaugeOf, TalliedCounter } from "../platform/metrics.js";
 import type { StreamClusterMetrics } from "./cluster.js";
 import type { EngineHooks, StreamEngine } from "./engine.js";
 
@@ -21,7 +22,9 @@ const SKIPPED = "skipped";
  * `engine` is read at scrape time for the index sizes.
  */
 export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engine: () => StreamEngine): EngineHooks {
-  const events = counter(
+  // Both are counted per event (drops) or per batch on the push path: tallied, not prom-client
+  // children (see TalliedCounter).
+  const events = new TalliedCounter(
     registry,
     "stream_events_total",
     "Events that entered a stream (pushed, ingested or reinjected).",
@@ -29,7 +32,7 @@ export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engin
   );
   // One counter for every drop: by an action (reason "skipped": it could not apply to the event, or
   // its state was full), or by a way in (action = the way in, reason = the event bound exceeded).
-  const dropped = counter(
+  const dropped = new TalliedCounter(
     registry,
     "stream_dropped_events_total",
     'Events dropped: skipped by an action (reason "skipped"), or refused by a way in (action: push, otlp, remote-write, riemann, graphite, influx, event-sink) for exceeding an event bound (reason: max-event-fields, max-event-tags, max-event-string, max-event-size).',
@@ -51,18 +54,18 @@ export function metricHooks(registry: Registry, logger: FastifyBaseLogger, engin
   };
   return {
     events(stream) {
-      const child = events.labels(stream);
-      return (count) => child.inc(count);
+      const tally = events.tally(stream);
+      return (count) => tally.add(count);
     },
     dropped(stream, action) {
       remember(stream, action, SKIPPED);
-      const child = dropped.labels(stream, action, SKIPPED);
-      return () => child.inc();
+      const tally = dropped.tally(stream, action, SKIPPED);
+      return () => tally.add(1);
     },
     refused(stream, input, bound) {
       remember(stream, input, bound);
-      const child = dropped.labels(stream, input, bound);
-      return (count) => child.inc(count);
+      const tally = dropped.tally(stream, input, bound);
+      return (count) => tally.add(count);
     },
     forget(stream) {
       events.remove(stream);
