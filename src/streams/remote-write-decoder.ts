@@ -13,12 +13,15 @@ import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter } from "./event-bounds.js";
 import { FIXED32, FIXED64, LENGTH_DELIMITED, VARINT } from "./protobuf-wire.js";
 import {
+  ByteSlabs,
   CACHED_SERIES_BYTES,
   type CachedSeries,
   hashOf,
   type RequestBytes,
   requestBytes,
   SeriesCache,
+  type SlabBytes,
+  sameBytes,
 } from "./remote-write-series-cache.js";
 import { TurnClock } from "./slices.js";
 
@@ -36,13 +39,14 @@ const STALE_LOW = 0x00000002;
 
 /** How many distinct labels are remembered before the cache starts over. */
 const CACHE_LIMIT = 100_000;
+/** Bytes of label copies held before the label cache starts over. */
+const CACHE_BYTES = 8 * 1024 * 1024;
 
 /** Samples (or series) decoded between two looks at the clock, when decoding in slices. */
 const SAMPLES_PER_CHECK = 1024;
 
 /** A label remembered with its decoded name and value and their UTF-8 bytes. */
-interface CachedLabel {
-  readonly view: DataView;
+interface CachedLabel extends SlabBytes {
   readonly name: string;
   readonly value: string;
   readonly nameBytes: number;
@@ -69,6 +73,7 @@ const SERVICE_BYTES = "service".length;
 export class RemoteWriteDecoder {
   // Labels by the 30-bit hash of their bytes; collisions are resolved by comparing bytes.
   #labels = new Map<number, CachedLabel>();
+  #labelSlabs = new ByteSlabs();
   #seriesCache = new SeriesCache();
   /** The series decoded last in this request, whose successor is predicted to come next. */
   #previous: CachedSeries | undefined;
@@ -105,6 +110,7 @@ export class RemoteWriteDecoder {
   fork(): RemoteWriteDecoder {
     const fork = new RemoteWriteDecoder(this.#meter?.bounds);
     fork.#labels = this.#labels;
+    fork.#labelSlabs = this.#labelSlabs;
     fork.#seriesCache = this.#seriesCache;
     return fork;
   }
@@ -375,12 +381,10 @@ export class RemoteWriteDecoder {
    * bytes, as from one scrape to the next) costs one hash and one comparison of its bytes.
    */
   #cachedLabel(start: number, end: number): void {
-    const buffer = this.#buffer;
-    const view = this.#view;
     // A hash of the label's bytes is cheaper than decoding its two strings.
-    const hash = hashOf(view, start, end);
+    const hash = hashOf(this.#view, start, end);
     const cached = this.#labels.get(hash);
-    if (cached !== undefined && sameBytes(cached.view, view, start, end)) {
+    if (cached !== undefined && sameBytes(cached, this.#bytes, start, end)) {
       this.#labelName = cached.name;
       this.#labelValue = cached.value;
       this.#labelNameBytes = cached.nameBytes;
@@ -389,10 +393,12 @@ export class RemoteWriteDecoder {
       return;
     }
     this.#label(end);
-    if (this.#labels.size >= CACHE_LIMIT) this.#labels.clear();
-    const bytes = buffer.slice(start, end);
+    if (this.#labels.size >= CACHE_LIMIT || this.#labelSlabs.bytes + end - start > CACHE_BYTES) {
+      this.#labels.clear();
+      this.#labelSlabs.clear();
+    }
     this.#labels.set(hash, {
-      view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      ...this.#labelSlabs.copy(this.#bytes, start, end),
       name: this.#labelName,
       value: this.#labelValue,
       nameBytes: this.#labelNameBytes,
@@ -536,13 +542,3 @@ export class RemoteWriteDecoder {
 }
 
 const utf8 = new TextDecoder("utf-8");
-
-/** Whether `cached` holds the bytes `[start, end)` of `view`, compared four bytes at a time. */
-function sameBytes(cached: DataView, view: DataView, start: number, end: number): boolean {
-  const length = end - start;
-  if (cached.byteLength !== length) return false;
-  let i = 0;
-  for (; i + 4 <= length; i += 4) if (cached.getUint32(i, true) !== view.getUint32(start + i, true)) return false;
-  for (; i < length; i++) if (cached.getUint8(i) !== view.getUint8(start + i)) return false;
-  return true;
-}

@@ -24,11 +24,46 @@ export interface RequestBytes {
   readonly buffer: Buffer;
 }
 
-/** A series seen before: its label bytes (in a slab) and the event its samples become. */
-export interface CachedSeries {
+/** Bytes copied into a slab. */
+export interface SlabBytes {
   readonly slab: RequestBytes;
   readonly offset: number;
   readonly length: number;
+}
+
+/**
+ * Copies of small byte ranges packed into slabs of {@link SLAB_BYTES}: one allocation per slab
+ * rather than one per copy. Forgets them all at once.
+ */
+export class ByteSlabs {
+  #slab = slabOf(0);
+  #used = 0;
+  /** Bytes copied since the last {@link clear}. */
+  bytes = 0;
+
+  /** A copy of `[start, end)` of the request. */
+  copy(bytes: RequestBytes, start: number, end: number): SlabBytes {
+    const length = end - start;
+    if (this.#used + length > this.#slab.buffer.length) {
+      this.#slab = slabOf(Math.max(SLAB_BYTES, length));
+      this.#used = 0;
+    }
+    const offset = this.#used;
+    bytes.buffer.copy(this.#slab.buffer, offset, start, end);
+    this.#used += length;
+    this.bytes += length;
+    return { slab: this.#slab, offset, length };
+  }
+
+  clear(): void {
+    this.#slab = slabOf(0);
+    this.#used = 0;
+    this.bytes = 0;
+  }
+}
+
+/** A series seen before: its label bytes (in a slab) and the event its samples become. */
+export interface CachedSeries extends SlabBytes {
   /**
    * Its labels as fields, `service`, then `metric` and `time` set to 0: each sample's event is a
    * copy of it (one object shape for every series of the same label names), with those two set.
@@ -45,9 +80,7 @@ export interface CachedSeries {
  */
 export class SeriesCache {
   readonly #series = new Map<number, CachedSeries>();
-  #slab = slabOf(0);
-  #slabUsed = 0;
-  #bytes = 0;
+  readonly #slabs = new ByteSlabs();
   /** Bumped when the cache starts over: a decoder's predicted series from before is not followed. */
   generation = 0;
 
@@ -81,17 +114,10 @@ export class SeriesCache {
    */
   add(bytes: RequestBytes, start: number, end: number, template: Event): CachedSeries {
     const length = end - start;
-    if (this.#series.size >= CACHE_SERIES || this.#bytes + length > CACHE_BYTES) this.#clear();
-    if (this.#slabUsed + length > this.#slab.buffer.length) {
-      this.#slab = slabOf(Math.max(SLAB_BYTES, length));
-      this.#slabUsed = 0;
-    }
-    const offset = this.#slabUsed;
-    bytes.buffer.copy(this.#slab.buffer, offset, start, end);
-    this.#slabUsed += length;
-    this.#bytes += length;
+    if (this.#series.size >= CACHE_SERIES || this.#slabs.bytes + length > CACHE_BYTES) this.#clear();
+    const { slab, offset } = this.#slabs.copy(bytes, start, end);
     const series: CachedSeries = {
-      slab: this.#slab,
+      slab,
       offset,
       length,
       template,
@@ -109,9 +135,7 @@ export class SeriesCache {
 
   #clear(): void {
     this.#series.clear();
-    this.#slab = slabOf(0);
-    this.#slabUsed = 0;
-    this.#bytes = 0;
+    this.#slabs.clear();
     this.generation++;
   }
 }
@@ -141,7 +165,7 @@ function slabOf(length: number): RequestBytes {
 }
 
 /** Whether `series` holds the bytes `[start, end)` of the request. */
-function sameBytes(series: CachedSeries, bytes: RequestBytes, start: number, end: number): boolean {
+export function sameBytes(series: SlabBytes, bytes: RequestBytes, start: number, end: number): boolean {
   const length = end - start;
   if (series.length !== length) return false;
   const offset = series.offset;
