@@ -397,8 +397,11 @@ export class RemoteWriteDecoder {
       this.#labels.clear();
       this.#labelSlabs.clear();
     }
+    const copy = this.#labelSlabs.copy(this.#bytes, start, end);
     this.#labels.set(hash, {
-      ...this.#labelSlabs.copy(this.#bytes, start, end),
+      slab: copy.slab,
+      offset: copy.offset,
+      length: copy.length,
       name: this.#labelName,
       value: this.#labelValue,
       nameBytes: this.#labelNameBytes,
