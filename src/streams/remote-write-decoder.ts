@@ -12,6 +12,17 @@
 import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter } from "./event-bounds.js";
 import { FIXED32, FIXED64, LENGTH_DELIMITED, VARINT } from "./protobuf-wire.js";
+import {
+  ByteSlabs,
+  CACHED_SERIES_BYTES,
+  type CachedSeries,
+  hashOf,
+  type RequestBytes,
+  requestBytes,
+  SeriesCache,
+  type SlabBytes,
+  sameBytes,
+} from "./remote-write-series-cache.js";
 import { TurnClock } from "./slices.js";
 
 /** A body that is not a valid WriteRequest. */
@@ -28,13 +39,14 @@ const STALE_LOW = 0x00000002;
 
 /** How many distinct labels are remembered before the cache starts over. */
 const CACHE_LIMIT = 100_000;
+/** Bytes of label copies held before the label cache starts over. */
+const CACHE_BYTES = 8 * 1024 * 1024;
 
 /** Samples (or series) decoded between two looks at the clock, when decoding in slices. */
 const SAMPLES_PER_CHECK = 1024;
 
 /** A label remembered with its decoded name and value and their UTF-8 bytes. */
-interface CachedLabel {
-  readonly view: DataView;
+interface CachedLabel extends SlabBytes {
   readonly name: string;
   readonly value: string;
   readonly nameBytes: number;
@@ -59,8 +71,12 @@ const SERVICE_BYTES = "service".length;
  * {@link refused}, and its labels past the bound are skipped, not decoded.
  */
 export class RemoteWriteDecoder {
-  // Labels by the 32-bit hash of their bytes; collisions are resolved by comparing bytes.
-  readonly #labels = new Map<number, CachedLabel>();
+  // Labels by the 30-bit hash of their bytes; collisions are resolved by comparing bytes.
+  #labels = new Map<number, CachedLabel>();
+  #labelSlabs = new ByteSlabs();
+  #seriesCache = new SeriesCache();
+  /** The series decoded last in this request, whose successor is predicted to come next. */
+  #previous: CachedSeries | undefined;
   readonly #meter: EventMeter | undefined;
   /** Samples of series over a bound in the last request, by bound (empty without bounds). */
   readonly refused: RefusedSamples = new Map();
@@ -72,6 +88,7 @@ export class RemoteWriteDecoder {
   #labelValueBytes = 0;
   #buffer: Uint8Array = new Uint8Array(0);
   #view: DataView = new DataView(new ArrayBuffer(0));
+  #bytes: RequestBytes = requestBytes(new Uint8Array(0));
   #position = 0;
   #sampleValue = 0;
   /** Milliseconds since the Unix epoch. */
@@ -84,6 +101,18 @@ export class RemoteWriteDecoder {
 
   constructor(bounds?: EventBounds) {
     this.#meter = bounds === undefined ? undefined : new EventMeter(bounds);
+  }
+
+  /**
+   * A decoder of its own position sharing this one's caches and bounds: for a request decoded in
+   * slices while this one decodes others.
+   */
+  fork(): RemoteWriteDecoder {
+    const fork = new RemoteWriteDecoder(this.#meter?.bounds);
+    fork.#labels = this.#labels;
+    fork.#labelSlabs = this.#labelSlabs;
+    fork.#seriesCache = this.#seriesCache;
+    return fork;
   }
 
   /**
@@ -112,8 +141,10 @@ export class RemoteWriteDecoder {
 
   #begin(buffer: Uint8Array): void {
     this.#buffer = buffer;
-    this.#view = new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    this.#bytes = requestBytes(buffer);
+    this.#view = this.#bytes.view;
     this.#position = 0;
+    this.#previous = undefined;
     this.#samplePositions.length = 0;
     this.#nextSample = 0;
     this.#emitted = 0;
@@ -122,7 +153,10 @@ export class RemoteWriteDecoder {
 
   #end(): number {
     this.#buffer = new Uint8Array(0);
+    this.#bytes = requestBytes(this.#buffer);
+    this.#view = this.#bytes.view;
     this.#template = {};
+    this.#previous = undefined;
     return this.#emitted;
   }
 
@@ -151,22 +185,120 @@ export class RemoteWriteDecoder {
     }
   }
 
-  /** Reads a TimeSeries' labels into its event template and finds its samples (not read yet). */
+  /**
+   * Reads a TimeSeries: its labels into the event template of its samples (from the series cache
+   * when they were seen before), and where its samples are (not read yet).
+   */
   #series(end: number): void {
-    const samples = this.#samplePositions;
-    samples.length = 0;
+    const start = this.#position;
+    this.#samplePositions.length = 0;
     this.#nextSample = 0;
-    // The labels go straight into the first event; later samples of the series copy it.
+    const cache = this.#seriesCache;
+    const predicted = this.#previous?.next;
+    let cached: CachedSeries | undefined;
+    let labelsEnd = -1;
+    if (predicted !== undefined && cache.opensWith(predicted, this.#bytes, start, end)) {
+      cached = predicted;
+      labelsEnd = start + predicted.length;
+    } else {
+      labelsEnd = this.#leadingLabelsEnd(end);
+      if (labelsEnd >= 0) cached = cache.find(this.#bytes, start, labelsEnd);
+    }
+    if (cached !== undefined) {
+      this.#position = labelsEnd;
+      if (this.#samplesAfterLabels(end)) {
+        this.#follow(cached);
+        this.#template = cached.template;
+        this.#seriesBound = undefined;
+        return;
+      }
+      // A label after the samples (not as Prometheus encodes): decoded the long way, not cached.
+      this.#samplePositions.length = 0;
+      this.#position = start;
+      labelsEnd = -1;
+    }
+    this.#decodeSeries(end, labelsEnd);
+  }
+
+  /**
+   * Where the labels that open the series at the current position end (the position does not move).
+   * @returns -1 when they are malformed (left for the full reading to report) or take more than
+   *   {@link CACHED_SERIES_BYTES}
+   */
+  #leadingLabelsEnd(end: number): number {
+    const buffer = this.#buffer;
+    const limit = Math.min(end, this.#position + CACHED_SERIES_BYTES);
+    let p = this.#position;
+    // 0x0a: field 1 (labels), length-delimited.
+    while (p < end && buffer[p] === 0x0a) {
+      let length = 0;
+      let shift = 0;
+      let byte = 0x80;
+      p++;
+      while (byte >= 0x80) {
+        if (p >= end || shift > 28) return -1;
+        byte = buffer[p++] ?? 0;
+        length += (byte & 0x7f) * 2 ** shift;
+        shift += 7;
+      }
+      p += length;
+      if (p > limit) return -1;
+    }
+    return p;
+  }
+
+  /**
+   * Reads the rest of a series whose labels were read: where its samples are.
+   * @returns false when a label comes after them
+   */
+  #samplesAfterLabels(end: number): boolean {
+    const samples = this.#samplePositions;
+    while (this.#position < end) {
+      const tag = this.#varint32();
+      const field = tag >>> 3;
+      const wire = tag & 7;
+      if (field === 2 && wire === LENGTH_DELIMITED) {
+        const length = this.#length(end);
+        const sampleEnd = this.#position + length;
+        samples.push(this.#position, sampleEnd);
+        this.#position = sampleEnd;
+      } else if (field === 1 && wire === LENGTH_DELIMITED) {
+        return false;
+      } else {
+        this.#skip(wire, end);
+      }
+    }
+    if (this.#position !== end) throw new RemoteWriteError("truncated time series");
+    return true;
+  }
+
+  /** The series decoded after `series` is remembered as its successor, the next one predicted. */
+  #follow(series: CachedSeries | undefined): void {
+    const previous = this.#previous;
+    if (previous !== undefined && series !== undefined && previous.next !== series) previous.next = series;
+    this.#previous = series;
+  }
+
+  /**
+   * Reads a TimeSeries label by label (through the label cache) into its event template, and finds
+   * its samples; caches the series when its labels end at `labelsEnd` (-1: not to be cached).
+   */
+  #decodeSeries(end: number, labelsEnd: number): void {
+    const samples = this.#samplePositions;
+    const start = this.#position;
+    // The labels go into a template that each sample's event copies.
     const template: Event = {};
     const meter = this.#meter;
     meter?.start();
     let within = true;
+    let cacheable = labelsEnd >= 0;
     let service: string | undefined;
     while (this.#position < end) {
       const tag = this.#varint32();
       const field = tag >>> 3;
       const wire = tag & 7;
       if (field === 1 && wire === LENGTH_DELIMITED) {
+        if (this.#position > labelsEnd) cacheable = false;
         const length = this.#length(end);
         if (!within) {
           this.#position += length; // a series over a bound: its other labels are not decoded
@@ -201,7 +333,15 @@ export class RemoteWriteDecoder {
     this.#seriesBound = meter?.exceeded;
     // `service` is set after the labels, so `__name__` wins over a label called `service`.
     if (service !== undefined) template.service = service;
-    this.#template = template;
+    template.metric = 0;
+    template.time = 0;
+    // A template of many labels is a dictionary; its spread copy has the fast shape its copies keep.
+    this.#template = { ...template };
+    if (cacheable && this.#seriesBound === undefined) {
+      this.#follow(this.#seriesCache.add(this.#bytes, start, labelsEnd, this.#template));
+    } else {
+      this.#follow(undefined);
+    }
   }
 
   /**
@@ -226,7 +366,7 @@ export class RemoteWriteDecoder {
         this.refused.set(bound, (this.refused.get(bound) ?? 0) + 1);
         continue;
       }
-      const event = i === 0 ? this.#template : { ...this.#template };
+      const event = { ...this.#template };
       event.metric = this.#sampleValue;
       event.time = this.#sampleTimestamp / 1000;
       emit(event);
@@ -241,15 +381,10 @@ export class RemoteWriteDecoder {
    * bytes, as from one scrape to the next) costs one hash and one comparison of its bytes.
    */
   #cachedLabel(start: number, end: number): void {
-    const buffer = this.#buffer;
-    const view = this.#view;
-    // FNV-1a over the label's bytes, four at a time: cheaper than decoding its two strings.
-    let hash = 0x811c9dc5 ^ (end - start);
-    let i = start;
-    for (; i + 4 <= end; i += 4) hash = Math.imul(hash ^ view.getUint32(i, true), 0x01000193);
-    for (; i < end; i++) hash = Math.imul(hash ^ view.getUint8(i), 0x01000193);
+    // A hash of the label's bytes is cheaper than decoding its two strings.
+    const hash = hashOf(this.#view, start, end);
     const cached = this.#labels.get(hash);
-    if (cached !== undefined && sameBytes(cached.view, view, start, end)) {
+    if (cached !== undefined && sameBytes(cached, this.#bytes, start, end)) {
       this.#labelName = cached.name;
       this.#labelValue = cached.value;
       this.#labelNameBytes = cached.nameBytes;
@@ -258,10 +393,15 @@ export class RemoteWriteDecoder {
       return;
     }
     this.#label(end);
-    if (this.#labels.size >= CACHE_LIMIT) this.#labels.clear();
-    const bytes = buffer.slice(start, end);
+    if (this.#labels.size >= CACHE_LIMIT || this.#labelSlabs.bytes + end - start > CACHE_BYTES) {
+      this.#labels.clear();
+      this.#labelSlabs.clear();
+    }
+    const copy = this.#labelSlabs.copy(this.#bytes, start, end);
     this.#labels.set(hash, {
-      view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      slab: copy.slab,
+      offset: copy.offset,
+      length: copy.length,
       name: this.#labelName,
       value: this.#labelValue,
       nameBytes: this.#labelNameBytes,
@@ -405,13 +545,3 @@ export class RemoteWriteDecoder {
 }
 
 const utf8 = new TextDecoder("utf-8");
-
-/** Whether `cached` holds the bytes `[start, end)` of `view`, compared four bytes at a time. */
-function sameBytes(cached: DataView, view: DataView, start: number, end: number): boolean {
-  const length = end - start;
-  if (cached.byteLength !== length) return false;
-  let i = 0;
-  for (; i + 4 <= length; i += 4) if (cached.getUint32(i, true) !== view.getUint32(start + i, true)) return false;
-  for (; i < length; i++) if (cached.getUint8(i) !== view.getUint8(start + i)) return false;
-  return true;
-}

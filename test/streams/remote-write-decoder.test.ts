@@ -131,6 +131,94 @@ describe("RemoteWriteDecoder", () => {
     expect(decode(first, decoder)).toEqual([{ host: "a", metric: 1, time: 1 }]);
   });
 
+  it("decodes repeated, reordered and changed series the same through the series cache", () => {
+    const next = random(11);
+    const words = ["node", "é-ü-中文", "x".repeat(300), "10.0.0.1:9100", "", "a"];
+    // A pool of series, sent again and again in varying order and subsets, as scrapes are.
+    const pool: Series[] = Array.from({ length: 40 }, (_, s) => ({
+      labels: [
+        { name: "__name__", value: `m${s % 7}` },
+        ...Array.from({ length: 1 + (s % 23) }, (_, l) => ({
+          name: `l${l}`,
+          value: words[(s + l) % words.length] as string,
+        })),
+      ],
+      samples: [],
+    }));
+    const decoder = new RemoteWriteDecoder(DEFAULT_EVENT_BOUNDS);
+    for (let round = 0; round < 60; round++) {
+      const timeseries = pool
+        .filter(() => next() < 0.7)
+        .map((series) => ({
+          labels: next() < 0.05 ? [...series.labels, { name: "extra", value: `${round}` }] : series.labels,
+          samples: Array.from({ length: Math.floor(next() * 3) }, (_, k) => ({
+            value: next(),
+            timestamp: round * 10 + k,
+          })),
+        }));
+      if (next() < 0.3) timeseries.reverse();
+      const bytes = encode(timeseries);
+      expect(decode(bytes, decoder), `round ${round}`).toEqual(reference(bytes));
+    }
+  });
+
+  it("gives each sample an event of its own, never the cached one", () => {
+    const decoder = new RemoteWriteDecoder();
+    const bytes = encode([
+      {
+        labels: [{ name: "host", value: "a" }],
+        samples: [
+          { value: 1, timestamp: 1000 },
+          { value: 2, timestamp: 2000 },
+        ],
+      },
+    ]);
+    const first = decode(bytes, decoder);
+    (first[0] as Event).host = "changed";
+    expect(first[0]).not.toBe(first[1]);
+    expect(decode(bytes, decoder)).toEqual([
+      { host: "a", metric: 1, time: 1 },
+      { host: "a", metric: 2, time: 2 },
+    ]);
+  });
+
+  it("decodes a series whose labels come after its samples (valid protobuf, not Prometheus' order)", () => {
+    const label = (name: string, value: string) => {
+      const bytes = Buffer.concat([
+        Buffer.from([0x0a, name.length]),
+        Buffer.from(name),
+        Buffer.from([0x12, Buffer.byteLength(value)]),
+        Buffer.from(value),
+      ]);
+      return Buffer.concat([Buffer.from([0x0a, bytes.length]), bytes]);
+    };
+    const sample = Buffer.from([0x12, 11, 0x09, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0x10, 0x08]); // value 1, timestamp 8
+    const request = (series: Buffer) => Buffer.concat([Buffer.from([0x0a, series.length]), series]);
+    const decoder = new RemoteWriteDecoder();
+    const opening = request(Buffer.concat([label("host", "a"), sample]));
+    const late = request(Buffer.concat([label("host", "a"), sample, label("zone", "ü")]));
+    expect(decode(opening, decoder)).toEqual([{ host: "a", metric: 1, time: 0.008 }]);
+    expect(decode(late, decoder)).toEqual([{ host: "a", zone: "ü", metric: 1, time: 0.008 }]);
+    expect(decode(Buffer.concat([late, opening]), decoder)).toEqual([
+      { host: "a", zone: "ü", metric: 1, time: 0.008 },
+      { host: "a", metric: 1, time: 0.008 },
+    ]);
+  });
+
+  it("shares its caches with a fork, each with its own position", async () => {
+    const decoder = new RemoteWriteDecoder();
+    const bytes = encode([
+      { labels: [{ name: "host", value: "a" }], samples: [{ value: 1, timestamp: 1000 }] },
+      { labels: [{ name: "host", value: "b" }], samples: [{ value: 2, timestamp: 2000 }] },
+    ]);
+    const fork = decoder.fork();
+    const sliced: Event[] = [];
+    const pending = fork.decodeSliced(bytes, (event) => sliced.push(event));
+    expect(decode(bytes, decoder)).toEqual(reference(bytes));
+    await pending;
+    expect(sliced).toEqual(reference(bytes));
+  });
+
   it("skips staleness markers and keeps other NaNs", () => {
     const sample = (high: number, low: number, timestamp: number) => {
       const bytes = Buffer.alloc(11);

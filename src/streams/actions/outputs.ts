@@ -7,11 +7,8 @@ import { CompileError } from "../compile-error.js";
 import { compileField } from "../condition.js";
 import { type EdnValue, isKeyword, nameOf, sequenceItems } from "../edn.js";
 import { fieldReader, timeOf } from "../event.js";
+import { IndexKeys } from "../stream-index.js";
 import { expectCount, secondsParam } from "./params.js";
-
-/** Separators of index keys; they cannot occur in field names or JSON-encoded values. */
-const FIELD_SEPARATOR = "\u0001";
-const ENTRY_SEPARATOR = "\u0000";
 
 /**
  * `index [[f ...]]`: stores each event that has a time in the stream's index under the key made of
@@ -30,6 +27,7 @@ export const index: ActionDefinition = {
       return { name: field.join("."), read: fieldReader(field) };
     });
     return (runtime) => {
+      const keys = new IndexKeys(fields);
       const drop = runtime.dropped("index");
       // Every stored event is published on the channel `<stream>-index` (for its WebSocket subscribers).
       const publish = runtime.publish(`${runtime.stream}-index`);
@@ -38,13 +36,7 @@ export const index: ActionDefinition = {
           drop();
           return;
         }
-        let key = "";
-        for (const { name, read } of fields) {
-          const field = read(value);
-          if (field === undefined) continue;
-          key += `${name}${FIELD_SEPARATOR}${typeof field === "string" ? field : JSON.stringify(field)}${ENTRY_SEPARATOR}`;
-        }
-        if (runtime.index.put(key, value)) publish(value);
+        if (runtime.index.put(keys.of(value), value)) publish(value);
         else drop();
       };
     };

@@ -120,8 +120,8 @@ export function remoteWriteRoutes(app: FastifyInstance, options: RemoteWriteOpti
       throw new InvalidError(`${INVALID_BODY}: ${errorMessage(error)}`);
     }
     const events: Event[] = [];
-    // A decoder of its own: the shared one is not reentrant, and this request awaits.
-    const own = new RemoteWriteDecoder(engine.limits.event);
+    // A decoder of its own, the shared one not being reentrant (this request awaits), with its caches.
+    const own = decoder.fork();
     try {
       await own.decodeSliced(raw, (event) => events.push(event));
     } catch (error) {

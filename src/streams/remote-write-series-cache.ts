@@ -1,0 +1,182 @@
+/**
+ * The cache of whole series of the remote write decoder: the labels of a series, as encoded bytes,
+ * mapped to the event its samples become. Prometheus sends the same series again with every scrape
+ * (the same labels, in the same order, encoded the same way), so a series seen before costs one
+ * comparison of its label bytes and one copy of a ready-made event, instead of reading and setting
+ * its labels one by one.
+ */
+import type { Event } from "./event.js";
+
+/** Bytes of label copies held before the cache starts over. */
+const CACHE_BYTES = 16 * 1024 * 1024;
+/** Series held before the cache starts over (their events take about as much as their bytes). */
+const CACHE_SERIES = 50_000;
+/** Bytes of one slab of label copies. */
+const SLAB_BYTES = 1024 * 1024;
+/** A series whose labels take more bytes is not cached (Prometheus' take a few hundred). */
+export const CACHED_SERIES_BYTES = 16 * 1024;
+/** From this many bytes on, a native comparison (memcmp) is cheaper than a loop, call included. */
+const NATIVE_COMPARISON_BYTES = 192;
+
+/** The bytes of a request, as a DataView for the loops and a Buffer for native comparisons. */
+export interface RequestBytes {
+  readonly view: DataView;
+  readonly buffer: Buffer;
+}
+
+/** Bytes copied into a slab. */
+export interface SlabBytes {
+  readonly slab: RequestBytes;
+  readonly offset: number;
+  readonly length: number;
+}
+
+/**
+ * Copies of small byte ranges packed into slabs of {@link SLAB_BYTES}: one allocation per slab
+ * rather than one per copy. Forgets them all at once.
+ */
+export class ByteSlabs {
+  #slab = slabOf(0);
+  #used = 0;
+  /** Bytes copied since the last {@link clear}. */
+  bytes = 0;
+
+  /** A copy of `[start, end)` of the request. */
+  copy(bytes: RequestBytes, start: number, end: number): SlabBytes {
+    const length = end - start;
+    if (this.#used + length > this.#slab.buffer.length) {
+      this.#slab = slabOf(Math.max(SLAB_BYTES, length));
+      this.#used = 0;
+    }
+    const offset = this.#used;
+    bytes.buffer.copy(this.#slab.buffer, offset, start, end);
+    this.#used += length;
+    this.bytes += length;
+    return { slab: this.#slab, offset, length };
+  }
+
+  clear(): void {
+    this.#slab = slabOf(0);
+    this.#used = 0;
+    this.bytes = 0;
+  }
+}
+
+/** A series seen before: its label bytes (in a slab) and the event its samples become. */
+export interface CachedSeries extends SlabBytes {
+  /**
+   * Its labels as fields, `service`, then `metric` and `time` set to 0: each sample's event is a
+   * copy of it (one object shape for every series of the same label names), with those two set.
+   */
+  readonly template: Event;
+  readonly generation: number;
+  /** The series that came after this one last time: usually the next one again. */
+  next: CachedSeries | undefined;
+}
+
+/**
+ * Series by the 30-bit hash of their label bytes (a small integer key); a collision replaces the
+ * older series. Shared by the decoders of one route: every method is synchronous.
+ */
+export class SeriesCache {
+  readonly #series = new Map<number, CachedSeries>();
+  readonly #slabs = new ByteSlabs();
+  /** Bumped when the cache starts over: a decoder's predicted series from before is not followed. */
+  generation = 0;
+
+  /**
+   * Whether the series that starts at `start` of the request (and ends by `end`) opens with the labels of
+   * `predicted` and has no other label after them: one comparison, no scan of its labels, no hash.
+   */
+  opensWith(predicted: CachedSeries, bytes: RequestBytes, start: number, end: number): boolean {
+    const labelsEnd = start + predicted.length;
+    return (
+      predicted.generation === this.generation &&
+      labelsEnd <= end &&
+      // 0x0a: another label (field 1, length-delimited) would follow.
+      (labelsEnd === end || bytes.view.getUint8(labelsEnd) !== 0x0a) &&
+      sameBytes(predicted, bytes, start, labelsEnd)
+    );
+  }
+
+  /**
+   * The series whose label bytes are `[start, end)` of the request.
+   * @returns undefined when it was not seen (or was forgotten)
+   */
+  find(bytes: RequestBytes, start: number, end: number): CachedSeries | undefined {
+    const cached = this.#series.get(hashOf(bytes.view, start, end));
+    return cached !== undefined && sameBytes(cached, bytes, start, end) ? cached : undefined;
+  }
+
+  /**
+   * Remembers the series whose label bytes are `[start, end)` of the request (at most
+   * {@link CACHED_SERIES_BYTES}), with its template (not to be changed afterwards).
+   */
+  add(bytes: RequestBytes, start: number, end: number, template: Event): CachedSeries {
+    const length = end - start;
+    if (this.#series.size >= CACHE_SERIES || this.#slabs.bytes + length > CACHE_BYTES) this.#clear();
+    const { slab, offset } = this.#slabs.copy(bytes, start, end);
+    const series: CachedSeries = {
+      slab,
+      offset,
+      length,
+      template,
+      generation: this.generation,
+      next: undefined,
+    };
+    this.#series.set(hashOf(bytes.view, start, end), series);
+    return series;
+  }
+
+  /** How many series are cached. */
+  get size(): number {
+    return this.#series.size;
+  }
+
+  #clear(): void {
+    this.#series.clear();
+    this.#slabs.clear();
+    this.generation++;
+  }
+}
+
+/**
+ * FNV-1a over bytes `[start, end)` of `view`, four at a time, reduced to 30 bits so that it is a
+ * small integer (a Map key that needs no allocation).
+ */
+export function hashOf(view: DataView, start: number, end: number): number {
+  let hash = 0x811c9dc5 ^ (end - start);
+  let i = start;
+  for (; i + 4 <= end; i += 4) hash = Math.imul(hash ^ view.getUint32(i, true), 0x01000193);
+  for (; i < end; i++) hash = Math.imul(hash ^ view.getUint8(i), 0x01000193);
+  return (hash ^ (hash >>> 30)) & 0x3fffffff;
+}
+
+/** The bytes of a request as {@link RequestBytes}, without a copy. */
+export function requestBytes(bytes: Uint8Array): RequestBytes {
+  return {
+    view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+  };
+}
+
+function slabOf(length: number): RequestBytes {
+  return requestBytes(new Uint8Array(length));
+}
+
+/** Whether `series` holds the bytes `[start, end)` of the request. */
+export function sameBytes(series: SlabBytes, bytes: RequestBytes, start: number, end: number): boolean {
+  const length = end - start;
+  if (series.length !== length) return false;
+  const offset = series.offset;
+  if (length >= NATIVE_COMPARISON_BYTES) {
+    return bytes.buffer.compare(series.slab.buffer, offset, offset + length, start, end) === 0;
+  }
+  const slab = series.slab.view;
+  const view = bytes.view;
+  let i = 0;
+  for (; i + 4 <= length; i += 4)
+    if (slab.getUint32(offset + i, true) !== view.getUint32(start + i, true)) return false;
+  for (; i < length; i++) if (slab.getUint8(offset + i) !== view.getUint8(start + i)) return false;
+  return true;
+}
