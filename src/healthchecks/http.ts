@@ -106,46 +106,57 @@ export function serverName(definition: Pick<HttpDefinition, "server-name" | "hos
 /** Dispatch options with the two undici options its types do not list. */
 type RequestOptions = Dispatcher.DispatchOptions & { servername?: string; throwOnMaxRedirect?: boolean };
 
-/** What a definition sends, computed once per definition (definitions are immutable). */
-const REQUESTS = new WeakMap<HttpDefinition, RequestOptions>();
-
-function requestOptions(definition: HttpDefinition): RequestOptions {
-  let options = REQUESTS.get(definition);
-  if (options === undefined) {
-    const host = isIP(definition.target) === 6 ? `[${definition.target}]` : definition.target;
-    options = {
-      origin: `${definition.protocol}://${host}:${definition.port}`,
-      path: requestPath(definition),
-      method: definition.method,
-      headers: requestHeaders(definition),
-      body: definition.body ?? null,
-    };
-    // server-name defaults to the target (docs/healthchecks.md). undici would verify the Host header
-    // when one is set, so a host-name target is named explicitly then; an IP target (not a TLS
-    // name, RFC 6066 §3) leaves the Host override to be verified. An explicit name applies to
-    // every hop of a redirect.
-    const name = serverName(definition);
-    if (name !== undefined) options.servername = name;
-    if (definition.redirect) options.throwOnMaxRedirect = true;
-    REQUESTS.set(definition, options);
-  }
-  return options;
+/**
+ * What a definition sends, where, and what its body must match: computed once per definition
+ * (definitions are immutable) and found with one lookup per run (a native profile showed the
+ * lookups of each run, docs/benchmarks.md).
+ */
+interface Prepared {
+  readonly options: RequestOptions;
+  /** {@link poolKey}. */
+  readonly poolKey: string;
+  /** The compiled body-regexp. */
+  readonly patterns: readonly LinearRegex[];
 }
 
-/** The compiled body-regexp of each definition, compiled once (definitions are immutable). */
-const PATTERNS = new WeakMap<HttpDefinition, readonly LinearRegex[]>();
+const PREPARED = new WeakMap<HttpDefinition, Prepared>();
+
+function preparedOf(definition: HttpDefinition): Prepared {
+  let prepared = PREPARED.get(definition);
+  if (prepared === undefined) {
+    const options = requestOptions(definition);
+    prepared = { options, poolKey: poolKey(definition, options), patterns: bodyPatterns(definition) };
+    PREPARED.set(definition, prepared);
+  }
+  return prepared;
+}
+
+/** What a definition sends. */
+function requestOptions(definition: HttpDefinition): RequestOptions {
+  const host = isIP(definition.target) === 6 ? `[${definition.target}]` : definition.target;
+  const options: RequestOptions = {
+    origin: `${definition.protocol}://${host}:${definition.port}`,
+    path: requestPath(definition),
+    method: definition.method,
+    headers: requestHeaders(definition),
+    body: definition.body ?? null,
+  };
+  // server-name defaults to the target (docs/healthchecks.md). undici would verify the Host header
+  // when one is set, so a host-name target is named explicitly then; an IP target (not a TLS
+  // name, RFC 6066 §3) leaves the Host override to be verified. An explicit name applies to
+  // every hop of a redirect.
+  const name = serverName(definition);
+  if (name !== undefined) options.servername = name;
+  if (definition.redirect) options.throwOnMaxRedirect = true;
+  return options;
+}
 
 /**
  * The body-regexp of a definition, compiled with RE2 (linear time, docs/security.md). The definition
  * was validated, so every pattern compiles.
  */
 function bodyPatterns(definition: HttpDefinition): readonly LinearRegex[] {
-  let patterns = PATTERNS.get(definition);
-  if (patterns === undefined) {
-    patterns = (definition["body-regexp"] ?? []).map(compileLinearRegex);
-    PATTERNS.set(definition, patterns);
-  }
-  return patterns;
+  return (definition["body-regexp"] ?? []).map(compileLinearRegex);
 }
 
 /**
@@ -164,8 +175,7 @@ interface Dispatchers {
  * The pool key of a definition: its origin (scheme, host, port) and its TLS options and
  * source-ip (docs/healthchecks.md), which the connections of a pool have in common.
  */
-function poolKey(definition: HttpDefinition): string {
-  const options = requestOptions(definition);
+function poolKey(definition: HttpDefinition, options: RequestOptions): string {
   return [
     options.origin,
     definition.insecure ? "insecure" : "verified",
@@ -182,9 +192,6 @@ function poolKey(definition: HttpDefinition): string {
 function connectTimeout(definition: HttpDefinition): number {
   return Math.max(CONNECT_TIMEOUT_MS, definition.timeout.milliseconds);
 }
-
-/** The pool key of each definition, computed once (definitions are immutable). */
-const POOL_KEYS = new WeakMap<HttpDefinition, string>();
 
 function createDispatchers(definition: HttpDefinition, files?: TlsFiles): Dispatchers {
   const agent = new Agent({
@@ -242,6 +249,9 @@ class Exchange implements Dispatcher.DispatchHandler, Expiring {
   /** Where to send the request again, once, after a stale kept connection ({@link isStaleConnection}). */
   #retryDispatcher: Dispatcher | undefined;
   #retryOptions: RequestOptions | undefined;
+
+  /** The compiled body-regexp, set as the request is sent. */
+  patterns: readonly LinearRegex[] = [];
 
   constructor(
     private readonly definition: HttpDefinition,
@@ -343,7 +353,7 @@ class Exchange implements Dispatcher.DispatchHandler, Expiring {
       this.#settle(failure(`HTTP request failed: status ${this.#status}. Body: '${body}'`));
       return;
     }
-    const patterns = bodyPatterns(this.definition);
+    const patterns = this.patterns;
     if (patterns.length > 0) {
       // RE2 reads the UTF-8 bytes as they came: no decoding of up to 10 MiB first.
       const body = this.#body(MATCHED_BODY_BYTES);
@@ -396,12 +406,7 @@ export class HttpExecutor {
     this.#deadlines = options.deadlines ?? SHARED_DEADLINES;
   }
 
-  #sharedDispatchers(definition: HttpDefinition): Dispatchers {
-    let key = POOL_KEYS.get(definition);
-    if (key === undefined) {
-      key = poolKey(definition);
-      POOL_KEYS.set(definition, key);
-    }
+  #sharedDispatchers(definition: HttpDefinition, key: string): Dispatchers {
     let dispatchers = this.#shared.get(key);
     if (dispatchers === undefined) {
       dispatchers = createDispatchers(definition);
@@ -461,14 +466,16 @@ export class HttpExecutor {
       const dispatch = (contents: TlsFiles | undefined) => {
         if (exchange.settled) return;
         try {
+          const prepared = preparedOf(definition);
+          exchange.patterns = prepared.patterns;
           let dispatchers: Dispatchers;
           if (contents !== undefined) {
             dispatchers = createDispatchers(definition, contents);
             own = dispatchers.agent;
           } else {
-            dispatchers = this.#sharedDispatchers(definition);
+            dispatchers = this.#sharedDispatchers(definition, prepared.poolKey);
           }
-          exchange.send(definition.redirect ? dispatchers.redirecting : dispatchers.direct, requestOptions(definition));
+          exchange.send(definition.redirect ? dispatchers.redirecting : dispatchers.direct, prepared.options);
         } catch (error) {
           exchange.fail(errorMessage(error));
         }
