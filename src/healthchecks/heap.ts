@@ -3,10 +3,10 @@
  * O(log n): the timer structure of the scheduler (docs/healthchecks.md).
  *
  * The keys live in a typed array beside the items rather than being read from the items: with
- * 10 000 scheduled checks the heap is 14 levels deep, and reading two children's objects per
- * level cost a cache miss each, which a native profile showed as a few percent of the whole
- * process's CPU (docs/benchmarks.md). Items are moved into a hole rather than swapped, so each
- * level writes one item's position, not two.
+ * 10 000 scheduled checks the heap is 14 levels deep, and reading two children's objects
+ * (scattered in memory) at each level through a comparator showed in a native profile as about
+ * 5 % of the whole process's CPU (docs/benchmarks.md). Items are moved into a hole rather than
+ * swapped, so each level writes one item's position, not two.
  */
 
 /** An item of a {@link MinHeap}: the heap keeps `heapIndex` up to date (-1 outside the heap). */
