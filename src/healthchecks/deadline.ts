@@ -52,7 +52,7 @@ const GLOBAL_TIMERS: DeadlineTimers = {
  * their timeout, so the timer rarely moves). The timer never keeps the process alive.
  */
 export class DeadlineQueue {
-  readonly #heap = new MinHeap<Expiring>((a, b) => a.expiresAt < b.expiresAt);
+  readonly #heap = new MinHeap<Expiring>((item) => item.expiresAt);
   readonly #now: () => number;
   readonly #timers: DeadlineTimers;
   #timer: NodeJS.Timeout | undefined;

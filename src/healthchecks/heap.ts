@@ -1,6 +1,12 @@
 /**
  * A binary min-heap whose items know their position, so that any item can be removed in
  * O(log n): the timer structure of the scheduler (docs/healthchecks.md).
+ *
+ * The keys live in a typed array beside the items rather than being read from the items: with
+ * 10 000 scheduled checks the heap is 14 levels deep, and reading two children's objects
+ * (scattered in memory) at each level through a comparator showed in a native profile as about
+ * 5 % of the whole process's CPU (docs/benchmarks.md). Items are moved into a hole rather than
+ * swapped, so each level writes one item's position, not two.
  */
 
 /** An item of a {@link MinHeap}: the heap keeps `heapIndex` up to date (-1 outside the heap). */
@@ -8,32 +14,42 @@ export interface HeapItem {
   heapIndex: number;
 }
 
-/** A binary min-heap ordered by `before` (true when `a` must come out before `b`). */
-export class MinHeap<T extends HeapItem> {
-  readonly #items: T[] = [];
+/** Slots allocated at first; the arrays double when full. */
+const INITIAL_CAPACITY = 64;
 
-  constructor(private readonly before: (a: T, b: T) => boolean) {}
+/**
+ * A binary min-heap ordered by a numeric key (smallest first; equal keys in no particular order).
+ * The key is read once, when the item is pushed: an item's key must not change while it is in the
+ * heap (remove it, change it, push it again).
+ */
+export class MinHeap<T extends HeapItem> {
+  #items: (T | undefined)[] = new Array(INITIAL_CAPACITY);
+  #keys = new Float64Array(INITIAL_CAPACITY);
+  #size = 0;
+
+  /** @param key the ordering key of an item (a number, compared with `<`; not NaN) */
+  constructor(private readonly key: (item: T) => number) {}
 
   /** Number of items. */
   get size(): number {
-    return this.#items.length;
+    return this.#size;
   }
 
   /** The first item, left in place. */
   peek(): T | undefined {
-    return this.#items[0];
+    return this.#size === 0 ? undefined : this.#items[0];
   }
 
   /** Adds an item that is not in the heap. O(log n). */
   push(item: T): void {
-    item.heapIndex = this.#items.length;
-    this.#items.push(item);
-    this.#up(item.heapIndex);
+    if (this.#size === this.#keys.length) this.#grow();
+    const index = this.#size++;
+    this.#up(index, item, this.key(item));
   }
 
   /** Removes and returns the first item. O(log n). */
   pop(): T | undefined {
-    const first = this.#items[0];
+    const first = this.peek();
     if (first !== undefined) this.remove(first);
     return first;
   }
@@ -41,62 +57,83 @@ export class MinHeap<T extends HeapItem> {
   /** Removes an item; false when it is not in the heap. O(log n). */
   remove(item: T): boolean {
     const index = item.heapIndex;
-    if (index < 0 || this.#items[index] !== item) return false;
-    const last = this.#items.pop() ?? item;
+    if (index < 0 || index >= this.#size || this.#items[index] !== item) return false;
     item.heapIndex = -1;
+    const lastIndex = --this.#size;
+    const last = this.#items[lastIndex] as T;
+    const lastKey = this.#keys[lastIndex] as number;
+    this.#items[lastIndex] = undefined;
     if (last !== item) {
-      this.#items[index] = last;
-      last.heapIndex = index;
-      this.#down(index);
-      this.#up(last.heapIndex);
+      // The last item fills the hole: down when it is larger than the hole's children, else up.
+      const parent = (index - 1) >> 1;
+      if (index > 0 && lastKey < (this.#keys[parent] as number)) this.#up(index, last, lastKey);
+      else this.#down(index, last, lastKey);
     }
     return true;
   }
 
   /** Removes every item. */
   clear(): void {
-    for (const item of this.#items) item.heapIndex = -1;
-    this.#items.length = 0;
-  }
-
-  /** The item at `index`, which the caller knows to be in range. */
-  #at(index: number): T {
-    const item = this.#items[index];
-    if (item === undefined) throw new RangeError(`no heap item at ${index}`);
-    return item;
-  }
-
-  #swap(i: number, j: number): void {
-    const a = this.#at(i);
-    const b = this.#at(j);
-    this.#items[i] = b;
-    this.#items[j] = a;
-    b.heapIndex = i;
-    a.heapIndex = j;
-  }
-
-  #up(index: number): void {
-    let child = index;
-    while (child > 0) {
-      const parent = (child - 1) >> 1;
-      if (!this.before(this.#at(child), this.#at(parent))) return;
-      this.#swap(child, parent);
-      child = parent;
+    for (let index = 0; index < this.#size; index++) {
+      const item = this.#items[index];
+      if (item !== undefined) item.heapIndex = -1;
+      this.#items[index] = undefined;
     }
+    this.#size = 0;
   }
 
-  #down(index: number): void {
-    let parent = index;
-    const length = this.#items.length;
+  #grow(): void {
+    const keys = new Float64Array(this.#keys.length * 2);
+    keys.set(this.#keys);
+    this.#keys = keys;
+    this.#items.length = keys.length;
+  }
+
+  /** Places `item` (of `key`) at the hole `index` or above it, moving larger parents down. */
+  #up(index: number, item: T, key: number): void {
+    const items = this.#items;
+    const keys = this.#keys;
+    let hole = index;
+    while (hole > 0) {
+      const parent = (hole - 1) >> 1;
+      const parentKey = keys[parent] as number;
+      if (!(key < parentKey)) break;
+      const moved = items[parent] as T;
+      items[hole] = moved;
+      keys[hole] = parentKey;
+      moved.heapIndex = hole;
+      hole = parent;
+    }
+    items[hole] = item;
+    keys[hole] = key;
+    item.heapIndex = hole;
+  }
+
+  /** Places `item` (of `key`) at the hole `index` or below it, moving smaller children up. */
+  #down(index: number, item: T, key: number): void {
+    const items = this.#items;
+    const keys = this.#keys;
+    const size = this.#size;
+    let hole = index;
     for (;;) {
-      const left = 2 * parent + 1;
+      const left = 2 * hole + 1;
+      if (left >= size) break;
       const right = left + 1;
-      let smallest = parent;
-      if (left < length && this.before(this.#at(left), this.#at(smallest))) smallest = left;
-      if (right < length && this.before(this.#at(right), this.#at(smallest))) smallest = right;
-      if (smallest === parent) return;
-      this.#swap(parent, smallest);
-      parent = smallest;
+      let child = left;
+      let childKey = keys[left] as number;
+      if (right < size && (keys[right] as number) < childKey) {
+        child = right;
+        childKey = keys[right] as number;
+      }
+      if (!(childKey < key)) break;
+      const moved = items[child] as T;
+      items[hole] = moved;
+      keys[hole] = childKey;
+      moved.heapIndex = hole;
+      hole = child;
     }
+    items[hole] = item;
+    keys[hole] = key;
+    item.heapIndex = hole;
   }
 }

@@ -103,7 +103,7 @@ interface Entry extends HeapItem {
 /** Runs tasks periodically. */
 export class Scheduler {
   readonly #entries = new Map<string, Entry>();
-  readonly #heap = new MinHeap<Entry>((a, b) => a.next < b.next);
+  readonly #heap = new MinHeap<Entry>((entry) => entry.next);
   #queue: Entry[] = [];
   #queueHead = 0;
   #running = 0;

@@ -10,7 +10,7 @@ const item = (value: number): Item => ({ value, heapIndex: -1 });
 
 describe("MinHeap", () => {
   it("pops items in order", () => {
-    const heap = new MinHeap<Item>((a, b) => a.value < b.value);
+    const heap = new MinHeap<Item>((entry) => entry.value);
     const values = [5, 3, 9, 1, 7, 3, 0, 8, 2, 6];
     for (const value of values) heap.push(item(value));
     expect(heap.size).toBe(values.length);
@@ -22,7 +22,7 @@ describe("MinHeap", () => {
   });
 
   it("removes any item and keeps the order of the rest", () => {
-    const heap = new MinHeap<Item>((a, b) => a.value < b.value);
+    const heap = new MinHeap<Item>((entry) => entry.value);
     const items = Array.from({ length: 200 }, (_, index) => item((index * 7919) % 200));
     for (const entry of items) heap.push(entry);
     const removed = items.filter((_, index) => index % 3 === 0);
@@ -41,7 +41,7 @@ describe("MinHeap", () => {
   });
 
   it("clears", () => {
-    const heap = new MinHeap<Item>((a, b) => a.value < b.value);
+    const heap = new MinHeap<Item>((entry) => entry.value);
     const entry = item(1);
     heap.push(entry);
     heap.clear();

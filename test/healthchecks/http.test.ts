@@ -246,6 +246,20 @@ describe("http executor against a local HTTP server", () => {
       message: "HTTP request failed: the healthchecks module is stopping",
     });
   });
+
+  it("abandons every request still in flight when the module stops, not those that ended", async () => {
+    const stop = new AbortController();
+    const silent = () =>
+      executor.run(http({ port: server.port, path: "/silent", timeout: "30s", interval: "1m" }), stop.signal);
+    const first = silent();
+    // Ends between two that wait: it leaves the middle of the executor's list of exchanges in flight.
+    const ended = executor.run(http({ port: server.port, path: "/ok", timeout: "30s", interval: "1m" }), stop.signal);
+    const last = [silent(), silent()];
+    expect(await ended).toEqual({ success: true, message: "success" });
+    setTimeout(() => stop.abort(), 50);
+    const stopping = { success: false, message: "HTTP request failed: the healthchecks module is stopping" };
+    expect(await Promise.all([first, ...last])).toEqual([stopping, stopping, stopping]);
+  });
 });
 
 describe("http executor connection pools", () => {

@@ -130,7 +130,7 @@ const OK = "success";
 /** The heartbeats this instance judges. */
 export class HeartbeatTracker {
   readonly #entries = new Map<string, Entry>();
-  readonly #heap = new MinHeap<Entry>((a, b) => a.deadlineMs < b.deadlineMs);
+  readonly #heap = new MinHeap<Entry>((entry) => entry.deadlineMs);
   readonly #now: () => number;
   readonly #timers: TrackerTimers;
   readonly #onEvent: (event: HeartbeatEvent) => void;
