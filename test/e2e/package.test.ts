@@ -97,7 +97,7 @@ describe("the npm package", () => {
         "package.json",
         "README.md",
         "LICENSE",
-        "dist/server.js",
+        "dist/bundle/cli.js",
         "dist/comments/browser/widget.js",
         "dist/comments/browser/admin.js",
         "dist/comments/browser/admin.css",

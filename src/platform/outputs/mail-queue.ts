@@ -9,11 +9,10 @@
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
-import nodemailer from "nodemailer";
 import type { Mail, Mailer, MailOutcome } from "../mailer.js";
 import type { OutputDefinition } from "./config.js";
 import type { AttemptResult } from "./delivery.js";
-import { domainOf, type EmailOutputDefinition, smtpOptions, smtpOutcome } from "./notifiers/email.js";
+import { domainOf, type EmailOutputDefinition, nodemailer, smtpOptions, smtpOutcome } from "./notifiers/email.js";
 import { backoffDelay } from "./retry.js";
 
 /** The most messages one output's mail queue holds, whatever its `queue-size`. */
@@ -123,7 +122,7 @@ class MailQueue {
 
 /** Sends one message with nodemailer; the `Message-ID` is named after the `from` domain. */
 function smtpAttempt(definition: EmailOutputDefinition): { attempt: MailAttempt; close: () => void } {
-  const transport = nodemailer.createTransport(
+  const transport = nodemailer().createTransport(
     smtpOptions(definition["smtp-url"], definition["tls-insecure"], definition.timeout.milliseconds),
   );
   const domain = domainOf(definition.from);

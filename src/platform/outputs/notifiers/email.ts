@@ -9,7 +9,8 @@
  */
 
 import { createHash, randomUUID } from "node:crypto";
-import nodemailer from "nodemailer";
+import type * as Nodemailer from "nodemailer";
+import { lazyLibrary } from "../../lazy.js";
 import * as v from "../../validation.js";
 import type { OutputDefinition } from "../config.js";
 import { type AttemptResult, errorReason, SENT, type Transport } from "../delivery.js";
@@ -194,12 +195,15 @@ export function smtpOptions(smtpUrlValue: string, tlsInsecure: boolean, timeoutM
   };
 }
 
+/** nodemailer, loaded when the first `email` output or mail queue is made: most servers have none. */
+export const nodemailer = lazyLibrary<typeof Nodemailer>("nodemailer");
+
 /**
  * The transport of an `email` output: one message per event, one SMTP session per message.
  * @param publicUrl `http.public-url`, the `{{url}}` of events that carry none
  */
 export function emailTransport(definition: EmailOutputDefinition, publicUrl = ""): Transport<EmailMessage> {
-  const mailer = nodemailer.createTransport(
+  const mailer = nodemailer().createTransport(
     smtpOptions(definition["smtp-url"], definition["tls-insecure"], definition.timeout.milliseconds),
   );
   return {

@@ -13,7 +13,11 @@
  * - headings move down two levels (the README's `#` is an `<h3>`: the page's `<h1>` is the crate,
  *   its `<h2>` the README section).
  */
-import MarkdownIt from "markdown-it";
+import type MarkdownIt from "markdown-it";
+import { lazily, lazyLibrary } from "../../../platform/lazy.js";
+
+/** markdown-it, loaded on the first README rendered: most servers never render one. */
+const markdownIt = lazyLibrary<typeof MarkdownIt>("markdown-it");
 
 /** The `rel` of every link of a README. */
 export const README_LINK_REL = "nofollow ugc noopener";
@@ -39,7 +43,7 @@ export function isAllowedLink(url: string): boolean {
 
 /** Builds the one markdown-it instance with the rules of this file. */
 function readmeRenderer(): MarkdownIt {
-  const md = new MarkdownIt("default", { html: false, linkify: true, typographer: false });
+  const md = new (markdownIt())("default", { html: false, linkify: true, typographer: false });
   md.validateLink = isAllowedLink;
   const rules = md.renderer.rules;
 
@@ -78,7 +82,7 @@ function readmeRenderer(): MarkdownIt {
   return md;
 }
 
-const renderer = readmeRenderer();
+const renderer = lazily(readmeRenderer);
 
 /**
  * Renders a README written in Markdown as inert HTML (see the rules above). A README longer than
@@ -88,7 +92,7 @@ const renderer = readmeRenderer();
  * @returns HTML to insert as the content of an element
  */
 export function renderReadme(markdown: string): string {
-  if (markdown.length <= MAX_RENDERED_README) return renderer.render(markdown);
-  const shown = renderer.render(markdown.slice(0, MAX_RENDERED_README));
+  if (markdown.length <= MAX_RENDERED_README) return renderer().render(markdown);
+  const shown = renderer().render(markdown.slice(0, MAX_RENDERED_README));
   return `${shown}<p class="note">The README is longer than ${MAX_RENDERED_README / 1024} KiB: the rest is not shown.</p>`;
 }
