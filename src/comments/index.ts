@@ -32,15 +32,19 @@ const DATA_VERSION_INTERVAL_MS = 1000;
  */
 function clearOnOtherWriters(app: FastifyInstance, store: CommentStore, lists: ListCache): void {
   let seen: number | undefined;
-  const timer = setInterval(() => {
+  const check = () => {
     store.dataVersion().then(
       (version) => {
-        if (seen !== undefined && version !== seen) lists.clear();
+        // The first read clears too: lists cached before it may predate another process's write
+        // (an import that ends within the first second of the server).
+        if (version !== seen) lists.clear();
         seen = version;
       },
       (error: unknown) => app.log.debug({ err: error }, "comments: reading the data version failed"),
     );
-  }, DATA_VERSION_INTERVAL_MS);
+  };
+  check();
+  const timer = setInterval(check, DATA_VERSION_INTERVAL_MS);
   timer.unref();
   app.addHook("onClose", async () => clearInterval(timer));
 }

@@ -10,8 +10,24 @@ import { temporaryDirectory as makeTemporaryDirectory } from "./temporary.js";
 /** The built CLI; `npm test` builds it before running the tests. */
 export const CLI = resolve(import.meta.dirname, "../../dist/cli.js");
 
+/** The ports {@link freePort} returned in this test file's process. */
+const handedOut = new Set<number>();
+
 /** A port that was free a moment ago on 127.0.0.1. */
 export async function freePort(): Promise<number> {
+  // The kernel may hand out a closed ephemeral port again, so two calls in a row (an HTTP and a
+  // Riemann port) could get the same one: a port is returned at most once per test file. Another
+  // process may still take a port before the server listens; that race remains.
+  for (;;) {
+    const port = await ephemeralPort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+function ephemeralPort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.once("error", reject);
