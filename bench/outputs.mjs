@@ -21,10 +21,10 @@ import { cpuSeconds, fmt, freePort, root, startVigie } from "./lib/vigie.mjs";
 
 const { parseEdn } = await import(join(root, "dist/streams/edn.js"));
 const { StreamEngine } = await import(join(root, "dist/streams/engine.js"));
-const { outputMetrics } = await import(join(root, "dist/streams/metrics.js"));
-const { Outputs } = await import(join(root, "dist/streams/outputs/outputs.js"));
+const { outputMetrics } = await import(join(root, "dist/platform/outputs/metrics.js"));
+const { Outputs } = await import(join(root, "dist/platform/outputs/outputs.js"));
 const { samplesOf, encodeWriteRequest, encodeRemoteWriteBatch } = await import(
-  join(root, "dist/streams/outputs/remote-write-output.js")
+  join(root, "dist/platform/outputs/remote-write-output.js")
 );
 
 const ms = (milliseconds) => ({ text: `${milliseconds}ms`, milliseconds });
