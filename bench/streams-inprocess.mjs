@@ -6,6 +6,7 @@
 // a factor of two or more; a ratio taken within one round moves far less.
 // Run: npm run bench -- streams-inprocess   (VIGIE_BENCH_BASE=/path/to/main npm run bench -- …)
 import { join } from "node:path";
+import { handWrittenPipeline } from "./lib/hand-written.mjs";
 import { fmt, root } from "./lib/vigie.mjs";
 
 const PIPELINE = `{:actions {:action :where :params [[:> :metric 0]]
@@ -25,32 +26,7 @@ for (let i = 0; i < EVENTS; i++) {
 let emitted = 0;
 /** The hand-written pipeline of streams.mjs (a), the same shape as closures written for it. */
 function handWritten() {
-  const forks = new Map();
-  const window = () => {
-    let index = Number.NEGATIVE_INFINITY;
-    let buffer = [];
-    return (event) => {
-      const k = Math.floor(event.time / 10);
-      if (k > index) {
-        if (buffer.length > 0) emitted += 1;
-        buffer = [];
-        index = k;
-      }
-      buffer.push(event);
-    };
-  };
-  const by = (event) => {
-    let fork = forks.get(event.host);
-    if (fork === undefined) {
-      fork = window();
-      forks.set(event.host, fork);
-    }
-    fork(event);
-  };
-  const where = (event) => {
-    if (typeof event.metric === "number" && event.metric > 0) by(event);
-  };
-  for (let i = 0; i < events.length; i++) where(events[i]);
+  emitted += handWrittenPipeline(events);
 }
 
 /** One run of the compiled pipeline of the build at `checkout` (a fresh engine, as streams.mjs). */

@@ -16,6 +16,7 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import autocannon from "autocannon";
+import { handWrittenPipeline } from "./lib/hand-written.mjs";
 import { cpuSeconds, fmt, root, startVigie } from "./lib/vigie.mjs";
 
 const { parseEdn } = await import(join(root, "dist/streams/edn.js"));
@@ -91,34 +92,7 @@ function inProcess() {
   });
 
   const handWritten = rate(EVENTS, () => {
-    let emitted = 0;
-    const forks = new Map();
-    const window = () => {
-      let index = -Infinity;
-      let buffer = [];
-      return (event) => {
-        const k = Math.floor(event.time / 10);
-        if (k > index) {
-          if (buffer.length > 0) emitted += buffer.length > 0 ? 1 : 0;
-          buffer = [];
-          index = k;
-        }
-        buffer.push(event);
-      };
-    };
-    const by = (event) => {
-      let fork = forks.get(event.host);
-      if (fork === undefined) {
-        fork = window();
-        forks.set(event.host, fork);
-      }
-      fork(event);
-    };
-    const where = (event) => {
-      if (typeof event.metric === "number" && event.metric > 0) by(event);
-    };
-    for (let i = 0; i < events.length; i++) where(events[i]);
-    sink += emitted;
+    sink += handWrittenPipeline(events);
   });
 
   const compiled = engineRate(events, PIPELINE);
