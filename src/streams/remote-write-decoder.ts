@@ -259,6 +259,16 @@ export class RemoteWriteDecoder {
    * @returns false when a label comes after them
    */
   #samplesAfterLabels(end: number): boolean {
+    // One sample of a one-byte length ending the series (0x12: field 2, length-delimited), as
+    // Prometheus sends each series: noted without the loop.
+    const position = this.#position;
+    const buffer = this.#buffer;
+    const length = buffer[position + 1] ?? 0x80;
+    if (buffer[position] === 0x12 && length < 0x80 && position + 2 + length === end) {
+      this.#addSample(position + 2, end);
+      this.#position = end;
+      return true;
+    }
     while (this.#position < end) {
       const tag = this.#varint32();
       const field = tag >>> 3;
