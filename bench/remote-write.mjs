@@ -8,35 +8,13 @@
 // Run: npm run bench -- remote-write
 import { join } from "node:path";
 import autocannon from "autocannon";
-import protobuf from "protobufjs";
-import { compressSync, uncompressSync } from "snappy";
+import { uncompressSync } from "snappy";
+import { request, SERIES, STREAM, WriteRequest } from "./lib/remote-write-request.mjs";
 import { fmt, root, startVigie } from "./lib/vigie.mjs";
 
 const { parseEdn } = await import(join(root, "dist/streams/edn.js"));
 const { StreamEngine } = await import(join(root, "dist/streams/engine.js"));
 const { RemoteWriteDecoder } = await import(join(root, "dist/streams/remote-write-decoder.js"));
-const WriteRequest = protobuf.loadSync(join(root, "proto/remote-write.proto")).lookupType("prometheus.WriteRequest");
-
-const SERIES = 1_000;
-const STREAM = `{:actions {:action :where :params [[:= :job "node"]]
-                 :children [{:action :index :params [[:service :instance]]}]}}`;
-
-/** A request like node_exporter's through Prometheus: sorted labels, one sample per series. */
-function request(labelCount) {
-  const timeseries = [];
-  for (let s = 0; s < SERIES; s++) {
-    const labels = [
-      { name: "__name__", value: `node_metric_${s % 50}_total` },
-      { name: "instance", value: `10.0.${Math.floor(s / 250)}.${s % 250}:9100` },
-      { name: "job", value: "node" },
-    ];
-    for (let l = labels.length; l < labelCount; l++)
-      labels.push({ name: `label_${l}`, value: `value_${(s * 7 + l) % 40}` });
-    labels.sort((a, b) => (a.name < b.name ? -1 : 1));
-    timeseries.push({ labels, samples: [{ value: s * 1.5, timestamp: 1_700_000_000_000 + s }] });
-  }
-  return compressSync(Buffer.from(WriteRequest.encode(WriteRequest.fromObject({ timeseries })).finish()));
-}
 
 function samplesPerSecond(run, seconds = 2) {
   for (let i = 0; i < 20; i++) run(); // warm-up
