@@ -2,40 +2,19 @@
 // into a stream with a `where` and an `index`, for a realistic request (1 000 series × 1 sample, as
 // Prometheus sends), with 20 and with 5 labels per series, beside the cost of snappy decompression
 // alone (in alternating rounds, the ratio being the median of the rounds') and of protobufjs
-// reflection decoding, measured in the same run; then the same request through HTTP against the
-// real server.
+// reflection decoding, measured in the same run; snappy's CPU split between user space and the
+// kernel (which zeroes the fresh memory of its output, a cost that varies from process to process);
+// then the same request through HTTP against the real server.
 // Run: npm run bench -- remote-write
 import { join } from "node:path";
 import autocannon from "autocannon";
-import protobuf from "protobufjs";
-import { compressSync, uncompressSync } from "snappy";
+import { uncompressSync } from "snappy";
+import { request, SERIES, STREAM, WriteRequest } from "./lib/remote-write-request.mjs";
 import { fmt, root, startVigie } from "./lib/vigie.mjs";
 
 const { parseEdn } = await import(join(root, "dist/streams/edn.js"));
 const { StreamEngine } = await import(join(root, "dist/streams/engine.js"));
 const { RemoteWriteDecoder } = await import(join(root, "dist/streams/remote-write-decoder.js"));
-const WriteRequest = protobuf.loadSync(join(root, "proto/remote-write.proto")).lookupType("prometheus.WriteRequest");
-
-const SERIES = 1_000;
-const STREAM = `{:actions {:action :where :params [[:= :job "node"]]
-                 :children [{:action :index :params [[:service :instance]]}]}}`;
-
-/** A request like node_exporter's through Prometheus: sorted labels, one sample per series. */
-function request(labelCount) {
-  const timeseries = [];
-  for (let s = 0; s < SERIES; s++) {
-    const labels = [
-      { name: "__name__", value: `node_metric_${s % 50}_total` },
-      { name: "instance", value: `10.0.${Math.floor(s / 250)}.${s % 250}:9100` },
-      { name: "job", value: "node" },
-    ];
-    for (let l = labels.length; l < labelCount; l++)
-      labels.push({ name: `label_${l}`, value: `value_${(s * 7 + l) % 40}` });
-    labels.sort((a, b) => (a.name < b.name ? -1 : 1));
-    timeseries.push({ labels, samples: [{ value: s * 1.5, timestamp: 1_700_000_000_000 + s }] });
-  }
-  return compressSync(Buffer.from(WriteRequest.encode(WriteRequest.fromObject({ timeseries })).finish()));
-}
 
 function samplesPerSecond(run, seconds = 2) {
   for (let i = 0; i < 20; i++) run(); // warm-up
@@ -47,6 +26,18 @@ function samplesPerSecond(run, seconds = 2) {
     requests += 10;
   }
   return (requests * SERIES) / (Number(process.hrtime.bigint() - started) / 1e9);
+}
+
+/**
+ * The CPU of one call of `fn`, split between user space and the kernel, and the page faults it
+ * causes: snappy's own work is the user part; the kernel part is the memory its output gets.
+ */
+function cpuSplit(fn, calls = 200) {
+  const before = process.resourceUsage();
+  for (let i = 0; i < calls; i++) fn();
+  const after = process.resourceUsage();
+  const per = (field) => (after[field] - before[field]) / calls;
+  return { user: per("userCPUTime"), system: per("systemCPUTime"), faults: per("minorPageFault") };
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -110,9 +101,13 @@ function inProcess(labelCount) {
   const vigie = measured.run;
   const snappyOnly = measured.baseline;
   if (stream.index.size !== SERIES) throw new Error(`index holds ${stream.index.size} events, expected ${SERIES}`);
+  const split = cpuSplit(() => uncompressSync(body));
   const target = labelCount >= 20 ? 250_000 : 500_000;
   console.log(`  ${labelCount} labels per series (${body.length} bytes compressed):`);
   console.log(`    snappy decompression alone (baseline):      ${fmt(snappyOnly)} samples/s`);
+  console.log(
+    `      its CPU per request: ${split.user.toFixed(0)} µs user, ${split.system.toFixed(0)} µs system (${split.faults.toFixed(1)} page faults)`,
+  );
   console.log(`    protobufjs reflection + events (reference): ${fmt(reflection)} samples/s`);
   console.log(`    Vigie: decompress + decode + where + index: ${fmt(vigie)} samples/s (target ≥ ${fmt(target)})`);
   console.log(

@@ -42,6 +42,9 @@ const CACHE_LIMIT = 100_000;
 /** Bytes of label copies held before the label cache starts over. */
 const CACHE_BYTES = 8 * 1024 * 1024;
 
+/** Sample positions (two per sample) kept between requests; a longer list is let go. */
+const KEPT_SAMPLE_SLOTS = 4096;
+
 /** Samples (or series) decoded between two looks at the clock, when decoding in slices. */
 const SAMPLES_PER_CHECK = 1024;
 
@@ -82,6 +85,8 @@ export class RemoteWriteDecoder {
   readonly refused: RefusedSamples = new Map();
   // Reused between series: where the samples of the current series are, the label just read.
   #samplePositions: number[] = [];
+  /** How many entries of `#samplePositions` are the current series' (its length is never cut: that is a slow call). */
+  #sampleSlots = 0;
   #labelName = "";
   #labelValue = "";
   #labelNameBytes = 0;
@@ -145,13 +150,15 @@ export class RemoteWriteDecoder {
     this.#view = this.#bytes.view;
     this.#position = 0;
     this.#previous = undefined;
-    this.#samplePositions.length = 0;
+    this.#sampleSlots = 0;
     this.#nextSample = 0;
     this.#emitted = 0;
     this.refused.clear();
   }
 
   #end(): number {
+    // The positions of a series of very many samples are not kept until the next such series.
+    if (this.#samplePositions.length > KEPT_SAMPLE_SLOTS) this.#samplePositions = [];
     this.#buffer = new Uint8Array(0);
     this.#bytes = requestBytes(this.#buffer);
     this.#view = this.#bytes.view;
@@ -168,9 +175,9 @@ export class RemoteWriteDecoder {
     const end = this.#buffer.length;
     let budget = limit;
     for (;;) {
-      if (this.#nextSample < this.#samplePositions.length) {
+      if (this.#nextSample < this.#sampleSlots) {
         budget -= this.#emitSamples(budget, emit);
-        if (budget <= 0) return this.#nextSample >= this.#samplePositions.length && this.#position >= end;
+        if (budget <= 0) return this.#nextSample >= this.#sampleSlots && this.#position >= end;
       }
       if (this.#position >= end) return true;
       const tag = this.#varint32();
@@ -191,7 +198,7 @@ export class RemoteWriteDecoder {
    */
   #series(end: number): void {
     const start = this.#position;
-    this.#samplePositions.length = 0;
+    this.#sampleSlots = 0;
     this.#nextSample = 0;
     const cache = this.#seriesCache;
     const predicted = this.#previous?.next;
@@ -213,7 +220,7 @@ export class RemoteWriteDecoder {
         return;
       }
       // A label after the samples (not as Prometheus encodes): decoded the long way, not cached.
-      this.#samplePositions.length = 0;
+      this.#sampleSlots = 0;
       this.#position = start;
       labelsEnd = -1;
     }
@@ -252,7 +259,16 @@ export class RemoteWriteDecoder {
    * @returns false when a label comes after them
    */
   #samplesAfterLabels(end: number): boolean {
-    const samples = this.#samplePositions;
+    // One sample of a one-byte length ending the series (0x12: field 2, length-delimited), as
+    // Prometheus sends each series: noted without the loop.
+    const position = this.#position;
+    const buffer = this.#buffer;
+    const length = buffer[position + 1] ?? 0x80;
+    if (buffer[position] === 0x12 && length < 0x80 && position + 2 + length === end) {
+      this.#addSample(position + 2, end);
+      this.#position = end;
+      return true;
+    }
     while (this.#position < end) {
       const tag = this.#varint32();
       const field = tag >>> 3;
@@ -260,7 +276,7 @@ export class RemoteWriteDecoder {
       if (field === 2 && wire === LENGTH_DELIMITED) {
         const length = this.#length(end);
         const sampleEnd = this.#position + length;
-        samples.push(this.#position, sampleEnd);
+        this.#addSample(this.#position, sampleEnd);
         this.#position = sampleEnd;
       } else if (field === 1 && wire === LENGTH_DELIMITED) {
         return false;
@@ -270,6 +286,14 @@ export class RemoteWriteDecoder {
     }
     if (this.#position !== end) throw new RemoteWriteError("truncated time series");
     return true;
+  }
+
+  /** Notes where a sample of the current series starts and ends. */
+  #addSample(start: number, end: number): void {
+    const slot = this.#sampleSlots;
+    this.#samplePositions[slot] = start;
+    this.#samplePositions[slot + 1] = end;
+    this.#sampleSlots = slot + 2;
   }
 
   /** The series decoded after `series` is remembered as its successor, the next one predicted. */
@@ -284,7 +308,6 @@ export class RemoteWriteDecoder {
    * its samples; caches the series when its labels end at `labelsEnd` (-1: not to be cached).
    */
   #decodeSeries(end: number, labelsEnd: number): void {
-    const samples = this.#samplePositions;
     const start = this.#position;
     // The labels go into a template that each sample's event copies.
     const template: Event = {};
@@ -320,7 +343,7 @@ export class RemoteWriteDecoder {
       } else if (field === 2 && wire === LENGTH_DELIMITED) {
         const length = this.#length(end);
         const sampleEnd = this.#position + length;
-        samples.push(this.#position, sampleEnd);
+        this.#addSample(this.#position, sampleEnd);
         this.#position = sampleEnd;
       } else {
         this.#skip(wire, end);
@@ -352,7 +375,8 @@ export class RemoteWriteDecoder {
     const samples = this.#samplePositions;
     const saved = this.#position;
     let read = 0;
-    while (this.#nextSample < samples.length && read < limit) {
+    const slots = this.#sampleSlots;
+    while (this.#nextSample < slots && read < limit) {
       const i = this.#nextSample;
       // Positions come in pairs, the start and the end of each sample: both are there.
       const start = samples[i];
@@ -445,6 +469,10 @@ export class RemoteWriteDecoder {
    */
   #sample(start: number, end: number): boolean {
     const saved = this.#position;
+    if (this.#canonicalSample(start, end)) {
+      this.#position = saved;
+      return !this.#stale(start + 1);
+    }
     this.#position = start;
     let stale = false;
     this.#sampleValue = 0;
@@ -455,9 +483,7 @@ export class RemoteWriteDecoder {
       const wire = tag & 7;
       if (field === 1 && wire === FIXED64) {
         if (this.#position + 8 > end) throw new RemoteWriteError("truncated sample value");
-        const low = this.#view.getUint32(this.#position, true);
-        const high = this.#view.getUint32(this.#position + 4, true);
-        stale = high === STALE_HIGH && low === STALE_LOW;
+        stale = this.#stale(this.#position);
         this.#sampleValue = this.#view.getFloat64(this.#position, true);
         this.#position += 8;
       } else if (field === 2 && wire === VARINT) {
@@ -469,6 +495,28 @@ export class RemoteWriteDecoder {
     if (this.#position !== end) throw new RemoteWriteError("truncated sample");
     this.#position = saved;
     return !stale;
+  }
+
+  /**
+   * Reads a Sample encoded as Prometheus encodes it, the value (field 1, fixed64) then the
+   * timestamp (field 2, varint) and nothing else, without the loop over its fields.
+   * @returns false (nothing read, the position moved) when it is encoded otherwise
+   */
+  #canonicalSample(start: number, end: number): boolean {
+    const buffer = this.#buffer;
+    if (end - start < 11 || buffer[start] !== 0x09 || buffer[start + 9] !== 0x10) return false;
+    this.#position = start + 10;
+    const timestamp = this.#int64(end);
+    if (this.#position !== end) return false;
+    this.#sampleValue = this.#view.getFloat64(start + 1, true);
+    this.#sampleTimestamp = timestamp;
+    return true;
+  }
+
+  /** Whether the 8 bytes at `position` are the staleness marker. */
+  #stale(position: number): boolean {
+    const view = this.#view;
+    return view.getUint32(position + 4, true) === STALE_HIGH && view.getUint32(position, true) === STALE_LOW;
   }
 
   /** Decodes UTF-8 bytes. */

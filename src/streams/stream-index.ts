@@ -81,10 +81,11 @@ function keyPart(name: string, value: unknown): string {
   return `${name}${FIELD_SEPARATOR}${typeof value === "string" ? value : JSON.stringify(value)}${ENTRY_SEPARATOR}`;
 }
 
+/** An indexed event; updated in place when its key gets a newer event (no allocation per put). */
 interface Entry {
   readonly key: string;
-  readonly event: Event;
-  readonly time: number;
+  event: Event;
+  time: number;
 }
 
 /** The latest event per key of one stream. */
@@ -115,9 +116,20 @@ export class StreamIndex {
     const time = timeOf(event);
     if (time === undefined) return false;
     if (time > this.#currentTime) this.#currentTime = time;
-    if (event.state === "expired") this.#entries.delete(key);
-    else if (this.#entries.size >= this.maxSize && !this.#entries.has(key)) return false;
-    else this.#entries.set(key, { key, event, time });
+    if (event.state === "expired") {
+      this.#entries.delete(key);
+      return true;
+    }
+    const entry = this.#entries.get(key);
+    if (entry !== undefined) {
+      // The key keeps its place in the map, as a `set` of an existing key would.
+      entry.event = event;
+      entry.time = time;
+    } else if (this.#entries.size >= this.maxSize) {
+      return false;
+    } else {
+      this.#entries.set(key, { key, event, time });
+    }
     return true;
   }
 
@@ -145,7 +157,8 @@ export class StreamIndex {
     for (const entry of this.#entries.values()) {
       if (predicate(entry.event)) {
         if (found.length === limit) return undefined;
-        found.push(entry);
+        // A copy: an entry updated while the loop turns must not change what was found.
+        found.push({ key: entry.key, event: entry.event, time: entry.time });
       }
       if (++examined % ENTRIES_PER_CHECK === 0 && performance.now() - sliceStart > sliceMs) {
         await nextTurn();

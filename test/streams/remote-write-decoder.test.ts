@@ -245,6 +245,52 @@ describe("RemoteWriteDecoder", () => {
     expect(Number.isNaN(events[0]?.metric)).toBe(true);
   });
 
+  it("decodes samples and series encoded otherwise than Prometheus does, at first and from the cache", () => {
+    const varint = (value: number) => {
+      const bytes: number[] = [];
+      let rest = value;
+      while (rest >= 0x80) {
+        bytes.push((rest % 0x80) | 0x80);
+        rest = Math.floor(rest / 0x80);
+      }
+      bytes.push(rest);
+      return Buffer.from(bytes);
+    };
+    const field = (tag: number, body: Buffer) => Buffer.concat([Buffer.from([tag]), varint(body.length), body]);
+    const value = (metric: number) => {
+      const bytes = Buffer.alloc(9);
+      bytes[0] = 0x09; // field 1, fixed64
+      bytes.writeDoubleLE(metric, 1);
+      return bytes;
+    };
+    const timestamp = (ms: number) => Buffer.concat([Buffer.from([0x10]), varint(ms)]); // field 2, varint
+    const unknown = (length: number) => field(0x1a, Buffer.alloc(length, 0x61)); // field 3, length-delimited
+    const samples = [
+      Buffer.concat([value(1.5), timestamp(1_700_000_000_123)]),
+      Buffer.concat([timestamp(1_700_000_000_123), value(2.5)]),
+      value(3.5),
+      timestamp(4000),
+      Buffer.concat([value(5.5), timestamp(5000), Buffer.from([0x18, 0x01])]),
+      Buffer.concat([value(6.5), timestamp(6000), value(-6.5)]),
+      Buffer.concat([value(7.5), timestamp(7000), unknown(150)]),
+      Buffer.alloc(0),
+    ];
+    const label = (name: string, text: string) =>
+      field(0x0a, Buffer.concat([field(0x0a, Buffer.from(name)), field(0x12, Buffer.from(text))]));
+    const series = samples.flatMap((sample, n) => {
+      const labels = Buffer.concat([label("__name__", "up"), label("job", `j${n}`)]);
+      return [
+        field(0x0a, Buffer.concat([labels, field(0x12, sample)])),
+        field(0x0a, Buffer.concat([labels, field(0x12, sample), field(0x12, samples[0] as Buffer)])),
+        field(0x0a, Buffer.concat([labels, field(0x12, sample), Buffer.from([0x18, 0x02])])),
+      ];
+    });
+    const request = Buffer.concat(series);
+    const decoder = new RemoteWriteDecoder();
+    for (let round = 0; round < 3; round++)
+      expect(decode(request, decoder), `round ${round}`).toEqual(reference(request));
+  });
+
   it("refuses truncated and malformed messages", () => {
     const bytes = encode([
       { labels: [{ name: "__name__", value: "up" }], samples: [{ value: 1, timestamp: 1_700_000_000_000 }] },

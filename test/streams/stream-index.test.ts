@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type Event, fieldReader } from "../../src/streams/event.js";
-import { IndexKeys } from "../../src/streams/stream-index.js";
+import { IndexKeys, StreamIndex } from "../../src/streams/stream-index.js";
 
 const fields = [
   { name: "service", read: fieldReader(["service"]) },
@@ -45,5 +45,41 @@ describe("IndexKeys", () => {
       const key = keys.of(event);
       if (i % 997 === 0 || i > 100_000) expect(key).toBe(expected(event));
     }
+  });
+});
+
+describe("StreamIndex", () => {
+  const all = () => true;
+
+  it("replaces the event of a key in its place, and still refuses only new keys once full", () => {
+    const index = new StreamIndex(2);
+    expect(index.put("a", { time: 5 })).toBe(true);
+    expect(index.put("b", { time: 3 })).toBe(true);
+    expect(index.put("c", { time: 1 })).toBe(false);
+    const newer = { time: 4, metric: 1 };
+    expect(index.put("a", newer)).toBe(true);
+    expect(index.size).toBe(2);
+    expect(index.currentTime).toBe(5);
+    expect(index.search(all)).toEqual([{ time: 3 }, newer]);
+    expect(index.put("a", { time: 6, state: "expired" })).toBe(true);
+    expect(index.size).toBe(1);
+    expect(index.put("c", { time: 1 })).toBe(true);
+    expect(index.removeExpired(1_000)).toEqual([{ time: 1 }, { time: 3 }]);
+  });
+
+  it("answers a bounded search with the events that matched, even when replaced while it waited", async () => {
+    const index = new StreamIndex();
+    const first = { time: 1, n: 0 };
+    index.put("k0", first);
+    for (let n = 1; n < 200; n++) index.put(`k${n}`, { time: 1 + n, n });
+    // A negative slice: the search lets the loop turn after every few entries.
+    const search = index.searchAtMost((event) => event.n === 0 || event.n === 150, 10, -1);
+    index.put("k0", { time: 500, n: 1 });
+    index.put("k150", { time: 501, n: 150 });
+    expect(await search).toEqual([first, { time: 501, n: 150 }]);
+    expect(index.search((event) => event.n === 1)).toEqual([
+      { time: 2, n: 1 },
+      { time: 500, n: 1 },
+    ]);
   });
 });
