@@ -98,6 +98,9 @@ interface Entry extends HeapItem {
   next: number;
   state: "waiting" | "queued" | "running";
   removed: boolean;
+  /** What a run's promise calls when it settles: made once per entry, not per run. */
+  readonly finished: () => void;
+  readonly failed: (error: unknown) => void;
 }
 
 /** Runs tasks periodically. */
@@ -185,6 +188,11 @@ export class Scheduler {
       state: "waiting",
       removed: false,
       heapIndex: -1,
+      finished: () => this.#finish(entry),
+      failed: (error) => {
+        this.#onError(key, error);
+        this.#finish(entry);
+      },
     };
     this.#entries.set(key, entry);
     this.#heap.push(entry);
@@ -272,13 +280,7 @@ export class Scheduler {
     } catch (error) {
       run = Promise.reject(error);
     }
-    run.then(
-      () => this.#finish(entry),
-      (error: unknown) => {
-        this.#onError(entry.key, error);
-        this.#finish(entry);
-      },
-    );
+    run.then(entry.finished, entry.failed);
   }
 
   #finish(entry: Entry): void {
