@@ -212,6 +212,7 @@ export class OutputQueue<P> {
     this.#limit = settings.queueSize;
     this.#batchSize = settings.batchSize;
     this.#open = this.#freshBatch();
+    this.sink = this.#log === undefined ? this.#sinkWithoutLog : this.#sinkWithLog;
   }
 
   /** Events held (waiting plus the batch in flight), for `stream_output_queue_events`. */
@@ -223,15 +224,25 @@ export class OutputQueue<P> {
    * Enqueues an event, or each event of a list, and returns at once. An event that does not fit
    * (queue full, or the output stopping) is dropped and counted `dropped-queue-full`.
    */
-  readonly sink = (value: Flow): void => {
-    if (!Array.isArray(value)) {
-      if (!this.#accept(value)) this.#dropped(1);
-      return;
-    }
-    let dropped = 0;
-    for (const event of value) if (!this.#accept(event)) dropped += 1;
-    if (dropped > 0) this.#dropped(dropped);
+  readonly sink: (value: Flow) => void;
+
+  /** The sink of a queue without a log: called per event on the push path, it skips the log checks. */
+  readonly #sinkWithoutLog = (value: Flow): void => {
+    if (Array.isArray(value)) this.#acceptEach(value);
+    else if (!this.#enqueue(value)) this.#dropped(1);
   };
+
+  /** The sink of a durable queue: each event taken is also appended to the log. */
+  readonly #sinkWithLog = (value: Flow): void => {
+    if (Array.isArray(value)) this.#acceptEach(value);
+    else if (!this.#accept(value)) this.#dropped(1);
+  };
+
+  #acceptEach(events: readonly Event[]): void {
+    let dropped = 0;
+    for (const event of events) if (!this.#accept(event)) dropped += 1;
+    if (dropped > 0) this.#dropped(dropped);
+  }
 
   /** Enqueues one event; `false` (counted `dropped-queue-full`) when it does not fit. */
   offer(event: Event): boolean {

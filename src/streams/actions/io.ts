@@ -4,7 +4,7 @@
  * run later from a declared bounded queue) and `io` (children skipped under `vigie stream test`).
  * None of them waits: each enqueues or sends and returns.
  */
-import { type ActionDefinition, buildChildren, discard } from "../action.js";
+import { type ActionDefinition, buildChildren, claimCounter, counterOf, discard } from "../action.js";
 import { CompileError } from "../compile-error.js";
 import type { EdnValue } from "../edn.js";
 import { nameOf } from "../edn.js";
@@ -30,7 +30,17 @@ export const output: ActionDefinition = {
     if (!declarations.outputs.has(name)) {
       throw new CompileError(path, `output ${name} is not declared (outputs or streams.outputs)`);
     }
-    return (runtime) => runtime.output(name);
+    // It counts what it receives itself: the compiler's counting wrapper would add a call per
+    // event, and its call site, shared with other actions, would keep V8 from inlining the sink.
+    const slot = claimCounter();
+    return (runtime) => {
+      const sink = runtime.output(name);
+      const counter = counterOf(runtime, slot);
+      return (value) => {
+        counter.count++;
+        sink(value);
+      };
+    };
   },
 };
 
