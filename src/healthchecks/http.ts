@@ -78,17 +78,21 @@ export function requestPath(definition: Pick<HttpDefinition, "path" | "query">):
   return `${url.pathname}${url.search}`;
 }
 
-function requestHeaders(definition: HttpDefinition): Record<string, string> {
-  const headers: Record<string, string> = {};
+/**
+ * The headers of a definition's requests as undici's flat list (`[name, value, name, value, …]`),
+ * built once per definition: undici reads such a list without enumerating an object's keys.
+ */
+function requestHeaders(definition: HttpDefinition): string[] {
+  const headers: string[] = [];
   let userAgent = true;
   for (const [key, value] of Object.entries(definition.headers ?? {})) {
     const lower = key.toLowerCase();
     if (lower === "user-agent") userAgent = false;
     if (lower === "host" && definition.host !== undefined) continue;
-    headers[key] = value;
+    headers.push(key, value);
   }
-  if (userAgent) headers["user-agent"] = USER_AGENT;
-  if (definition.host !== undefined) headers.host = definition.host;
+  if (userAgent) headers.push("user-agent", USER_AGENT);
+  if (definition.host !== undefined) headers.push("host", definition.host);
   return headers;
 }
 
@@ -139,7 +143,8 @@ function requestOptions(definition: HttpDefinition): RequestOptions {
     path: requestPath(definition),
     method: definition.method,
     headers: requestHeaders(definition),
-    body: definition.body ?? null,
+    // Encoded once: undici would encode a string body again at each request.
+    body: definition.body === undefined ? null : Buffer.from(definition.body),
   };
   // server-name defaults to the target (docs/healthchecks.md). undici would verify the Host header
   // when one is set, so a host-name target is named explicitly then; an IP target (not a TLS
@@ -200,6 +205,10 @@ function createDispatchers(definition: HttpDefinition, files?: TlsFiles): Dispat
     connect: { rejectUnauthorized: !definition.insecure, timeout: connectTimeout(definition), ...files },
     connections: MAX_CONNECTIONS_PER_ORIGIN,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    // No timers of undici's per request: the check's timeout (Exchange) bounds the headers and the
+    // body, and its abort destroys the connection of a stuck request.
+    headersTimeout: 0,
+    bodyTimeout: 0,
     ...(definition["source-ip"] === undefined ? {} : { localAddress: definition["source-ip"] }),
   });
   return {
@@ -209,6 +218,8 @@ function createDispatchers(definition: HttpDefinition, files?: TlsFiles): Dispat
     used: 0,
   };
 }
+
+const NO_PATTERNS: readonly LinearRegex[] = [];
 
 /** Aborts undici's side of an exchange whose verdict is already settled. */
 class Settled extends Error {
@@ -248,22 +259,31 @@ class Exchange implements Dispatcher.DispatchHandler, Expiring {
   #status = 0;
   /** Body bytes to keep: the failure quote, the regexp input, or none. */
   #keep = 0;
-  #chunks: Buffer[] = [];
+  /** The body kept so far; allocated only when some is kept. */
+  #chunks: Buffer[] | undefined;
   #length = 0;
   /** Where to send the request again, once, after a stale kept connection ({@link isStaleConnection}). */
   #retryDispatcher: Dispatcher | undefined;
   #retryOptions: RequestOptions | undefined;
 
   /** The compiled body-regexp, set as the request is sent. */
-  patterns: readonly LinearRegex[] = [];
+  patterns: readonly LinearRegex[] = NO_PATTERNS;
+  /** The agent of this exchange alone (client certificate files), destroyed once it settles. */
+  own: Agent | undefined;
 
+  /**
+   * @param list the exchanges in flight, which it joins until it settles
+   * @param resolve called once with the verdict
+   */
   constructor(
-    private readonly definition: HttpDefinition,
+    readonly definition: HttpDefinition,
     private readonly deadlines: DeadlineQueue,
-    private readonly done: (outcome: Outcome) => void,
+    private readonly list: InFlight,
+    private readonly resolve: (outcome: Outcome) => void,
   ) {
     this.expiresAt = deadlines.now() + definition.timeout.milliseconds;
     deadlines.add(this);
+    list.add(this);
   }
 
   /** The timeout has passed (called by the deadline queue). */
@@ -285,11 +305,12 @@ class Exchange implements Dispatcher.DispatchHandler, Expiring {
     this.#status = statusCode;
     if (!this.definition["valid-status"].includes(statusCode)) this.#keep = FAILURE_BODY_BYTES;
     else if ((this.definition["body-regexp"]?.length ?? 0) > 0) this.#keep = MATCHED_BODY_BYTES;
+    if (this.#keep > 0) this.#chunks = [];
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.#length += chunk.length;
-    if (this.#keep > 0) this.#chunks.push(chunk);
+    if (this.#chunks !== undefined) this.#chunks.push(chunk);
     // Enough read: stop here rather than download the rest.
     if (this.#length >= (this.#keep > 0 ? this.#keep : DISCARDED_BODY_BYTES)) {
       this.#judge();
@@ -346,7 +367,7 @@ class Exchange implements Dispatcher.DispatchHandler, Expiring {
 
   /** The first `limit` bytes of the body. */
   #body(limit: number): Buffer {
-    return Buffer.concat(this.#chunks).subarray(0, limit);
+    return Buffer.concat(this.#chunks ?? []).subarray(0, limit);
   }
 
   #judge(): void {
@@ -381,8 +402,10 @@ class Exchange implements Dispatcher.DispatchHandler, Expiring {
   #settle(outcome: Outcome): void {
     this.#settled = true;
     this.deadlines.remove(this);
-    this.#chunks = [];
-    this.done(outcome);
+    this.list.delete(this);
+    this.#chunks = undefined;
+    this.own?.destroy().catch(() => {});
+    this.resolve(outcome);
   }
 }
 
@@ -493,44 +516,45 @@ export class HttpExecutor {
    *   failed: timeout after 2s`, `HTTP request failed: cannot read cert client.pem: larger than 1
    *   MiB` or `body does not match regexp <r>`
    */
-  async run(definition: HttpDefinition, stop?: AbortSignal, files: TlsFileLocation = TLS_FILE_PATHS): Promise<Outcome> {
-    if (stop?.aborted) return failure("HTTP request failed: the healthchecks module is stopping");
+  run(definition: HttpDefinition, stop?: AbortSignal, files: TlsFileLocation = TLS_FILE_PATHS): Promise<Outcome> {
+    if (stop?.aborted) return Promise.resolve(failure("HTTP request failed: the healthchecks module is stopping"));
     if (stop !== undefined) this.#watch(stop);
-    let own: Agent | undefined;
-    return new Promise<Outcome>((resolve) => {
-      // The exchange's timeout starts here: reading the TLS files is part of the bounded execution.
-      const exchange = new Exchange(definition, this.#deadlines, (outcome) => {
-        this.#inFlight.delete(exchange);
-        own?.destroy().catch(() => {});
-        resolve(outcome);
-      });
-      this.#inFlight.add(exchange);
-      const dispatch = (contents: TlsFiles | undefined) => {
-        if (exchange.settled) return;
-        try {
-          const prepared = preparedOf(definition);
-          exchange.patterns = prepared.patterns;
-          let dispatchers: Dispatchers;
-          if (contents !== undefined) {
-            dispatchers = createDispatchers(definition, contents);
-            own = dispatchers.agent;
-          } else {
-            dispatchers = this.#sharedDispatchers(definition, prepared.poolKey);
-          }
-          exchange.send(definition.redirect ? dispatchers.redirecting : dispatchers.direct, prepared.options);
-        } catch (error) {
-          exchange.fail(errorMessage(error));
-        }
-      };
-      if (!hasTlsFiles(definition)) {
-        dispatch(undefined);
-        return;
+    // Not an async function: that would wrap this promise in another one, at every run.
+    return new Promise<Outcome>((resolve) => this.#start(definition, files, resolve));
+  }
+
+  #start(definition: HttpDefinition, files: TlsFileLocation, resolve: (outcome: Outcome) => void): void {
+    // The exchange's timeout starts here: reading the TLS files is part of the bounded execution.
+    const exchange = new Exchange(definition, this.#deadlines, this.#inFlight, resolve);
+    if (!hasTlsFiles(definition)) {
+      this.#dispatch(exchange, undefined);
+      return;
+    }
+    readTlsFiles(definition, files).then(
+      (contents) => this.#dispatch(exchange, contents),
+      // A TlsFileError reads `cannot read cert /etc/x.pem: ENOENT` or `... : not a regular file`.
+      (error: unknown) => exchange.fail(errorMessage(error)),
+    );
+  }
+
+  /** Sends the exchange's request: through the shared pool of its origin, or with `files`, an agent of its own. */
+  #dispatch(exchange: Exchange, files: TlsFiles | undefined): void {
+    if (exchange.settled) return;
+    const definition = exchange.definition;
+    try {
+      const prepared = preparedOf(definition);
+      exchange.patterns = prepared.patterns;
+      let dispatchers: Dispatchers;
+      if (files !== undefined) {
+        dispatchers = createDispatchers(definition, files);
+        exchange.own = dispatchers.agent;
+      } else {
+        dispatchers = this.#sharedDispatchers(definition, prepared.poolKey);
       }
-      readTlsFiles(definition, files).then(dispatch, (error: unknown) => {
-        // A TlsFileError reads `cannot read cert /etc/x.pem: ENOENT` or `... : not a regular file`.
-        exchange.fail(errorMessage(error));
-      });
-    });
+      exchange.send(definition.redirect ? dispatchers.redirecting : dispatchers.direct, prepared.options);
+    } catch (error) {
+      exchange.fail(errorMessage(error));
+    }
   }
 
   /** Stops the exchanges in flight and closes every shared connection. */

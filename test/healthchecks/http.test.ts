@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
+import { createServer as createTcpServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HttpDefinition, validateDefinition } from "../../src/healthchecks/definition.js";
@@ -222,6 +223,37 @@ describe("http executor against a local HTTP server", () => {
     });
     // Four timeouts of 300 ms: far below what an unbounded wait would take.
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("closes the connection of a request stuck in its headers or its body at the check's timeout", async () => {
+    // undici's own header and body timers are off: the check's timeout alone must free the socket.
+    const open = new Set<Socket>();
+    const stuck = createTcpServer((socket) => {
+      open.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => open.delete(socket));
+      socket.once("data", (request) => {
+        if (request.toString("latin1").startsWith("GET /body ")) {
+          socket.write("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nthe beginning");
+        }
+      });
+    });
+    const listening = await listen(stuck);
+    const own = new HttpExecutor();
+    try {
+      for (const path of ["/headers", "/body"]) {
+        expect(await own.run(http({ port: listening.port, path, timeout: "300ms" }))).toEqual({
+          success: false,
+          message: "HTTP request failed: timeout after 300ms",
+        });
+        const deadline = Date.now() + 2_000;
+        while (open.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(open.size).toBe(0);
+      }
+    } finally {
+      await own.close();
+      await listening.close();
+    }
   });
 
   it("bounds the connection phase by the timeout (a TLS handshake that never completes)", async () => {
