@@ -93,10 +93,13 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
   }
 
   describe("writes", () => {
-    it.skipIf(skip)("buffers results and writes them once per second, in one multi-row insert", async () => {
+    it.skipIf(skip)("buffers results and writes them once per second, in one transaction per 2 000 rows", async () => {
       vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
       const inserts = vi.spyOn(HistoryStore.prototype, "insert");
-      const statements = vi.spyOn(Kysely.prototype, "executeQuery");
+      // A transaction: on PostgreSQL one multi-row statement through Kysely; on SQLite prepared
+      // statements on the connection that Kysely lends, once per transaction.
+      const statements =
+        kind === "sqlite" ? vi.spyOn(Kysely.prototype, "connection") : vi.spyOn(Kysely.prototype, "executeQuery");
       const writer = history();
       writer.start();
       const names = Array.from({ length: 500 }, () => unique("batch"));
@@ -189,6 +192,81 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
       expect(writer.buffered).toBe(0);
       const reader = history();
       expect(await reader.list(name, { limit: 10 })).toHaveLength(1);
+    });
+  });
+
+  describe("the store's inserts", () => {
+    /** `count` rows of one new check, a millisecond apart, with every kind of value. */
+    async function rowsOf(count: number) {
+      const store = new HistoryStore(database);
+      const name = unique("rows");
+      const id = (await store.checkIds([name])).get(name) as number;
+      const times = Array.from({ length: count }, (_, index) => NOW - DAY + index);
+      const rows = {
+        checkIds: times.map(() => id),
+        times,
+        durations: times.map((_, index) => index % 1_000),
+        messages: times.map((_, index) => (index % 7 === 0 ? `failed ${index}` : null)),
+        maintenance: times.map((_, index) => ([null, 1, 2] as const)[index % 3] ?? null),
+      };
+      return { store, id, rows };
+    }
+
+    async function stored(id: number) {
+      const { rows } = await sql<{
+        time: number;
+        duration: number;
+        message: string | null;
+        maintenance: number | null;
+      }>`
+        select time, duration, message, maintenance from healthcheck_history where check_id = ${id}
+        order by time`.execute(database.kysely);
+      return rows.map((row) => ({
+        time: Number(row.time),
+        duration: Number(row.duration),
+        message: row.message,
+        maintenance: row.maintenance === null ? null : Number(row.maintenance),
+      }));
+    }
+
+    // Around every prepared size on SQLite (512, 128, 32, 8, 1) and the 2 000 rows of a transaction.
+    it.skipIf(skip).each([1, 7, 8, 9, 33, 127, 128, 511, 512, 513, 1_000, 1_999, 2_000, 2_001, 4_523])(
+      "writes %i rows exactly as given",
+      async (count) => {
+        const { store, id, rows } = await rowsOf(count);
+        await store.insert(rows);
+        expect(await stored(id)).toEqual(
+          rows.times.map((time, index) => ({
+            time,
+            duration: rows.durations[index],
+            message: rows.messages[index],
+            maintenance: rows.maintenance[index],
+          })),
+        );
+      },
+    );
+
+    it.skipIf(skip)("keeps the first of two rows of one check and millisecond, within and across writes", async () => {
+      const { store, id, rows } = await rowsOf(3);
+      const twice = { ...rows, times: [NOW, NOW, NOW + 1], messages: ["first", "second", null] };
+      await store.insert(twice);
+      await store.insert({ ...twice, messages: ["third", "fourth", "fifth"] });
+      expect((await stored(id)).map((row) => row.message)).toEqual(["first", null]);
+    });
+
+    it.skipIf(skip)("keeps the transactions before a failed one, and nothing of the failed one", async () => {
+      const count = HISTORY_INSERT_ROWS + 600;
+      const { store, id, rows } = await rowsOf(count);
+      const between = vi.fn(async () => {});
+      // A NULL duration breaks the NOT NULL constraint in the second transaction.
+      const durations: (number | null)[] = [...rows.durations];
+      durations[HISTORY_INSERT_ROWS + 300] = null;
+      await expect(store.insert({ ...rows, durations: durations as number[] }, between)).rejects.toThrow();
+      expect(between).toHaveBeenCalledTimes(1);
+      expect(await stored(id)).toHaveLength(HISTORY_INSERT_ROWS);
+      // The statements stay usable after the rollback.
+      await store.insert({ ...rows, durations: rows.durations });
+      expect(await stored(id)).toHaveLength(count);
     });
   });
 
