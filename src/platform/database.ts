@@ -33,6 +33,13 @@ export type DatabaseDialect = "sqlite" | "postgres";
 export interface Database {
   readonly kysely: Kysely<PlatformTables>;
   readonly dialect: DatabaseDialect;
+  /**
+   * The better-sqlite3 connection under Kysely; undefined on PostgreSQL. Only for a statement so
+   * hot that it must stay prepared (Kysely's driver prepares every statement again), and only
+   * inside `kysely.connection().execute()`: that holds Kysely's single connection, so no Kysely
+   * transaction is open around the statement.
+   */
+  readonly sqlite?: SQLite.Database;
   /** The PostgreSQL URL (cluster mode opens a listening connection of its own); undefined on SQLite. */
   readonly url?: string;
   /**
@@ -99,7 +106,7 @@ function preparePrivateSqlite(path: string, dataDirectory: string, warn: ModeWar
 function openSqlite(
   url: string,
   warn: ModeWarning,
-): { kysely: Kysely<PlatformTables>; dataDirectory: string; temporary: boolean } {
+): { kysely: Kysely<PlatformTables>; connection: SQLite.Database; dataDirectory: string; temporary: boolean } {
   const path = sqlitePath(url);
   // An in-memory database keeps nothing: neither do the files beside it (a temporary directory,
   // which mkdtemp creates 0700).
@@ -114,6 +121,7 @@ function openSqlite(
   connection.pragma("foreign_keys = ON");
   return {
     kysely: new Kysely({ dialect: new VigieSqliteDialect({ database: connection }) }),
+    connection,
     dataDirectory,
     temporary: path === ":memory:",
   };
@@ -170,11 +178,12 @@ export async function openDatabase(
 ): Promise<Database> {
   const dialect = dialectOf(url);
   const warn = options.warn ?? (() => {});
-  const { kysely, dataDirectory, temporary } =
+  const { kysely, connection, dataDirectory, temporary } =
     dialect === "sqlite"
       ? openSqlite(url, warn)
       : {
           kysely: await openPostgres(url, options.onIdleError ?? (() => {})),
+          connection: undefined,
           dataDirectory: resolve("data"),
           temporary: false,
         };
@@ -206,6 +215,7 @@ export async function openDatabase(
   return {
     kysely,
     dialect,
+    ...(connection === undefined ? {} : { sqlite: connection }),
     ...(dialect === "postgres" ? { url } : {}),
     dataDirectory,
     ping: async () => {

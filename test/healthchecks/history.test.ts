@@ -14,7 +14,7 @@ import {
   ResultHistory,
   type ResultHistoryOptions,
 } from "../../src/healthchecks/history.js";
-import { HISTORY_INSERT_ROWS, HistoryStore } from "../../src/healthchecks/history-store.js";
+import { HISTORY_INSERT_ROWS, HistoryStore, SQLITE_CHUNK_ROWS } from "../../src/healthchecks/history-store.js";
 import { listLatest, uptimeOfLatest } from "../../src/healthchecks/history-views.js";
 import { HistoryMetrics } from "../../src/healthchecks/metrics.js";
 import type { HealthcheckResult } from "../../src/healthchecks/results.js";
@@ -93,10 +93,13 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
   }
 
   describe("writes", () => {
-    it.skipIf(skip)("buffers results and writes them once per second, in one multi-row insert", async () => {
+    it.skipIf(skip)("buffers results and writes them once per second, in one transaction per 2 000 rows", async () => {
       vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
       const inserts = vi.spyOn(HistoryStore.prototype, "insert");
-      const statements = vi.spyOn(Kysely.prototype, "executeQuery");
+      // A transaction: on PostgreSQL one multi-row statement through Kysely; on SQLite prepared
+      // statements on the connection that Kysely lends, once per transaction.
+      const statements =
+        kind === "sqlite" ? vi.spyOn(Kysely.prototype, "connection") : vi.spyOn(Kysely.prototype, "executeQuery");
       const writer = history();
       writer.start();
       const names = Array.from({ length: 500 }, () => unique("batch"));
@@ -189,6 +192,83 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
       expect(writer.buffered).toBe(0);
       const reader = history();
       expect(await reader.list(name, { limit: 10 })).toHaveLength(1);
+    });
+  });
+
+  describe("the store's inserts", () => {
+    /** `count` rows of one new check, a millisecond apart, with every kind of value. */
+    async function rowsOf(count: number) {
+      const store = new HistoryStore(database);
+      const name = unique("rows");
+      const id = (await store.checkIds([name])).get(name) as number;
+      const times = Array.from({ length: count }, (_, index) => NOW - DAY + index);
+      const rows = {
+        checkIds: times.map(() => id),
+        times,
+        durations: times.map((_, index) => index % 1_000),
+        messages: times.map((_, index) => (index % 7 === 0 ? `failed ${index}` : null)),
+        maintenance: times.map((_, index) => ([null, 1, 2] as const)[index % 3] ?? null),
+      };
+      return { store, id, rows };
+    }
+
+    async function stored(id: number) {
+      const { rows } = await sql<{
+        time: number;
+        duration: number;
+        message: string | null;
+        maintenance: number | null;
+      }>`
+        select time, duration, message, maintenance from healthcheck_history where check_id = ${id}
+        order by time`.execute(database.kysely);
+      return rows.map((row) => ({
+        time: Number(row.time),
+        duration: Number(row.duration),
+        message: row.message,
+        maintenance: row.maintenance === null ? null : Number(row.maintenance),
+      }));
+    }
+
+    // Around every prepared size on SQLite and the rows of a transaction, and a few sums of them.
+    const counts = [...SQLITE_CHUNK_ROWS, HISTORY_INSERT_ROWS].flatMap((size) => [size - 1, size, size + 1]);
+    it.skipIf(skip).each([...new Set([...counts, 1_000, 4_523])].filter((count) => count > 0))(
+      "writes %i rows exactly as given",
+      async (count) => {
+        const { store, id, rows } = await rowsOf(count);
+        await store.insert(rows);
+        expect(await stored(id)).toEqual(
+          rows.times.map((time, index) => ({
+            time,
+            duration: rows.durations[index],
+            message: rows.messages[index],
+            maintenance: rows.maintenance[index],
+          })),
+        );
+      },
+    );
+
+    it.skipIf(skip)("keeps the first of two rows of one check and millisecond, within and across writes", async () => {
+      const { store, id, rows } = await rowsOf(3);
+      const twice = { ...rows, times: [NOW, NOW, NOW + 1], messages: ["first", "second", null] };
+      await store.insert(twice);
+      await store.insert({ ...twice, messages: ["third", "fourth", "fifth"] });
+      expect((await stored(id)).map((row) => row.message)).toEqual(["first", null]);
+    });
+
+    it.skipIf(skip)("keeps the transactions before a failed one, and nothing of the failed one", async () => {
+      const count = HISTORY_INSERT_ROWS + 600;
+      const { store, id, rows } = await rowsOf(count);
+      const between = vi.fn(async () => {});
+      // A time beyond 64 bits fails the second transaction on both databases (a bind error on
+      // SQLite, out of range on PostgreSQL).
+      const times: (number | bigint)[] = [...rows.times];
+      times[HISTORY_INSERT_ROWS + 300] = 2n ** 64n;
+      await expect(store.insert({ ...rows, times: times as number[] }, between)).rejects.toThrow();
+      expect(between).toHaveBeenCalledTimes(1);
+      expect(await stored(id)).toHaveLength(HISTORY_INSERT_ROWS);
+      // The statements stay usable after the rollback.
+      await store.insert(rows);
+      expect(await stored(id)).toHaveLength(count);
     });
   });
 
