@@ -629,6 +629,8 @@ async function runVigie(target, { history, baseline, listing }) {
     const elapsed = (performance.now() - started) / 1000;
     const cpu = cpuSeconds(vigie.child.pid) - cpuBefore;
     const to = Date.now();
+    // The growth over the CPU window alone, the seconds it is divided by.
+    const historyAfter = history ? sqliteHistorySize(databaseFile) : undefined;
     // Then the API window: requests while the checks run.
     const latencies = [];
     const sentAt = [];
@@ -647,7 +649,6 @@ async function runVigie(target, { history, baseline, listing }) {
     }
     await scraper?.stop();
     const scrapes = scraper?.scrapes ?? [];
-    const historyAfter = history ? sqliteHistorySize(databaseFile) : undefined;
     const after = await scrape(vigie.base);
     const peakRss = peakRssBytes(vigie.child.pid);
 
