@@ -9,7 +9,8 @@
 //       `queue-size: 1000000`: events received vs sent once it is back, and the peak heap (in a
 //       child process started with --expose-gc, so that the heap is that of this part alone).
 // Receivers run in a child process on 127.0.0.1, so that they do not share the sender's CPU.
-// Run: npm run bench -- outputs   (BENCH_DOWN_SECONDS=10 BENCH_SECONDS=3 for a quick run)
+// Run: npm run bench -- outputs   (BENCH_DOWN_SECONDS=10 BENCH_SECONDS=3 for a quick run;
+// OUTPUTS_BENCH_PART=http-delivery for part (1) alone, with its process CPU)
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -521,6 +522,12 @@ async function receiverDown() {
 
 if (process.env.OUTPUTS_BENCH_PART === "receiver-down") {
   await receiverDown();
+} else if (process.env.OUTPUTS_BENCH_PART === "http-delivery") {
+  // Part (1) alone, with the process CPU it took (for A/B runs of the push path's cost).
+  const before = process.cpuUsage();
+  await httpDelivery();
+  const cpu = process.cpuUsage(before);
+  console.log(`    process CPU of part (1): ${((cpu.user + cpu.system) / 1e6).toFixed(2)} s`);
 } else {
   await httpDelivery();
   await httpPushes();

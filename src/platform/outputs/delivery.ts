@@ -9,6 +9,7 @@
  * logging all happen later, on the event loop, once per batch.
  */
 import type { FastifyBaseLogger } from "fastify";
+import { Attempts } from "./attempt.js";
 import type { Event, Flow } from "./event.js";
 import type { OutputMetrics } from "./metrics.js";
 import { backoffDelay } from "./retry.js";
@@ -162,7 +163,7 @@ export class OutputQueue<P> {
   readonly #rejected: (count: number) => void;
   readonly #exhausted: (count: number) => void;
   readonly #retried: () => void;
-  readonly #observe: (seconds: number) => void;
+  readonly #attempts: Attempts<P>;
   readonly #onSettled: Settled | undefined;
   readonly #log: QueueLog | undefined;
 
@@ -208,7 +209,7 @@ export class OutputQueue<P> {
     this.#rejected = metrics.events(name, "dropped-rejected");
     this.#exhausted = metrics.events(name, "dropped-retries-exhausted");
     this.#retried = metrics.retries(name);
-    this.#observe = metrics.requestDuration(name);
+    this.#attempts = new Attempts(transport, settings.timeoutMs, metrics.requestDuration(name), errorReason);
     this.#limit = settings.queueSize;
     this.#batchSize = settings.batchSize;
     this.#open = this.#freshBatch();
@@ -458,43 +459,16 @@ export class OutputQueue<P> {
     return count;
   }
 
-  /**
-   * One try of one unit, bounded by `timeout` whatever phase the transport is in; its duration is
-   * observed in every case.
-   * @returns `undefined` when {@link stop} cut it short
-   */
+  /** One try of one unit ({@link Attempts.run}); `undefined` when {@link stop} cut it short. */
   #attempt(payload: P): Promise<AttemptResult | undefined> {
-    const controller = new AbortController();
-    const started = performance.now();
-    return new Promise((resolve) => {
-      let settled = false;
-      const finish = (result: AttemptResult | undefined): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        this.#interrupt = undefined;
-        this.#observe((performance.now() - started) / 1000);
-        resolve(result);
-      };
-      const timeoutMs = this.#settings.timeoutMs;
-      const timer = setTimeout(() => {
-        controller.abort();
-        finish({ kind: "retry", reason: `no answer within ${timeoutMs} ms` });
-      }, timeoutMs);
-      timer.unref();
-      this.#interrupt = () => {
-        controller.abort();
-        finish(undefined);
-      };
-      let sending: Promise<AttemptResult>;
-      try {
-        sending = this.#transport.send(payload, controller.signal);
-      } catch (error) {
-        sending = Promise.reject(error);
-      }
-      sending.then(finish, (error: unknown) => finish({ kind: "retry", reason: errorReason(error) }));
-    });
+    this.#interrupt = this.#interruptAttempt;
+    return this.#attempts.run(payload);
   }
+
+  readonly #interruptAttempt = (): void => {
+    this.#interrupt = undefined;
+    this.#attempts.interrupt();
+  };
 
   #sleep(milliseconds: number): Promise<void> {
     return new Promise((resolve) => {
@@ -580,6 +554,7 @@ export class OutputQueue<P> {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timerArmed = false;
     this.#interrupt?.();
+    this.#attempts.close();
     this.#whenIdle?.();
     await Promise.all([this.#transport.close(left > 0), this.#log?.close()]);
   }

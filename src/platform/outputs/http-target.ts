@@ -9,9 +9,11 @@
  * Notifier types (notifiers/) also choose the method, add headers per request and read the answer
  * the way their service words it ({@link AnswerReader}): Telegram's `description`, Slack's text.
  */
-import { Agent } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { ANSWER_SNIPPET_BYTES, type AttemptResult, SENT } from "./delivery.js";
-import { parseRetryAfter } from "./retry.js";
+import { type Answer, type AnswerReader, HttpExchange } from "./http-exchange.js";
+
+export type { Answer, AnswerReader } from "./http-exchange.js";
 
 /** The User-Agent of outputs' requests, unless the output's `headers` set one. */
 export const USER_AGENT = "vigie";
@@ -36,20 +38,8 @@ export interface HttpTargetOptions {
   readonly answerBytes?: number;
 }
 
-/** An answer as an {@link AnswerReader} sees it. */
-export interface Answer {
-  readonly status: number;
-  /** The first {@link ANSWER_READ_BYTES} bytes of the body (or the target's `answerBytes`), as UTF-8 text. */
-  readonly text: string;
-  /** What `Retry-After` asks for, in milliseconds (RFC 9110 §10.2.3), when the answer has one. */
-  readonly retryAfterMs: number | undefined;
-}
-
 /** Bytes of an answer's body an {@link AnswerReader} is given (the rest is read and discarded). */
 export const ANSWER_READ_BYTES = 4096;
-
-/** A service's reading of its answer: sent, retried or refused, with the service's own reason. */
-export type AnswerReader = (answer: Answer) => AttemptResult;
 
 /**
  * The outcome the status alone gives: 2xx sent; 429 and 5xx retried (honouring `Retry-After`);
@@ -159,7 +149,8 @@ export class HttpTarget {
    * POSTs `body` (or sends it as `request` says) and reads the answer.
    * @param request another method, or a path of this request's own under the target's path
    *   (Matrix puts each message at `…/send/m.room.message/<transaction>`)
-   * @throws whatever undici throws on a network error or an abort (the delivery model retries it)
+   * @returns a promise rejected with undici's error on a network error or an abort (the delivery
+   *   model retries it)
    */
   post(body: string | Uint8Array, signal: AbortSignal, request?: RequestOverrides): Promise<AttemptResult> {
     return this.send(body, signal, undefined, request);
@@ -170,44 +161,30 @@ export class HttpTarget {
    * they replace the others), and reads the answer (through the target's {@link AnswerReader} when
    * it has one).
    * @param request another method, or a path of this request's own
-   * @throws whatever undici throws on a network error, an abort or an invalid header value (the
-   *   delivery model retries it)
+   * @returns a promise rejected with undici's error on a network error, an abort of `signal` or an
+   *   invalid header value (the delivery model retries it)
    */
-  async send(
+  send(
     body: string | Uint8Array,
     signal: AbortSignal,
     extraHeaders?: Readonly<Record<string, string>>,
     request: RequestOverrides = {},
   ): Promise<AttemptResult> {
-    const answer = await this.#agent.request({
+    const options: Dispatcher.DispatchOptions = {
       origin: this.#origin,
       path: request.path ?? this.#path,
       method: request.method ?? this.#method,
       headers: extraHeaders === undefined ? this.#headers : { ...this.#headers, ...extraHeaders },
       body,
-      signal,
-    });
-    const status = answer.statusCode;
+    };
     const readAnswer = request.readAnswer ?? this.#readAnswer;
-    if (readAnswer !== undefined) {
-      const text = await readStart(answer.body, this.#answerBytes, true);
-      const retryAfterMs = parseRetryAfter(answer.headers["retry-after"], Date.now());
-      return readAnswer({ status, text, retryAfterMs });
-    }
-    if (status >= 200 && status < 300) {
-      // Reading the answer to its end lets the connection serve the next batch; a failure now
-      // changes nothing: the receiver has taken the batch.
-      await answer.body.dump().catch(() => {});
-      return SENT;
-    }
-    if (status === 429 || status >= 500) {
-      const retryAfterMs = parseRetryAfter(answer.headers["retry-after"], Date.now());
-      await answer.body.dump().catch(() => {});
-      return retryAfterMs === undefined
-        ? { kind: "retry", reason: `HTTP ${status}` }
-        : { kind: "retry", reason: `HTTP ${status}`, retryAfterMs };
-    }
-    return { kind: "rejected", reason: `HTTP ${status}`, answer: await readStart(answer.body, ANSWER_SNIPPET_BYTES) };
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      this.#agent.dispatch(options, new HttpExchange(signal, readAnswer, this.#answerBytes, resolve, reject));
+    });
   }
 
   /** The path of the configured URL (`/` at least), for targets that build each request's path under it. */
@@ -219,28 +196,4 @@ export class HttpTarget {
   async close(force: boolean): Promise<void> {
     await (force ? this.#agent.destroy() : this.#agent.close()).catch(() => {});
   }
-}
-
-/** Bytes of an answer read to its end so that its connection serves the next request; past it, the connection closes. */
-const DRAIN_LIMIT_BYTES = 64 * 1024;
-
-/**
- * The first `limit` bytes of a body as text (a cut character becomes U+FFFD). The rest is not
- * read, unless `drain`: then up to {@link DRAIN_LIMIT_BYTES} are read and discarded, keeping the
- * connection alive.
- */
-async function readStart(body: AsyncIterable<Uint8Array>, limit: number, drain = false): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  try {
-    // Leaving the loop early destroys the body: a long answer is never read in full.
-    for await (const chunk of body) {
-      if (length < limit) chunks.push(chunk);
-      length += chunk.length;
-      if (length >= (drain ? Math.max(limit, DRAIN_LIMIT_BYTES) : limit)) break;
-    }
-  } catch {
-    // What arrived before the error is enough for the log.
-  }
-  return Buffer.concat(chunks).subarray(0, limit).toString("utf8");
 }

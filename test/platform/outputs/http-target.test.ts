@@ -1,3 +1,5 @@
+import { getEventListeners } from "node:events";
+import { createServer, type Server } from "node:http";
 import { describe, expect, it } from "vitest";
 import {
   HttpTarget,
@@ -105,4 +107,75 @@ describe("HttpTarget.send", () => {
       await receiver.close();
     }
   });
+
+  it("reads only what the outcome needs, whatever the answer's size, and leaves no listener on the signal", async () => {
+    const long = "x".repeat(300_000);
+    const answers = [
+      { status: 204, body: "" },
+      { status: 200, body: long },
+      { status: 503, body: long, retryAfter: "3" },
+      { status: 400, body: `${"é".repeat(150)}${long}` },
+      { status: 201, body: "ok" },
+    ];
+    let index = 0;
+    const server = await listening((request, response) => {
+      request.resume();
+      request.on("end", () => {
+        const answer = answers[index++ % answers.length] ?? { status: 500, body: "" };
+        response.writeHead(answer.status, answer.retryAfter === undefined ? {} : { "retry-after": answer.retryAfter });
+        response.end(answer.body);
+      });
+    });
+    const target = new HttpTarget({ url: server.url, headers: {}, protocolHeaders: {}, timeoutMs: 2000 });
+    const controller = new AbortController();
+    try {
+      const outcomes = [];
+      for (let i = 0; i < answers.length; i++) outcomes.push(await target.post("[]", controller.signal));
+      expect(outcomes).toEqual([
+        { kind: "sent" },
+        { kind: "sent" },
+        { kind: "retry", reason: "HTTP 503", retryAfterMs: 3000 },
+        // 200 bytes: 100 two-byte characters.
+        { kind: "rejected", reason: "HTTP 400", answer: "é".repeat(100) },
+        { kind: "sent" },
+      ]);
+      expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+    } finally {
+      await target.close(true);
+      await server.close();
+    }
+  });
+
+  it("rejects when the signal aborts while the receiver has not answered", async () => {
+    const server = await listening(() => {});
+    const target = new HttpTarget({ url: server.url, headers: {}, protocolHeaders: {}, timeoutMs: 10_000 });
+    const controller = new AbortController();
+    try {
+      const sending = target.post("[]", controller.signal);
+      setTimeout(() => controller.abort(), 50);
+      await expect(sending).rejects.toMatchObject({ name: "AbortError" });
+      expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+      await expect(target.post("[]", controller.signal)).rejects.toMatchObject({ name: "AbortError" });
+    } finally {
+      await target.close(true);
+      await server.close();
+    }
+  });
 });
+
+/** An HTTP server on 127.0.0.1 answering with `handler`; `close` ends its connections too. */
+async function listening(
+  handler: Parameters<typeof createServer>[1],
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}

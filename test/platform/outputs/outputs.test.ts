@@ -157,6 +157,21 @@ describe("retries", () => {
     expect(await metric('stream_output_retries_total{output="hook"}')).toBe(1);
   });
 
+  it("times each attempt from its own start, also when an earlier one of the queue was answered", async () => {
+    const target = await receiver((_request, index) => (index === 1 ? "hang" : { status: 200 }));
+    const { outputs, metric } = harness({ hook: http(target.url, { timeout: ms(300), "batch-size": 2 }) });
+    outputs.sink("hook")(events(2));
+    await target.acceptedAtLeast(1);
+    // Most of the first attempt's timeout has passed when the second batch leaves.
+    await sleep(200);
+    outputs.sink("hook")(events(2, 2));
+    await target.acceptedAtLeast(2);
+    expect(target.requests).toHaveLength(3);
+    expect((target.requests[2]?.at ?? 0) - (target.requests[1]?.at ?? 0)).toBeGreaterThanOrEqual(300);
+    expect(numbers(target.requests.filter((_request, index) => index !== 1))).toEqual(range(4));
+    expect(await metric('stream_output_retries_total{output="hook"}')).toBe(1);
+  });
+
   it("retries a receiver that refuses connections, then delivers once it listens", async () => {
     const placeholder = await startReceiver();
     const port = placeholder.port;
