@@ -38,13 +38,13 @@
 //                                                  too, in a temporary database; VIGIE_TEST_POSTGRES_URL works)
 //   BENCH_VIGIE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" ...  (node arguments of the Vigie process)
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
+import { BARE_LOOP } from "./lib/bare-loop.mjs";
 import { startTarget } from "./lib/http-target.mjs";
+import { temporaryDatabase } from "./lib/temporary-database.mjs";
 import { cpuSeconds, fmt, peakRssBytes, root, startVigie } from "./lib/vigie.mjs";
 
 const { HealthcheckMetrics } = await import(join(root, "dist/healthchecks/metrics.js"));
@@ -54,7 +54,6 @@ const { healthcheckMigrations } = await import(join(root, "dist/healthchecks/sto
 const { openDatabase, platformMigrations } = await import(join(root, "dist/platform/database.js"));
 const requireFromRoot = createRequire(join(root, "package.json"));
 const SQLite = requireFromRoot("better-sqlite3");
-const pg = requireFromRoot("pg");
 // Resolved from the repository as dist resolves it: the same module instance as the database's.
 const { sql } = await import("kysely");
 
@@ -304,7 +303,7 @@ async function measureHistoryStorage() {
   const targets = [{ kind: "sqlite" }];
   if (POSTGRES_URL !== undefined) targets.push({ kind: "postgres" });
   for (const { kind } of targets) {
-    const place = await temporaryDatabase(kind);
+    const place = await temporaryDatabase(kind, POSTGRES_URL, root);
     const database = await openDatabase(place.url, { ...platformMigrations, ...healthcheckMigrations });
     const logger = { warn() {}, error() {}, info() {}, debug() {} };
     const history = new ResultHistory(database, { retentionMs: RETENTION_SECONDS * 1000, logger });
@@ -377,31 +376,6 @@ async function measureHistoryStorage() {
   }
 }
 
-/** A fresh database of `kind`: a SQLite file in a temporary directory, or a PostgreSQL database. */
-async function temporaryDatabase(kind) {
-  if (kind === "sqlite") {
-    const directory = join(tmpdir(), `vigie-bench-history-${randomBytes(4).toString("hex")}`);
-    return {
-      url: `sqlite:${join(directory, "vigie.db")}`,
-      drop: async () => rmSync(directory, { recursive: true, force: true }),
-    };
-  }
-  const name = `vigie_bench_${randomBytes(6).toString("hex")}`;
-  const admin = async (statement) => {
-    const client = new pg.Client({ connectionString: POSTGRES_URL });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(POSTGRES_URL);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
 /** Rows of healthcheck_history and the bytes of its table and index (SQLite: dbstat; PostgreSQL: all forks). */
 async function historyBytes(database) {
   const rows = Number((await sql`select count(*) as n from healthcheck_history`.execute(database.kysely)).rows[0].n);
@@ -427,41 +401,6 @@ function sqliteHistorySize(file) {
     db.close();
   }
 }
-
-/**
- * The baseline of the CPU figure: a bare loop in a process of its own, one undici Pool to the
- * target, sending `rate` requests per second evenly (the due ones at each tick of `tick`
- * milliseconds), reading each body and checking its status, until killed. It prints the number of
- * failures on SIGTERM.
- */
-const BARE_LOOP = `
-import { Pool } from "undici";
-const [origin, rate, tick] = process.argv.slice(1);
-const pool = new Pool(origin);
-let sent = 0;
-let failures = 0;
-const begun = performance.now();
-const send = () => {
-  pool.request({ path: "/", method: "GET" }).then(
-    async (response) => {
-      await response.body.text();
-      if (response.statusCode !== 200) failures++;
-    },
-    () => failures++,
-  );
-};
-setInterval(() => {
-  const due = Math.floor(((performance.now() - begun) / 1000) * Number(rate));
-  while (sent < due) {
-    sent++;
-    send();
-  }
-}, Number(tick));
-process.on("SIGTERM", () => {
-  console.log(JSON.stringify({ sent, failures }));
-  process.exit(0);
-});
-`;
 
 /** Seconds the bare loop runs before its window, for its connections and JIT to settle. */
 const BASELINE_WARM_UP_SECONDS = 5;

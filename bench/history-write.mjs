@@ -15,11 +15,9 @@
 //   PostgreSQL's own CPU is not counted)
 // Nothing here asserts a timing.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { temporaryDatabase } from "./lib/temporary-database.mjs";
 import { root } from "./lib/vigie.mjs";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
@@ -74,7 +72,7 @@ async function measure(dir) {
   const { ResultHistory } = await import(join(dir, "dist/healthchecks/history.js"));
   const { healthcheckMigrations } = await import(join(dir, "dist/healthchecks/storage.js"));
   const { openDatabase, platformMigrations } = await import(join(dir, "dist/platform/database.js"));
-  const place = await temporaryDatabase(dir);
+  const place = await temporaryDatabase(KIND, POSTGRES_URL, dir);
   const database = await openDatabase(place.url, { ...platformMigrations, ...healthcheckMigrations });
   const logger = { warn() {}, error() {}, info() {}, debug() {} };
   const history = new ResultHistory(database, { retentionMs: 7 * 86_400_000, logger });
@@ -111,31 +109,4 @@ async function measure(dir) {
     await database.close();
     await place.drop();
   }
-}
-
-/** A fresh database of BENCH_KIND: a SQLite file in a temporary directory, or a PostgreSQL database. */
-async function temporaryDatabase(dir) {
-  if (KIND === "sqlite") {
-    const directory = mkdtempSync(join(tmpdir(), "vigie-bench-history-write-"));
-    return {
-      url: `sqlite:${join(directory, "vigie.db")}`,
-      drop: async () => rmSync(directory, { recursive: true, force: true }),
-    };
-  }
-  if (POSTGRES_URL === undefined) throw new Error("BENCH_KIND=postgres needs BENCH_POSTGRES_URL");
-  const pg = createRequire(join(dir, "package.json"))("pg");
-  const admin = async (statement) => {
-    const client = new pg.Client({ connectionString: POSTGRES_URL });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  const name = `vigie_bench_${process.pid}`;
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(POSTGRES_URL);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }

@@ -14,6 +14,7 @@
 //   NODE_ARGS extra node arguments of the executor processes (e.g. "--trace-gc").
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { BARE_LOOP } from "../lib/bare-loop.mjs";
 import { startTarget } from "../lib/http-target.mjs";
 import { cpuSeconds, root } from "../lib/vigie.mjs";
 
@@ -26,36 +27,6 @@ const TICK_MS = 10;
 const NODE_ARGS = (process.env.NODE_ARGS ?? "").split(/\s+/).filter((arg) => arg !== "");
 
 const sleep = (milliseconds) => new Promise((done) => setTimeout(done, milliseconds));
-
-// The bare loop of bench/healthchecks.mjs, which prints `{sent, failures}` on SIGTERM.
-const BARE_LOOP = `
-import { Pool } from "undici";
-const [origin, rate, tick] = process.argv.slice(1);
-const pool = new Pool(origin);
-let sent = 0;
-let failures = 0;
-const begun = performance.now();
-const send = () => {
-  pool.request({ path: "/", method: "GET" }).then(
-    async (response) => {
-      await response.body.text();
-      if (response.statusCode !== 200) failures++;
-    },
-    () => failures++,
-  );
-};
-setInterval(() => {
-  const due = Math.floor(((performance.now() - begun) / 1000) * Number(rate));
-  while (sent < due) {
-    sent++;
-    send();
-  }
-}, Number(tick));
-process.on("SIGTERM", () => {
-  console.log(JSON.stringify({ sent, failures }));
-  process.exit(0);
-});
-`;
 
 // The same loop through a build's HttpExecutor, one promise per run as the scheduler gets.
 const EXECUTOR_LOOP = `

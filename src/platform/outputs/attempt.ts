@@ -7,6 +7,7 @@
  * aborted, and one timer serves every attempt (it re-arms for the attempt in progress when it fires
  * for one that already ended), instead of a controller, a signal and a timer each time.
  */
+import { DeadlineTimer } from "./deadline-timer.js";
 import type { AttemptResult, Transport } from "./delivery.js";
 
 /** A short, secret-free description of an error (see delivery.ts's `errorReason`). */
@@ -21,8 +22,13 @@ export class Attempts<P> {
   readonly #reasonOf: ReasonOf;
   /** Handed to every attempt until one is aborted: a signal that never fired can be shared. */
   #controller = new AbortController();
-  #timer: NodeJS.Timeout | undefined;
-  #timerArmed = false;
+  readonly #timer = new DeadlineTimer(
+    () => (this.#resolve === undefined ? undefined : this.#deadline),
+    () => {
+      this.#abort();
+      this.#finish(this.#generation, { kind: "retry", reason: `no answer within ${this.#timeoutMs} ms` });
+    },
+  );
   /** Counts attempts, so that a late answer to one that already ended is ignored. */
   #generation = 0;
   /** The attempt in progress: its resolver, start and deadline (performance.now() milliseconds). */
@@ -50,7 +56,7 @@ export class Attempts<P> {
     const generation = ++this.#generation;
     this.#startedAt = performance.now();
     this.#deadline = this.#startedAt + this.#timeoutMs;
-    if (!this.#timerArmed) this.#arm(this.#timeoutMs);
+    this.#timer.ensure(this.#timeoutMs);
     const done = new Promise<AttemptResult | undefined>((resolve) => {
       this.#resolve = resolve;
     });
@@ -76,8 +82,7 @@ export class Attempts<P> {
 
   /** Stops the timer: no attempt follows. */
   close(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timerArmed = false;
+    this.#timer.stop();
   }
 
   #finish(generation: number, result: AttemptResult | undefined): void {
@@ -93,24 +98,4 @@ export class Attempts<P> {
     this.#controller.abort();
     this.#controller = new AbortController();
   }
-
-  #arm(delayMs: number): void {
-    this.#timerArmed = true;
-    this.#timer = setTimeout(this.#onTimer, delayMs);
-    // The server's own handles keep the process alive; an output's timer must not.
-    this.#timer.unref();
-  }
-
-  readonly #onTimer = (): void => {
-    this.#timerArmed = false;
-    if (this.#resolve === undefined) return;
-    const wait = this.#deadline - performance.now();
-    // Timers and performance.now() may disagree by a fraction of a millisecond.
-    if (wait > 1) {
-      this.#arm(wait);
-      return;
-    }
-    this.#abort();
-    this.#finish(this.#generation, { kind: "retry", reason: `no answer within ${this.#timeoutMs} ms` });
-  };
 }

@@ -10,6 +10,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { Attempts } from "./attempt.js";
+import { DeadlineTimer } from "./deadline-timer.js";
 import type { Event, Flow } from "./event.js";
 import type { OutputMetrics } from "./metrics.js";
 import { backoffDelay } from "./retry.js";
@@ -181,8 +182,11 @@ export class OutputQueue<P> {
   #dropReportScheduled = false;
   /** When the open batch got its first event (performance.now() milliseconds). */
   #openedAt = 0;
-  #timerArmed = false;
-  #timer: NodeJS.Timeout | undefined;
+  /** Closes the open batch once it is `flush-interval` old. */
+  readonly #timer = new DeadlineTimer(
+    () => (this.#count === 0 || this.#stopped ? undefined : this.#openedAt + this.#settings.flushIntervalMs),
+    () => this.#closeOpen(),
+  );
   /** Closed batches, oldest first, waiting for the one in flight to end. */
   #pending: Event[][] = [];
   #pumping = false;
@@ -276,7 +280,7 @@ export class OutputQueue<P> {
     this.#count = count + 1;
     if (count === 0) {
       this.#openedAt = performance.now();
-      if (!this.#timerArmed) this.#arm(this.#settings.flushIntervalMs);
+      this.#timer.ensure(this.#settings.flushIntervalMs);
     }
     if (count + 1 >= this.#batchSize) this.#closeOpen();
     return true;
@@ -300,23 +304,6 @@ export class OutputQueue<P> {
     const count = this.#unreportedDrops;
     this.#unreportedDrops = 0;
     if (count > 0) this.#droppedFull(count);
-  };
-
-  /** One timer serves every batch: when it fires for a batch that already left, it re-arms for the open one. */
-  #arm(delayMs: number): void {
-    this.#timerArmed = true;
-    this.#timer = setTimeout(this.#onTimer, delayMs);
-    // The server's own handles keep the process alive; an output's timer must not.
-    this.#timer.unref();
-  }
-
-  readonly #onTimer = (): void => {
-    this.#timerArmed = false;
-    if (this.#count === 0 || this.#stopped) return;
-    const wait = this.#openedAt + this.#settings.flushIntervalMs - performance.now();
-    // Timers and performance.now() may disagree by a fraction of a millisecond.
-    if (wait > 1) this.#arm(wait);
-    else this.#closeOpen();
   };
 
   #closeOpen(): void {
@@ -551,8 +538,7 @@ export class OutputQueue<P> {
     this.#open = [];
     this.#count = 0;
     this.#pending = [];
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timerArmed = false;
+    this.#timer.stop();
     this.#interrupt?.();
     this.#attempts.close();
     this.#whenIdle?.();
