@@ -124,6 +124,20 @@ function fillParameters(parameters: unknown[], rows: HistoryColumns, start: numb
   }
 }
 
+/**
+ * A prune's delete of one check's oldest rows on SQLite (the same statement as on PostgreSQL,
+ * through Kysely there), with six parameters: check id, cutoff, check id, cutoff, the offset of
+ * the boundary row (at most this many rows plus one are deleted), cutoff.
+ */
+const PRUNE_CHECK_SQLITE = `
+  delete from healthcheck_history
+  where check_id = ? and time < ?
+    and time <= coalesce((
+      select h.time from healthcheck_history h
+      where h.check_id = ? and h.time < ?
+      order by h.time limit 1 offset ?
+    ), ?)`;
+
 /** One prepared INSERT of a fixed number of rows and the parameter array it reuses. */
 interface PreparedInsert {
   readonly statement: SQLite.Statement<unknown[]>;
@@ -202,9 +216,14 @@ export class HistoryStore {
   readonly #sqliteInserts: SqliteHistoryInserts | undefined;
   /** The INSERT of a full statement on PostgreSQL, made once. */
   readonly #fullInsert: string;
+  /** The better-sqlite3 connection under Kysely; undefined on PostgreSQL. */
+  readonly #sqlite: SQLite.Database | undefined;
+  /** {@link PRUNE_CHECK_SQLITE}, prepared at the first prune (the table exists by then). */
+  #pruneStatement: SQLite.Statement<unknown[]> | undefined;
 
   constructor(database: Database) {
     this.#db = database.kysely.withTables<HealthcheckTables>();
+    this.#sqlite = database.sqlite;
     this.#sqliteInserts = database.sqlite === undefined ? undefined : new SqliteHistoryInserts(database.sqlite);
     this.#fullInsert = insertHistoryText(HISTORY_INSERT_ROWS, "postgres");
   }
@@ -475,6 +494,15 @@ export class HistoryStore {
    * @returns the number of rows deleted; `maxRows` means there may be more
    */
   async pruneCheck(id: number, cutoffMs: number, maxRows: number): Promise<number> {
+    const sqlite = this.#sqlite;
+    if (sqlite !== undefined) {
+      // One statement prepared once: a prune runs it once per check (10 000 with 10 000 checks),
+      // and Kysely's driver would parse and plan it again each time.
+      return await this.#db.connection().execute(async () => {
+        this.#pruneStatement ??= sqlite.prepare<unknown[]>(PRUNE_CHECK_SQLITE);
+        return this.#pruneStatement.run(id, cutoffMs, id, cutoffMs, maxRows - 1, cutoffMs).changes;
+      });
+    }
     // The boundary is the time of the maxRows-th oldest row below the cutoff (NULL when fewer).
     const result = await sql`
       delete from healthcheck_history
