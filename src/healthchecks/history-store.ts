@@ -124,6 +124,20 @@ function fillParameters(parameters: unknown[], rows: HistoryColumns, start: numb
   }
 }
 
+/**
+ * A prune's delete of one check's oldest rows on SQLite (the same statement as on PostgreSQL,
+ * through Kysely there), with six parameters: check id, cutoff, check id, cutoff, the offset of
+ * the boundary row (at most this many rows plus one are deleted), cutoff.
+ */
+const PRUNE_CHECK_SQLITE = `
+  delete from healthcheck_history
+  where check_id = ? and time < ?
+    and time <= coalesce((
+      select h.time from healthcheck_history h
+      where h.check_id = ? and h.time < ?
+      order by h.time limit 1 offset ?
+    ), ?)`;
+
 /** One prepared INSERT of a fixed number of rows and the parameter array it reuses. */
 interface PreparedInsert {
   readonly statement: SQLite.Statement<unknown[]>;
@@ -202,9 +216,14 @@ export class HistoryStore {
   readonly #sqliteInserts: SqliteHistoryInserts | undefined;
   /** The INSERT of a full statement on PostgreSQL, made once. */
   readonly #fullInsert: string;
+  /** The better-sqlite3 connection under Kysely; undefined on PostgreSQL. */
+  readonly #sqlite: SQLite.Database | undefined;
+  /** {@link PRUNE_CHECK_SQLITE}, prepared at the first prune (the table exists by then). */
+  #pruneStatement: SQLite.Statement<unknown[]> | undefined;
 
   constructor(database: Database) {
     this.#db = database.kysely.withTables<HealthcheckTables>();
+    this.#sqlite = database.sqlite;
     this.#sqliteInserts = database.sqlite === undefined ? undefined : new SqliteHistoryInserts(database.sqlite);
     this.#fullInsert = insertHistoryText(HISTORY_INSERT_ROWS, "postgres");
   }
@@ -454,18 +473,26 @@ export class HistoryStore {
   }
 
   /**
-   * Up to `limit` checks (id and name) of ids greater than `afterId`, ascending: how a prune walks
-   * every check.
+   * Up to `limit` checks of ids greater than `afterId`, ascending: how a prune walks every check.
+   * `stale` says whether the check has a result older than `cutoffMs` (milliseconds since the
+   * epoch): one probe of the primary key per check, in the same statement, so that a prune runs a
+   * delete only for the checks that have something to delete (after a restart, none of 10 000).
    */
-  async checkIdsAfter(afterId: number, limit: number): Promise<Array<{ id: number; name: string }>> {
-    const rows = await this.#db
-      .selectFrom("healthcheck_history_check")
-      .select(["id", "name"])
-      .where("id", ">", afterId)
-      .orderBy("id")
-      .limit(limit)
-      .execute();
-    return rows.map((row) => ({ id: Number(row.id), name: row.name }));
+  async checkIdsAfter(
+    afterId: number,
+    limit: number,
+    cutoffMs: number,
+  ): Promise<Array<{ id: number; name: string; stale: boolean }>> {
+    const { rows } = await sql<{ id: number; name: string; stale: number | boolean }>`
+      select c.id, c.name, exists (
+        select 1 from healthcheck_history h where h.check_id = c.id and h.time < ${cutoffMs}
+      ) as stale
+      from healthcheck_history_check c
+      where c.id > ${afterId}
+      order by c.id
+      limit ${limit}`.execute(this.#db);
+    // SQLite answers 0/1 for a boolean expression, PostgreSQL true/false.
+    return rows.map((row) => ({ id: Number(row.id), name: row.name, stale: row.stale === true || row.stale === 1 }));
   }
 
   /**
@@ -475,6 +502,15 @@ export class HistoryStore {
    * @returns the number of rows deleted; `maxRows` means there may be more
    */
   async pruneCheck(id: number, cutoffMs: number, maxRows: number): Promise<number> {
+    const sqlite = this.#sqlite;
+    if (sqlite !== undefined) {
+      // One statement prepared once: a prune runs it once per check (10 000 with 10 000 checks),
+      // and Kysely's driver would parse and plan it again each time.
+      return await this.#db.connection().execute(async () => {
+        this.#pruneStatement ??= sqlite.prepare<unknown[]>(PRUNE_CHECK_SQLITE);
+        return this.#pruneStatement.run(id, cutoffMs, id, cutoffMs, maxRows - 1, cutoffMs).changes;
+      });
+    }
     // The boundary is the time of the maxRows-th oldest row below the cutoff (NULL when fewer).
     const result = await sql`
       delete from healthcheck_history

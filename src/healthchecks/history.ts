@@ -305,8 +305,9 @@ export class ResultHistory {
   }
 
   /**
-   * Deletes the results older than the retention as of `nowMs`, one bounded delete per check at a
-   * time (yielding to the event loop between them), then the names no result refers to. Joins a
+   * Deletes the results older than the retention as of `nowMs`, one bounded delete at a time
+   * (yielding to the event loop between them) for each check that has such results, then the names
+   * no result refers to. Joins a
    * prune already running. Never rejects: a failure is logged and the next prune starts over.
    *
    * @param nowMs milliseconds since the epoch
@@ -500,20 +501,23 @@ export class ResultHistory {
     try {
       let after = 0;
       for (;;) {
-        const checks = await this.#storage.checkIdsAfter(after, PRUNE_CHECKS_PER_PAGE);
+        // close() waits for the prune: stop between two statements.
+        if (this.#closed) return deleted;
+        const checks = await this.#storage.checkIdsAfter(after, PRUNE_CHECKS_PER_PAGE, cutoffMs);
         if (checks.length === 0) break;
-        const ids = checks.filter((check) => this.#prunes(check.name)).map((check) => check.id);
-        for (const id of ids) {
-          for (;;) {
-            // close() waits for the prune: stop between two deletes.
+        const mine = checks.filter((check) => this.#prunes(check.name));
+        for (const { id, stale } of mine) {
+          // Nothing older than the cutoff: no delete (rows written later are newer than it).
+          let more = stale;
+          while (more) {
             if (this.#closed) return deleted;
             const rows = await this.#storage.pruneCheck(id, cutoffMs, PRUNE_DELETE_ROWS);
             deleted += rows;
             await yieldToEventLoop();
-            if (rows < PRUNE_DELETE_ROWS) break;
+            more = rows === PRUNE_DELETE_ROWS;
           }
         }
-        if (ids.length > 0) await this.#forgetUnused(ids);
+        if (mine.length > 0) await this.#forgetUnused(mine.map((check) => check.id));
         after = checks.at(-1)?.id ?? after;
       }
     } catch (error) {

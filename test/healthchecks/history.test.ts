@@ -325,6 +325,26 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
       expect(await writer.list(name, { limit: 100 })).toHaveLength(1);
     });
 
+    it.skipIf(skip)("deletes only for the checks with results older than the retention", async () => {
+      const writer = history({ retentionMs: HOUR });
+      const [old, fresh] = [unique("old"), unique("fresh")];
+      await seed(writer, [result(old, NOW - 2 * HOUR, true), result(old, NOW, true), result(fresh, NOW, true)]);
+      const ids = await database.kysely
+        .withTables<HealthcheckTables>()
+        .selectFrom("healthcheck_history_check")
+        .select(["id", "name"])
+        .where("name", "in", [old, fresh])
+        .execute();
+      const idOf = (name: string) => Number(ids.find((row) => row.name === name)?.id);
+      const deletes = vi.spyOn(HistoryStore.prototype, "pruneCheck");
+      expect(await writer.prune(NOW)).toBeGreaterThanOrEqual(1);
+      const pruned = deletes.mock.calls.map(([id]) => id);
+      expect(pruned).toContain(idOf(old));
+      expect(pruned).not.toContain(idOf(fresh));
+      expect(await writer.list(old, { limit: 10 })).toHaveLength(1);
+      expect(await writer.list(fresh, { limit: 10 })).toHaveLength(1);
+    });
+
     it.skipIf(skip)("forgets the names no result refers to, and records them again later", async () => {
       const writer = history({ retentionMs: HOUR });
       const name = unique("gone");
