@@ -114,6 +114,7 @@ export const commentsModule = defineModule({
     const checks = {
       metrics,
       mailStore,
+      store,
       spam: {
         honeypot: spam.honeypot,
         minAnswerMs: spam["min-answer-time"].milliseconds,

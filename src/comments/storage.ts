@@ -280,6 +280,17 @@ export class CommentStore {
   }
 
   /**
+   * The rate limit's answer for one more comment from this address, read outside any transaction:
+   * a cheap refusal before costly work (an outside spam check). {@link add} checks again inside its
+   * transaction, which alone decides.
+   * @param now milliseconds since the epoch
+   * @returns seconds to wait (see {@link retryAfterSeconds}), or `undefined` when allowed
+   */
+  retryAfter(website: string, clientAddress: string, now: number): Promise<number | undefined> {
+    return checkRateLimit(this.#db, this.#policy, website, clientAddress, now);
+  }
+
+  /**
    * Stores a comment and its `new-comment` event in one transaction, after checking that its
    * challenge was not used and that the client is within the rate limit, in that order. Refusals
    * leave nothing behind: the challenge stays usable, the attempt is not counted.

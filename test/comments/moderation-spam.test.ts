@@ -170,4 +170,27 @@ describe.each(DATABASE_KINDS)("moderation modes and spam on $kind", ({ kind, ski
     expect(await newest(app, "open")).toMatchObject({ approved: true });
     expect((await app.inject({ url: "/metrics" })).body).toContain('comments_spam_total{signal="akismet"} 1');
   });
+
+  it.skipIf(skip)("answers the rate limit before asking the Akismet-compatible service", async () => {
+    const { app } = await servers.start({
+      ...base,
+      "rate-limit": { comments: 1, per: "10m" },
+      // A website of its own: the other tests' comments count in the same database.
+      websites: [...WEBSITES, { name: "limited", moderation: "none" }],
+      akismet: { key: "akismet-key", url: akismetUrl },
+    });
+    forms.length = 0;
+    expect((await addComment(app, "limited", "post", { content: "first" })).statusCode).toBe(201);
+    expect(forms.length).toBe(1);
+    const refused = await addComment(app, "limited", "post", { content: "second" });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toEqual({
+      error: expect.stringMatching(/^too many comments from this address; retry in \d+ s$/),
+    });
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(forms.length).toBe(1);
+    expect((await app.inject({ url: "/metrics" })).body).toMatch(
+      /comments_rejected_total\{[^}]*website="limited"[^}]*reason="rate_limit"[^}]*\} 1/,
+    );
+  });
 });

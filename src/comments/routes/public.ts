@@ -169,7 +169,8 @@ function registerCountRoute(app: FastifyInstance, options: PublicRoutesOptions, 
 /**
  * `POST /api/v1/comment/<website>/<article>`. Order of checks: fields (400), website and article
  * (404), challenge (400), answer time (400), parent (400), honeypot (201, nothing stored), challenge
- * already used (400), moderation mode and spam checks, rate limit (429), then store.
+ * already used (400), moderation mode and spam checks (the rate limit, 429, is read before an
+ * Akismet-compatible service is asked), rate limit (429), then store.
  */
 function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, cors: CorsOptions): void {
   const { websites, metrics, challenge } = options;
@@ -201,7 +202,7 @@ function registerPostRoute(app: FastifyInstance, options: PublicRoutesOptions, c
       if (await caughtByHoneypot(options.checks, fields, website, article, time, expiresAt)) {
         return { message: "Comment added" };
       }
-      const verdict = await verdictOf(options.checks, request, website, article, fields);
+      const verdict = await verdictOf(options.checks, request, website, article, fields, time);
       const comment = await storeComment(options, request, website, article, fields, time, verdict);
       metrics.added(website.name);
       announce(options, website, article, fields, comment, verdict);

@@ -5,13 +5,14 @@
  * Akismet-compatible check.
  */
 import type { FastifyRequest } from "fastify";
-import { InvalidError } from "../../platform/errors.js";
+import { InvalidError, RateLimitedError } from "../../platform/errors.js";
 import { escapeHtml } from "../../platform/html.js";
 import { checkWithAkismet } from "../akismet.js";
 import { CHALLENGE_ALREADY_USED } from "../challenge.js";
 import type { CommentFields } from "../comment-validation.js";
 import type { CommentMetrics } from "../metrics.js";
 import { answeredTooFast, countLinks, TOO_FAST } from "../spam.js";
+import { type CommentStore, rateLimitMessage } from "../storage.js";
 import type { MailStore } from "../storage-mail.js";
 import type { Website } from "../websites.js";
 
@@ -34,6 +35,8 @@ export interface SpamCheckContext {
   readonly spam: SpamSettings;
   readonly metrics: CommentMetrics;
   readonly mailStore: MailStore;
+  /** The rate limit's early answer, asked before the outside spam check. */
+  readonly store: Pick<CommentStore, "retryAfter">;
 }
 
 /**
@@ -79,8 +82,12 @@ export interface Verdict {
  * Refuses a challenge used already (before any query or call below), then gives the moderation
  * mode's answer (`none` approves, `first` approves an author already approved on
  * the website with the same name and address, `all` holds), then the spam signals, which can only
- * hold: more than `max-links` links, an Akismet `true`.
+ * hold: more than `max-links` links, an Akismet `true` (asked only when the rate limit would take
+ * the comment).
+ * @param now milliseconds since the epoch
  * @throws InvalidError `The challenge has already been used`
+ * @throws RateLimitedError before the Akismet-compatible service is asked, when the rate limit
+ *   refuses the comment already
  */
 export async function verdictOf(
   context: SpamCheckContext,
@@ -88,6 +95,7 @@ export async function verdictOf(
   website: Website,
   article: string,
   fields: CommentFields,
+  now: number,
 ): Promise<Verdict> {
   const { spam, metrics, mailStore } = context;
   if (await mailStore.challengeUsed(fields.signature)) {
@@ -104,6 +112,13 @@ export async function verdictOf(
     approved = false;
   }
   if (spam.akismet === undefined) return { approved, spam: false };
+  // The outside service is asked only for a comment the rate limit would take: a flood from one
+  // address must not turn into as many requests to the service (its quota, its cost).
+  const wait = await context.store.retryAfter(website.name, request.ip, now);
+  if (wait !== undefined) {
+    metrics.rejected(website.name, "rate_limit");
+    throw new RateLimitedError(rateLimitMessage(wait), wait);
+  }
   const origin = request.headers.origin;
   const blog = typeof origin === "string" && origin !== "null" ? origin : spam.publicUrl;
   const verdict = await checkWithAkismet(spam.akismet.url, spam.akismet.key, {
