@@ -114,6 +114,16 @@ export function requestHeaders(
   return headers;
 }
 
+/**
+ * A request path with the configured URL's query (`?a=1`, or empty) added: after `&` when the
+ * path has a query of its own already (Elasticsearch's `/_bulk?filter_path=…`, InfluxDB's
+ * `/write?db=…`), so both reach the receiver (RFC 3986 §3.4: one query per URI).
+ */
+export function withQuery(path: string, search: string): string {
+  if (search === "") return path;
+  return path.includes("?") ? `${path}&${search.slice(1)}` : `${path}${search}`;
+}
+
 /** One receiver: its origin, path, headers and keep-alive connection pool. */
 export class HttpTarget {
   readonly #agent: Agent;
@@ -128,7 +138,7 @@ export class HttpTarget {
   constructor(options: HttpTargetOptions) {
     const { url, authorization } = splitCredentials(options.url);
     this.#origin = url.origin;
-    this.#path = `${options.path === undefined ? url.pathname : options.path(url.pathname)}${url.search}`;
+    this.#path = withQuery(options.path === undefined ? url.pathname : options.path(url.pathname), url.search);
     this.#headers = requestHeaders(options.headers, options.protocolHeaders, authorization);
     this.#method = options.method ?? "POST";
     this.#readAnswer = options.readAnswer;

@@ -108,6 +108,41 @@ describe("HttpTarget.send", () => {
     }
   });
 
+  it("keeps the configured URL's query beside the query of the receiver's path", async () => {
+    const server = await listening((request, response) => {
+      request.resume();
+      request.on("end", () => response.end(request.url));
+    });
+    const urls: string[] = [];
+    const readAnswer = (answer: { text: string }) => {
+      urls.push(answer.text);
+      return { kind: "sent" as const };
+    };
+    const own = (path: string) => `${path.replace(/\/+$/, "")}/_bulk?filter_path=errors`;
+    const targets = [
+      new HttpTarget({
+        url: `${server.url}es?pipeline=p`,
+        path: own,
+        headers: {},
+        protocolHeaders: {},
+        timeoutMs: 2000,
+      }),
+      new HttpTarget({ url: `${server.url}hook?x=1&y=2`, headers: {}, protocolHeaders: {}, timeoutMs: 2000 }),
+      new HttpTarget({ url: `${server.url}es`, path: own, headers: {}, protocolHeaders: {}, timeoutMs: 2000 }),
+    ];
+    try {
+      for (const target of targets) await target.post("[]", new AbortController().signal, { readAnswer });
+      expect(urls).toEqual([
+        "/es/_bulk?filter_path=errors&pipeline=p",
+        "/hook?x=1&y=2",
+        "/es/_bulk?filter_path=errors",
+      ]);
+    } finally {
+      for (const target of targets) await target.close(true);
+      await server.close();
+    }
+  });
+
   it("reads only what the outcome needs, whatever the answer's size, and leaves no listener on the signal", async () => {
     const long = "x".repeat(300_000);
     const answers = [
