@@ -12,8 +12,12 @@ import { type RequestBytes, requestBytes } from "./remote-write-series-cache.js"
 
 /** Requests larger than this many bytes (decoded) get no plan: its copy would take as much. */
 export const PLANNED_REQUEST_BYTES = 4 * 1024 * 1024;
-/** Plans kept, one per request length (a few shards of a few Prometheus): the oldest goes first. */
-const KEPT_PLANS = 8;
+/** Samples whose bytes are copied between two comparisons of what precedes them. */
+const SAMPLES_PER_COMPARISON = 64;
+/** Request lengths whose plans are kept (a few shards of a few Prometheus): the oldest goes first. */
+const KEPT_LENGTHS = 8;
+/** Plans kept per request length (shards whose requests happen to have the same length). */
+const PLANS_PER_LENGTH = 2;
 
 /** The layout of a request: each series' template and the sample positions of each. */
 export interface RequestPlan {
@@ -57,11 +61,11 @@ export class PlanRecorder {
 }
 
 /**
- * The plans of one route's decoders, by request length. Every method is synchronous; a plan is
- * never changed once made, except the sample bytes of its copy.
+ * The plans of one route's decoders, by request length, the latest matched first. Every method is
+ * synchronous; a plan is never changed once made, except the sample bytes of its copy.
  */
 export class RequestPlans {
-  readonly #plans = new Map<number, RequestPlan>();
+  readonly #plans = new Map<number, RequestPlan[]>();
   /** Requests in a row that matched no plan. */
   #misses = 0;
 
@@ -73,24 +77,20 @@ export class RequestPlans {
    * @returns undefined when no plan matches
    */
   match(bytes: RequestBytes): RequestPlan | undefined {
-    const plan = this.#matching(bytes);
-    this.#misses = plan === undefined ? this.#misses + 1 : 0;
-    return plan;
-  }
-
-  #matching(bytes: RequestBytes): RequestPlan | undefined {
-    const plan = this.#plans.get(bytes.buffer.length);
-    if (plan === undefined) return undefined;
-    const copy = plan.copy.view;
-    const view = bytes.view;
-    const positions = plan.positions;
-    for (let i = 0; i + 1 < positions.length; i += 2) {
-      const end = positions[i + 1] ?? 0;
-      let p = positions[i] ?? end;
-      for (; p + 4 <= end; p += 4) copy.setUint32(p, view.getUint32(p));
-      for (; p < end; p++) copy.setUint8(p, view.getUint8(p));
+    const plans = this.#plans.get(bytes.buffer.length);
+    if (plans !== undefined) {
+      for (let i = 0; i < plans.length; i++) {
+        const plan = plans[i];
+        if (plan === undefined || !matches(plan, bytes)) continue;
+        // The latest matched first: the other one (if any) is the first evicted.
+        plans[i] = plans[0] ?? plan;
+        plans[0] = plan;
+        this.#misses = 0;
+        return plan;
+      }
     }
-    return plan.copy.buffer.equals(bytes.buffer) ? plan : undefined;
+    this.#misses++;
+    return undefined;
   }
 
   /**
@@ -105,24 +105,52 @@ export class RequestPlans {
 
   /** Makes a plan of the request `bytes` from what `recorder` noted while decoding it. */
   add(bytes: Uint8Array, recorder: PlanRecorder): void {
-    if (!this.#plans.has(bytes.length) && this.#plans.size >= KEPT_PLANS) {
+    const length = bytes.length;
+    const plans = this.#plans.get(length) ?? [];
+    if (plans.length === 0 && this.#plans.size >= KEPT_LENGTHS) {
       const oldest = this.#plans.keys().next();
       if (oldest.done !== true) this.#plans.delete(oldest.value);
     }
-    this.#plans.delete(bytes.length); // set again: the newest goes last
-    this.#plans.set(bytes.length, {
+    if (plans.length >= PLANS_PER_LENGTH) plans.pop();
+    plans.unshift({
       copy: requestBytes(Uint8Array.from(bytes)),
       templates: recorder.templates,
       seriesEnds: recorder.seriesEnds,
       positions: recorder.positions,
     });
+    this.#plans.delete(length); // set again: the newest length goes last
+    this.#plans.set(length, plans);
     recorder.templates = [];
     recorder.seriesEnds = [];
     recorder.positions = [];
   }
 
-  /** How many plans are kept. */
+  /** How many request lengths have plans. */
   get size(): number {
     return this.#plans.size;
   }
+}
+
+/**
+ * Whether `bytes` is the request of `plan` but for the bytes of its samples, copied over the plan's
+ * copy as it goes.
+ */
+function matches(plan: RequestPlan, bytes: RequestBytes): boolean {
+  const copy = plan.copy;
+  const view = bytes.view;
+  const positions = plan.positions;
+  // Compared a chunk of samples at a time: a request that differs early costs little.
+  let compared = 0;
+  for (let i = 0; i + 1 < positions.length; i += 2) {
+    const end = positions[i + 1] ?? 0;
+    let p = positions[i] ?? end;
+    for (; p + 4 <= end; p += 4) copy.view.setUint32(p, view.getUint32(p));
+    for (; p < end; p++) copy.view.setUint8(p, view.getUint8(p));
+    if (i % (2 * SAMPLES_PER_COMPARISON) === 0) {
+      if (bytes.buffer.compare(copy.buffer, compared, end, compared, end) !== 0) return false;
+      compared = end;
+    }
+  }
+  const length = bytes.buffer.length;
+  return bytes.buffer.compare(copy.buffer, compared, length, compared, length) === 0;
 }

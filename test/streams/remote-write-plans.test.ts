@@ -132,6 +132,19 @@ describe("RequestPlans", () => {
     expect(plans.match(requestBytes(planned))).toBeDefined();
   });
 
+  it("keeps two layouts of the same length, evicting the one matched least recently", () => {
+    const plans = new RequestPlans();
+    const layout = (label: number) => Uint8Array.from({ length: 40 }, (_, i) => (i === 0 ? label : i));
+    record(layout(1), plans);
+    record(layout(2), plans);
+    expect(plans.match(requestBytes(layout(1)))).toBeDefined();
+    expect(plans.match(requestBytes(layout(2)))).toBeDefined();
+    record(layout(3), plans); // evicts layout 1, matched before layout 2
+    expect(plans.match(requestBytes(layout(2)))).toBeDefined();
+    expect(plans.match(requestBytes(layout(3)))).toBeDefined();
+    expect(plans.match(requestBytes(layout(1)))).toBeUndefined();
+  });
+
   it("records after 1, 2, 4, 8 … requests in a row that matched no plan", () => {
     const plans = new RequestPlans();
     const wanted: boolean[] = [];
