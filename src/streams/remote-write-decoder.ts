@@ -209,13 +209,21 @@ export class RemoteWriteDecoder {
       const series = this.#planSeries;
       const template = templates[series];
       if (template === undefined) return true;
-      this.#template = template;
-      this.#seriesBound = undefined;
-      this.#nextSample = series === 0 ? 0 : (plan.seriesEnds[series - 1] ?? 0);
-      this.#sampleSlots = plan.seriesEnds[series] ?? 0;
+      const first = series === 0 ? 0 : (plan.seriesEnds[series - 1] ?? 0);
+      const last = plan.seriesEnds[series] ?? 0;
       this.#planSeries = series + 1;
       budget -= 1; // as in #next
-      if (budget <= 0) return false;
+      if (last - first === 2) {
+        // One sample, as Prometheus sends each series: emitted here, without the loop's state.
+        budget -= 1;
+        if (this.#sample(plan.positions[first] ?? 0, plan.positions[first + 1] ?? 0)) this.#emit(template, emit);
+      } else {
+        this.#template = template;
+        this.#seriesBound = undefined;
+        this.#nextSample = first;
+        this.#sampleSlots = last;
+      }
+      if (budget <= 0) return this.#nextSample >= this.#sampleSlots && this.#planSeries >= templates.length;
     }
   }
 
@@ -396,14 +404,19 @@ export class RemoteWriteDecoder {
         this.refused.set(bound, (this.refused.get(bound) ?? 0) + 1);
         continue;
       }
-      const event = { ...this.#template };
-      event.metric = this.#sampleValue;
-      event.time = this.#sampleTimestamp / 1000;
-      emit(event);
-      this.#emitted++;
+      this.#emit(this.#template, emit);
     }
     this.#position = saved;
     return read;
+  }
+
+  /** Emits the sample just read as a copy of `template`. */
+  #emit(template: Event, emit: (event: Event) => void): void {
+    const event = { ...template };
+    event.metric = this.#sampleValue;
+    event.time = this.#sampleTimestamp / 1000;
+    emit(event);
+    this.#emitted++;
   }
 
   /**
@@ -439,7 +452,7 @@ export class RemoteWriteDecoder {
       const wire = tag & 7;
       if (wire === LENGTH_DELIMITED && (tag >>> 3 === 1 || tag >>> 3 === 2)) {
         const length = this.#length(end);
-        const text = this.#string(this.#position, this.#position + length);
+        const text = utf8.decode(this.#buffer.subarray(this.#position, this.#position + length));
         this.#position += length;
         if (tag >>> 3 === 1) {
           name = text;
@@ -513,11 +526,6 @@ export class RemoteWriteDecoder {
   #stale(position: number): boolean {
     const view = this.#view;
     return view.getUint32(position + 4, true) === STALE_HIGH && view.getUint32(position, true) === STALE_LOW;
-  }
-
-  /** Decodes UTF-8 bytes. */
-  #string(start: number, end: number): string {
-    return utf8.decode(this.#buffer.subarray(start, end));
   }
 
   #varint32(): number {
