@@ -11,7 +11,7 @@ import type { Event } from "./event.js";
 import { type RequestBytes, requestBytes } from "./remote-write-series-cache.js";
 
 /** Requests larger than this many bytes (decoded) get no plan: its copy would take as much. */
-export const PLANNED_REQUEST_BYTES = 4 * 1024 * 1024;
+export const PLANNED_REQUEST_BYTES = 2 * 1024 * 1024;
 /** Samples whose bytes are copied between two comparisons of what precedes them. */
 const SAMPLES_PER_COMPARISON = 64;
 /** Request lengths whose plans are kept (a few shards of a few Prometheus): the oldest goes first. */
