@@ -124,11 +124,6 @@ export class RequestPlans {
     recorder.seriesEnds = [];
     recorder.positions = [];
   }
-
-  /** How many request lengths have plans. */
-  get size(): number {
-    return this.#plans.size;
-  }
 }
 
 /**
