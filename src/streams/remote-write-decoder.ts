@@ -6,22 +6,23 @@
  * request order, samples in series order.
  *
  * Hand-written for this one hot path: it builds no intermediate message objects, reuses labels
- * across series and requests, and reads samples in place. `proto/remote-write.proto` is the
+ * across series and requests, and reads samples in place. A request laid out as one decoded before
+ * (the same bytes but for its samples') is not read series by series: its samples are read where
+ * they were ({@link RequestPlans}). `proto/remote-write.proto` is the
  * schema; a differential test checks this decoder against protobufjs on varied inputs.
  */
 import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter } from "./event-bounds.js";
 import { FIXED32, FIXED64, LENGTH_DELIMITED, VARINT } from "./protobuf-wire.js";
+import { PlanRecorder, type RequestPlan, RequestPlans } from "./remote-write-plans.js";
 import {
-  ByteSlabs,
-  CACHED_SERIES_BYTES,
   type CachedSeries,
   hashOf,
+  LabelCache,
+  leadingLabelsEnd,
   type RequestBytes,
   requestBytes,
   SeriesCache,
-  type SlabBytes,
-  sameBytes,
 } from "./remote-write-series-cache.js";
 import { TurnClock } from "./slices.js";
 
@@ -37,24 +38,11 @@ export class RemoteWriteError extends Error {
 const STALE_HIGH = 0x7ff00000;
 const STALE_LOW = 0x00000002;
 
-/** How many distinct labels are remembered before the cache starts over. */
-const CACHE_LIMIT = 100_000;
-/** Bytes of label copies held before the label cache starts over. */
-const CACHE_BYTES = 8 * 1024 * 1024;
-
 /** Sample positions (two per sample) kept between requests; a longer list is let go. */
 const KEPT_SAMPLE_SLOTS = 4096;
 
 /** Samples (or series) decoded between two looks at the clock, when decoding in slices. */
 const SAMPLES_PER_CHECK = 1024;
-
-/** A label remembered with its decoded name and value and their UTF-8 bytes. */
-interface CachedLabel extends SlabBytes {
-  readonly name: string;
-  readonly value: string;
-  readonly nameBytes: number;
-  readonly valueBytes: number;
-}
 
 /** Series of a request that were over an event bound: their samples, by bound. */
 export type RefusedSamples = Map<EventBound, number>;
@@ -75,9 +63,13 @@ const SERVICE_BYTES = "service".length;
  */
 export class RemoteWriteDecoder {
   // Labels by the 30-bit hash of their bytes; collisions are resolved by comparing bytes.
-  #labels = new Map<number, CachedLabel>();
-  #labelSlabs = new ByteSlabs();
+  #labels = new LabelCache();
   #seriesCache = new SeriesCache();
+  #plans = new RequestPlans();
+  readonly #recorder = new PlanRecorder();
+  /** The plan the request being decoded matched, and the next of its series to emit. */
+  #plan: RequestPlan | undefined;
+  #planSeries = 0;
   /** The series decoded last in this request, whose successor is predicted to come next. */
   #previous: CachedSeries | undefined;
   readonly #meter: EventMeter | undefined;
@@ -87,6 +79,8 @@ export class RemoteWriteDecoder {
   #samplePositions: number[] = [];
   /** How many entries of `#samplePositions` are the current series' (its length is never cut: that is a slow call). */
   #sampleSlots = 0;
+  /** Where `#emitSamples` reads sample positions: `#samplePositions`, or the matched plan's. */
+  #positions: readonly number[] = [];
   #labelName = "";
   #labelValue = "";
   #labelNameBytes = 0;
@@ -115,8 +109,8 @@ export class RemoteWriteDecoder {
   fork(): RemoteWriteDecoder {
     const fork = new RemoteWriteDecoder(this.#meter?.bounds);
     fork.#labels = this.#labels;
-    fork.#labelSlabs = this.#labelSlabs;
     fork.#seriesCache = this.#seriesCache;
+    fork.#plans = this.#plans;
     return fork;
   }
 
@@ -154,9 +148,15 @@ export class RemoteWriteDecoder {
     this.#nextSample = 0;
     this.#emitted = 0;
     this.refused.clear();
+    this.#plan = this.#plans.match(this.#bytes);
+    this.#planSeries = 0;
+    this.#positions = this.#plan?.positions ?? this.#samplePositions;
+    this.#recorder.start(this.#plan === undefined && this.#plans.wants(buffer.length));
   }
 
   #end(): number {
+    if (this.#recorder.recording) this.#plans.add(this.#buffer, this.#recorder);
+    this.#plan = undefined;
     // The positions of a series of very many samples are not kept until the next such series.
     if (this.#samplePositions.length > KEPT_SAMPLE_SLOTS) this.#samplePositions = [];
     this.#buffer = new Uint8Array(0);
@@ -172,6 +172,7 @@ export class RemoteWriteDecoder {
    * @returns true once the whole request is read
    */
   #next(limit: number, emit: (event: Event) => void): boolean {
+    if (this.#plan !== undefined) return this.#replay(this.#plan, limit, emit);
     const end = this.#buffer.length;
     let budget = limit;
     for (;;) {
@@ -184,12 +185,52 @@ export class RemoteWriteDecoder {
       if (tag >>> 3 === 1 && (tag & 7) === LENGTH_DELIMITED) {
         const length = this.#length(end);
         this.#series(this.#position + length);
+        if (this.#recorder.recording) this.#record();
         budget -= 1; // a series of no samples still costs its labels
       } else {
         this.#skip(tag & 7, end);
       }
       if (budget <= 0) return false;
     }
+  }
+
+  /**
+   * {@link #next} for a request that matched a plan: its series are the plan's, in order, with their
+   * samples where the plan says; nothing else is read.
+   */
+  #replay(plan: RequestPlan, limit: number, emit: (event: Event) => void): boolean {
+    const templates = plan.templates;
+    let budget = limit;
+    for (;;) {
+      if (this.#nextSample < this.#sampleSlots) {
+        budget -= this.#emitSamples(budget, emit);
+        if (budget <= 0) return this.#nextSample >= this.#sampleSlots && this.#planSeries >= templates.length;
+      }
+      const series = this.#planSeries;
+      const template = templates[series];
+      if (template === undefined) return true;
+      const first = series === 0 ? 0 : (plan.seriesEnds[series - 1] ?? 0);
+      const last = plan.seriesEnds[series] ?? 0;
+      this.#planSeries = series + 1;
+      budget -= 1; // as in #next
+      if (last - first === 2) {
+        // One sample, as Prometheus sends each series: emitted here, without the loop's state.
+        budget -= 1;
+        if (this.#sample(plan.positions[first] ?? 0, plan.positions[first + 1] ?? 0)) this.#emit(template, emit);
+      } else {
+        this.#template = template;
+        this.#seriesBound = undefined;
+        this.#nextSample = first;
+        this.#sampleSlots = last;
+      }
+      if (budget <= 0) return this.#nextSample >= this.#sampleSlots && this.#planSeries >= templates.length;
+    }
+  }
+
+  /** Notes the series just read in the plan being recorded; a series over a bound stops the recording. */
+  #record(): void {
+    if (this.#seriesBound !== undefined) this.#recorder.recording = false;
+    else this.#recorder.series(this.#template, this.#samplePositions, this.#sampleSlots);
   }
 
   /**
@@ -208,7 +249,7 @@ export class RemoteWriteDecoder {
       cached = predicted;
       labelsEnd = start + predicted.length;
     } else {
-      labelsEnd = this.#leadingLabelsEnd(end);
+      labelsEnd = leadingLabelsEnd(this.#buffer, start, end);
       if (labelsEnd >= 0) cached = cache.find(this.#bytes, start, labelsEnd);
     }
     if (cached !== undefined) {
@@ -225,33 +266,6 @@ export class RemoteWriteDecoder {
       labelsEnd = -1;
     }
     this.#decodeSeries(end, labelsEnd);
-  }
-
-  /**
-   * Where the labels that open the series at the current position end (the position does not move).
-   * @returns -1 when they are malformed (left for the full reading to report) or take more than
-   *   {@link CACHED_SERIES_BYTES}
-   */
-  #leadingLabelsEnd(end: number): number {
-    const buffer = this.#buffer;
-    const limit = Math.min(end, this.#position + CACHED_SERIES_BYTES);
-    let p = this.#position;
-    // 0x0a: field 1 (labels), length-delimited.
-    while (p < end && buffer[p] === 0x0a) {
-      let length = 0;
-      let shift = 0;
-      let byte = 0x80;
-      p++;
-      while (byte >= 0x80) {
-        if (p >= end || shift > 28) return -1;
-        byte = buffer[p++] ?? 0;
-        length += (byte & 0x7f) * 2 ** shift;
-        shift += 7;
-      }
-      p += length;
-      if (p > limit) return -1;
-    }
-    return p;
   }
 
   /**
@@ -372,7 +386,7 @@ export class RemoteWriteDecoder {
    * @returns how many samples were read
    */
   #emitSamples(limit: number, emit: (event: Event) => void): number {
-    const samples = this.#samplePositions;
+    const samples = this.#positions;
     const saved = this.#position;
     let read = 0;
     const slots = this.#sampleSlots;
@@ -390,14 +404,19 @@ export class RemoteWriteDecoder {
         this.refused.set(bound, (this.refused.get(bound) ?? 0) + 1);
         continue;
       }
-      const event = { ...this.#template };
-      event.metric = this.#sampleValue;
-      event.time = this.#sampleTimestamp / 1000;
-      emit(event);
-      this.#emitted++;
+      this.#emit(this.#template, emit);
     }
     this.#position = saved;
     return read;
+  }
+
+  /** Emits the sample just read as a copy of `template`. */
+  #emit(template: Event, emit: (event: Event) => void): void {
+    const event = { ...template };
+    event.metric = this.#sampleValue;
+    event.time = this.#sampleTimestamp / 1000;
+    emit(event);
+    this.#emitted++;
   }
 
   /**
@@ -407,8 +426,8 @@ export class RemoteWriteDecoder {
   #cachedLabel(start: number, end: number): void {
     // A hash of the label's bytes is cheaper than decoding its two strings.
     const hash = hashOf(this.#view, start, end);
-    const cached = this.#labels.get(hash);
-    if (cached !== undefined && sameBytes(cached, this.#bytes, start, end)) {
+    const cached = this.#labels.find(hash, this.#bytes, start, end);
+    if (cached !== undefined) {
       this.#labelName = cached.name;
       this.#labelValue = cached.value;
       this.#labelNameBytes = cached.nameBytes;
@@ -417,20 +436,10 @@ export class RemoteWriteDecoder {
       return;
     }
     this.#label(end);
-    if (this.#labels.size >= CACHE_LIMIT || this.#labelSlabs.bytes + end - start > CACHE_BYTES) {
-      this.#labels.clear();
-      this.#labelSlabs.clear();
-    }
-    const copy = this.#labelSlabs.copy(this.#bytes, start, end);
-    this.#labels.set(hash, {
-      slab: copy.slab,
-      offset: copy.offset,
-      length: copy.length,
-      name: this.#labelName,
-      value: this.#labelValue,
-      nameBytes: this.#labelNameBytes,
-      valueBytes: this.#labelValueBytes,
-    });
+    const name = this.#labelName;
+    const value = this.#labelValue;
+    const nameBytes = this.#labelNameBytes;
+    this.#labels.add(hash, this.#bytes, start, end, { name, value, nameBytes, valueBytes: this.#labelValueBytes });
   }
 
   #label(end: number): void {
@@ -443,7 +452,7 @@ export class RemoteWriteDecoder {
       const wire = tag & 7;
       if (wire === LENGTH_DELIMITED && (tag >>> 3 === 1 || tag >>> 3 === 2)) {
         const length = this.#length(end);
-        const text = this.#string(this.#position, this.#position + length);
+        const text = utf8.decode(this.#buffer.subarray(this.#position, this.#position + length));
         this.#position += length;
         if (tag >>> 3 === 1) {
           name = text;
@@ -517,11 +526,6 @@ export class RemoteWriteDecoder {
   #stale(position: number): boolean {
     const view = this.#view;
     return view.getUint32(position + 4, true) === STALE_HIGH && view.getUint32(position, true) === STALE_LOW;
-  }
-
-  /** Decodes UTF-8 bytes. */
-  #string(start: number, end: number): string {
-    return utf8.decode(this.#buffer.subarray(start, end));
   }
 
   #varint32(): number {

@@ -1,9 +1,9 @@
 /**
- * The cache of whole series of the remote write decoder: the labels of a series, as encoded bytes,
- * mapped to the event its samples become. Prometheus sends the same series again with every scrape
- * (the same labels, in the same order, encoded the same way), so a series seen before costs one
- * comparison of its label bytes and one copy of a ready-made event, instead of reading and setting
- * its labels one by one.
+ * The caches of the remote write decoder, single labels and whole series. The cache of whole series
+ * maps the labels of a series, as encoded bytes, to the event its samples become. Prometheus sends
+ * the same series again with every scrape (the same labels, in the same order, encoded the same
+ * way), so a series seen before costs one comparison of its label bytes and one copy of a
+ * ready-made event, instead of reading and setting its labels one by one.
  */
 import type { Event } from "./event.js";
 
@@ -179,4 +179,71 @@ export function sameBytes(series: SlabBytes, bytes: RequestBytes, start: number,
     if (slab.getUint32(offset + i, true) !== view.getUint32(start + i, true)) return false;
   for (; i < length; i++) if (slab.getUint8(offset + i) !== view.getUint8(start + i)) return false;
   return true;
+}
+
+/**
+ * Where the labels (field 1 of a TimeSeries) that open the series at `start` of `buffer` end.
+ * @returns -1 when they are malformed (left for the full reading to report), end past `end` or take
+ *   more than {@link CACHED_SERIES_BYTES}
+ */
+export function leadingLabelsEnd(buffer: Uint8Array, start: number, end: number): number {
+  const limit = Math.min(end, start + CACHED_SERIES_BYTES);
+  let p = start;
+  // 0x0a: field 1 (labels), length-delimited.
+  while (p < end && buffer[p] === 0x0a) {
+    let length = 0;
+    let shift = 0;
+    let byte = 0x80;
+    p++;
+    while (byte >= 0x80) {
+      if (p >= end || shift > 28) return -1;
+      byte = buffer[p++] ?? 0;
+      length += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+    }
+    p += length;
+    if (p > limit) return -1;
+  }
+  return p;
+}
+
+/** How many distinct labels are remembered before the label cache starts over. */
+const LABEL_CACHE_LABELS = 100_000;
+/** Bytes of label copies held before the label cache starts over. */
+const LABEL_CACHE_BYTES = 8 * 1024 * 1024;
+
+/** A label's decoded name and value and their UTF-8 lengths. */
+export interface DecodedLabel {
+  readonly name: string;
+  readonly value: string;
+  readonly nameBytes: number;
+  readonly valueBytes: number;
+}
+
+/** A label remembered with its bytes. */
+type CachedLabel = DecodedLabel & SlabBytes;
+
+/**
+ * Labels by the 30-bit hash of their bytes ({@link hashOf}); a collision replaces the older label,
+ * and a label is only found when its bytes are the same. Shared by the decoders of one route.
+ */
+export class LabelCache {
+  readonly #labels = new Map<number, CachedLabel>();
+  readonly #slabs = new ByteSlabs();
+
+  /** The label whose bytes (hashing to `hash`) are `[start, end)` of the request, if remembered. */
+  find(hash: number, bytes: RequestBytes, start: number, end: number): DecodedLabel | undefined {
+    const cached = this.#labels.get(hash);
+    return cached !== undefined && sameBytes(cached, bytes, start, end) ? cached : undefined;
+  }
+
+  /** Remembers `label`, whose bytes are `[start, end)` of the request. */
+  add(hash: number, bytes: RequestBytes, start: number, end: number, label: DecodedLabel): void {
+    if (this.#labels.size >= LABEL_CACHE_LABELS || this.#slabs.bytes + end - start > LABEL_CACHE_BYTES) {
+      this.#labels.clear();
+      this.#slabs.clear();
+    }
+    const { slab, offset, length } = this.#slabs.copy(bytes, start, end);
+    this.#labels.set(hash, { ...label, slab, offset, length });
+  }
 }

@@ -23,10 +23,18 @@ export interface KeyField {
   readonly read: FieldReader;
 }
 
-/** The keys of the events whose first fields have given values: a level of {@link IndexKeys}. */
-interface KeyNode {
-  /** The key made of the fields so far. */
+/**
+ * A key of the index remembered by {@link IndexKeys}, with the entry the index last stored under it:
+ * an event of a key seen before updates that entry without a lookup of the key.
+ */
+export interface KeySlot {
   readonly key: string;
+  /** Set by {@link StreamIndex.put}; only followed while the entry is in the index. */
+  entry: Entry | undefined;
+}
+
+/** The keys of the events whose first fields have given values: a level of {@link IndexKeys}. */
+interface KeyNode extends KeySlot {
   /** By the value of the next field (none yet for the last field). */
   next: Map<unknown, KeyNode> | undefined;
 }
@@ -39,13 +47,19 @@ interface KeyNode {
  * a lookup per field instead of a new string hashed whole.
  */
 export class IndexKeys {
-  #root: KeyNode = { key: "", next: new Map() };
+  #root: KeyNode = { key: "", entry: undefined, next: new Map() };
   #remembered = 0;
 
   constructor(readonly fields: readonly KeyField[]) {}
 
   /** The key of `event`. */
   of(event: Event): string {
+    const found = this.find(event);
+    return typeof found === "string" ? found : found.key;
+  }
+
+  /** The key of `event` as the slot that remembers it, or as a string when none does. */
+  find(event: Event): KeySlot | string {
     let node = this.#root;
     for (const { name, read } of this.fields) {
       const value = read(event);
@@ -55,16 +69,16 @@ export class IndexKeys {
       let next = node.next.get(value);
       if (next === undefined) {
         if (++this.#remembered > REMEMBERED_KEYS) {
-          this.#root = { key: "", next: new Map() };
+          this.#root = { key: "", entry: undefined, next: new Map() };
           this.#remembered = 0;
           return keyOf(this.fields, event);
         }
-        next = { key: node.key + keyPart(name, value), next: undefined };
+        next = { key: node.key + keyPart(name, value), entry: undefined, next: undefined };
         node.next.set(value, next);
       }
       node = next;
     }
-    return node.key;
+    return node;
   }
 }
 
@@ -86,7 +100,12 @@ interface Entry {
   readonly key: string;
   event: Event;
   time: number;
+  /** Whether it is in the index: false once removed (a {@link KeySlot} may still hold it). */
+  live: boolean;
 }
+
+/** The event of a removed entry: a slot that still holds the entry does not keep its event alive. */
+const REMOVED: Event = Object.freeze({});
 
 /** The latest event per key of one stream. */
 export class StreamIndex {
@@ -107,30 +126,47 @@ export class StreamIndex {
   }
 
   /**
-   * Stores an event under `key` (built by the `index` action from the listed fields), or removes
+   * Stores an event under `key` (built by the `index` action from the listed fields; a
+   * {@link KeySlot} of {@link IndexKeys} holds the entry stored under it last time), or removes
    * the key when the event's state is `expired`. Events without a numeric time are not indexed, nor
    * events with a new key once the index holds `maxSize` keys.
    * @returns false when the event has no time or the index is full
    */
-  put(key: string, event: Event): boolean {
+  put(key: string | KeySlot, event: Event): boolean {
     const time = timeOf(event);
     if (time === undefined) return false;
     if (time > this.#currentTime) this.#currentTime = time;
-    if (event.state === "expired") {
-      this.#entries.delete(key);
+    const slot = typeof key === "string" ? undefined : key;
+    const held = slot?.entry;
+    if (event.state !== "expired" && held !== undefined && held.live) {
+      held.event = event;
+      held.time = time;
       return true;
     }
-    const entry = this.#entries.get(key);
-    if (entry !== undefined) {
+    const name = typeof key === "string" ? key : key.key;
+    const entry = this.#entries.get(name);
+    if (event.state === "expired") {
+      if (entry !== undefined) this.#remove(entry);
+    } else if (entry !== undefined) {
       // The key keeps its place in the map, as a `set` of an existing key would.
       entry.event = event;
       entry.time = time;
+      if (slot !== undefined) slot.entry = entry;
     } else if (this.#entries.size >= this.maxSize) {
       return false;
     } else {
-      this.#entries.set(key, { key, event, time });
+      const added: Entry = { key: name, event, time, live: true };
+      this.#entries.set(name, added);
+      if (slot !== undefined) slot.entry = added;
     }
     return true;
+  }
+
+  /** Takes `entry` out of the index. */
+  #remove(entry: Entry): void {
+    this.#entries.delete(entry.key);
+    entry.live = false;
+    entry.event = REMOVED;
   }
 
   /** Every indexed event matching `predicate`, sorted by time then key. */
@@ -158,7 +194,7 @@ export class StreamIndex {
       if (predicate(entry.event)) {
         if (found.length === limit) return undefined;
         // A copy: an entry updated while the loop turns must not change what was found.
-        found.push({ key: entry.key, event: entry.event, time: entry.time });
+        found.push({ key: entry.key, event: entry.event, time: entry.time, live: false });
       }
       if (++examined % ENTRIES_PER_CHECK === 0 && performance.now() - sliceStart > sliceMs) {
         await nextTurn();
@@ -175,8 +211,9 @@ export class StreamIndex {
     for (const entry of this.#entries.values()) {
       if (isExpired(entry.event, now)) expired.push(entry);
     }
-    for (const entry of expired) this.#entries.delete(entry.key);
     expired.sort((a, b) => a.time - b.time || (a.key < b.key ? -1 : 1));
-    return expired.map((entry) => entry.event);
+    const events = expired.map((entry) => entry.event);
+    for (const entry of expired) this.#remove(entry);
+    return events;
   }
 }

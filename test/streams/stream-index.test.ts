@@ -67,6 +67,33 @@ describe("StreamIndex", () => {
     expect(index.removeExpired(1_000)).toEqual([{ time: 1 }, { time: 3 }]);
   });
 
+  it("stores through a key's slot as through its string, including after the key was removed", () => {
+    const keys = new IndexKeys(fields);
+    const index = new StreamIndex();
+    const put = (event: Event) => index.put(keys.find(event), event);
+    const first = { service: "a", time: 1 };
+    expect(put(first)).toBe(true);
+    const slot = keys.find(first);
+    expect(typeof slot === "string" ? undefined : slot.entry?.event).toBe(first);
+    const second = { service: "a", time: 2 };
+    put(second);
+    expect(index.search(all)).toEqual([second]);
+    put({ service: "a", time: 3, state: "expired" });
+    expect(index.size).toBe(0);
+    // The removed entry no longer holds its event, and the key stored again is in the index again.
+    expect(typeof slot === "string" ? undefined : slot.entry?.event).toEqual({});
+    const third = { service: "a", time: 4, ttl: 1 };
+    put(third);
+    expect(index.search(all)).toEqual([third]);
+    expect(index.removeExpired(10)).toEqual([third]);
+    const fourth = { service: "a", time: 11 };
+    put(fourth);
+    expect(index.size).toBe(1);
+    expect(index.search(all)).toEqual([fourth]);
+    expect(index.put(expected(fourth), { service: "a", time: 12 })).toBe(true);
+    expect(index.size).toBe(1);
+  });
+
   it("answers a bounded search with the events that matched, even when replaced while it waited", async () => {
     const index = new StreamIndex();
     const first = { time: 1, n: 0 };

@@ -36,7 +36,7 @@ export const index: ActionDefinition = {
           drop();
           return;
         }
-        if (runtime.index.put(keys.of(value), value)) publish(value);
+        if (runtime.index.put(keys.find(value), value)) publish(value);
         else drop();
       };
     };
