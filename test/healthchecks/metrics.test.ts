@@ -1,4 +1,4 @@
-import { Registry } from "prom-client";
+import { Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { HealthcheckMetrics, SERIES_PER_CHUNK } from "../../src/healthchecks/metrics.js";
 import { Exposition } from "../../src/platform/metrics.js";
@@ -14,6 +14,39 @@ async function chunks(exposition: Exposition): Promise<string[]> {
 async function scrape(registry: Registry, exposition: Exposition): Promise<string> {
   return (await registry.metrics()) + (await chunks(exposition)).join("");
 }
+
+const LATENESS_LE = [
+  "0.0005",
+  "0.001",
+  "0.002",
+  "0.003",
+  "0.005",
+  "0.0075",
+  "0.01",
+  "0.015",
+  "0.02",
+  "0.03",
+  "0.05",
+  "0.075",
+  "0.1",
+  "0.2",
+  "0.5",
+  "1",
+  "2",
+  "5",
+  "10",
+  "+Inf",
+];
+
+/** The text of `healthcheck_lateness_seconds` before any run. */
+const LATENESS_AT_ZERO = [
+  "# HELP healthcheck_lateness_seconds How late scheduled healthcheck runs started compared with their schedule, in seconds.",
+  "# TYPE healthcheck_lateness_seconds histogram",
+  ...LATENESS_LE.map((le) => `healthcheck_lateness_seconds_bucket{le="${le}"} 0`),
+  "healthcheck_lateness_seconds_sum 0",
+  "healthcheck_lateness_seconds_count 0",
+  "",
+].join("\n");
 
 const LE = ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "+Inf"];
 
@@ -104,29 +137,28 @@ describe("HealthcheckMetrics", () => {
         `healthcheck_duration_seconds_sum{${dbFailure}} 0.05`,
         `healthcheck_duration_seconds_count{${dbFailure}} 1`,
         "",
-      ].join("\n"),
+      ].join("\n") + LATENESS_AT_ZERO,
     );
-    // prom-client's registry holds only its own two metrics: nothing smuggled through it.
+    // prom-client's registry holds only its own metric: nothing smuggled through it.
     const registryText = await registry.metrics();
     expect(registryText).not.toContain("healthcheck_total");
     expect(registryText).not.toContain("healthcheck_duration_seconds");
+    expect(registryText).not.toContain("healthcheck_lateness_seconds");
     expect(registryText).toContain("healthcheck_scheduled 2");
-    expect(registry.getMetricsAsArray().map((metric) => metric.name)).toEqual([
-      "healthcheck_scheduled",
-      "healthcheck_lateness_seconds",
-    ]);
+    expect(registry.getMetricsAsArray().map((metric) => metric.name)).toEqual(["healthcheck_scheduled"]);
   });
 
   it("renders the family headers without series, and removes a deleted or relabelled check's series", async () => {
     const exposition = new Exposition();
     const metrics = new HealthcheckMetrics(new Registry(), exposition, () => 0);
-    const headers = [
-      "# HELP healthcheck_total Healthcheck executions, by check name and status (success, failure).",
-      "# TYPE healthcheck_total counter",
-      "# HELP healthcheck_duration_seconds Execution time of healthchecks in seconds, by check name and status (success, failure).",
-      "# TYPE healthcheck_duration_seconds histogram",
-      "",
-    ].join("\n");
+    const headers =
+      [
+        "# HELP healthcheck_total Healthcheck executions, by check name and status (success, failure).",
+        "# TYPE healthcheck_total counter",
+        "# HELP healthcheck_duration_seconds Execution time of healthchecks in seconds, by check name and status (success, failure).",
+        "# TYPE healthcheck_duration_seconds histogram",
+        "",
+      ].join("\n") + LATENESS_AT_ZERO;
     expect((await chunks(exposition)).join("")).toBe(headers);
 
     metrics.series("gone", { team: "ops" }).observe(true, 1);
@@ -153,6 +185,29 @@ describe("HealthcheckMetrics", () => {
     expect(text.match(/^healthcheck_total\{/gm)).toHaveLength(1);
     metrics.remove("kept");
     expect((await chunks(exposition)).join("")).toBe(headers);
+  });
+
+  it("renders the lateness exactly as prom-client's histogram of the same name and bounds", async () => {
+    const exposition = new Exposition();
+    const metrics = new HealthcheckMetrics(new Registry(), exposition, () => 0);
+    const oracle = new Registry();
+    const histogram = new Histogram({
+      name: "healthcheck_lateness_seconds",
+      help: "How late scheduled healthcheck runs started compared with their schedule, in seconds.",
+      buckets: LATENESS_LE.slice(0, -1).map(Number),
+      registers: [oracle],
+    });
+    // On a bound (`le` is "less than or equal"), between bounds, above every bound, and zero.
+    for (const seconds of [0, 0.0005, 0.0004, 0.00051, 0.0075, 0.012, 0.1, 0.3, 10, 12.5, 0.0021, 0.0021]) {
+      metrics.observeLateness(seconds);
+      histogram.observe(seconds);
+    }
+    const text = (await chunks(exposition)).join("");
+    const lateness = text.slice(text.indexOf("# HELP healthcheck_lateness_seconds"));
+    expect(lateness).toBe(await oracle.metrics());
+    expect(lateness).toContain('healthcheck_lateness_seconds_bucket{le="0.0005"} 3\n');
+    expect(lateness).toContain('healthcheck_lateness_seconds_bucket{le="10"} 11\n');
+    expect(lateness).toContain('healthcheck_lateness_seconds_bucket{le="+Inf"} 12\n');
   });
 
   it("spells non-finite sums as the text format does", async () => {
@@ -220,7 +275,7 @@ describe("HealthcheckMetrics", () => {
     const text = all.join("");
     expect(text.match(/^healthcheck_total\{/gm)).toHaveLength(2 * checks);
     expect(text.match(/^healthcheck_duration_seconds_bucket\{/gm)).toHaveLength(2 * checks * LE.length);
-    expect(text.match(/^# (HELP|TYPE) /gm)).toHaveLength(4);
+    expect(text.match(/^# (HELP|TYPE) /gm)).toHaveLength(6);
   });
 
   it("renders one scrape from the checks present when it starts", async () => {
