@@ -461,6 +461,23 @@ export class ResultHistory {
   }
 
   /** Writes the buffer: ids of new names first, then the rows. Never rejects. */
+  /**
+   * Finds (or creates) the ids of `missing` and writes them into `checkIds` where `names` has them.
+   * @throws Error when the database fails, or gives no id for a name
+   */
+  async #fillMissingIds(names: readonly string[], checkIds: number[], missing: Set<string>): Promise<void> {
+    if (this.#ids.size + missing.size > MAX_CACHED_IDS) this.#ids.clear();
+    const found = await this.#storage.checkIds([...missing]);
+    for (const [name, id] of found) this.#ids.set(name, id);
+    for (let index = 0; index < names.length; index++) {
+      const name = names[index] ?? "";
+      if (!missing.has(name)) continue;
+      const id = found.get(name);
+      if (id === undefined) throw new Error(`no id for healthcheck ${name}`);
+      checkIds[index] = id;
+    }
+  }
+
   async #write(): Promise<void> {
     const count = this.#names.length;
     if (count === 0) return;
@@ -476,19 +493,16 @@ export class ResultHistory {
     this.#maintenance = [];
     this.#messageChars = 0;
     try {
-      const missing = new Set<string>();
-      for (const name of names) if (!this.#ids.has(name)) missing.add(name);
-      if (missing.size > 0) {
-        if (this.#ids.size + missing.size > MAX_CACHED_IDS) this.#ids.clear();
-        for (const [name, id] of await this.#storage.checkIds([...missing])) this.#ids.set(name, id);
-      }
+      // One lookup a row: the ids known are filled in at once, the others after one query.
       const checkIds = new Array<number>(count);
+      const missing = new Set<string>();
       for (let index = 0; index < count; index++) {
         const name = names[index] ?? "";
         const id = this.#ids.get(name);
-        if (id === undefined) throw new Error(`no id for healthcheck ${name}`);
-        checkIds[index] = id;
+        if (id === undefined) missing.add(name);
+        else checkIds[index] = id;
       }
+      if (missing.size > 0) await this.#fillMissingIds(names, checkIds, missing);
       await this.#storage.insert({ checkIds, times, durations, messages, maintenance }, yieldToEventLoop);
     } catch (error) {
       this.#drop("write_failed", count);

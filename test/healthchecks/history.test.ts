@@ -345,6 +345,24 @@ describe.each(DATABASE_KINDS)("healthcheck history on $kind", ({ kind, skip }) =
       expect(await writer.list(fresh, { limit: 10 })).toHaveLength(1);
     });
 
+    it.skipIf(skip)("keeps writing the names it knew when its cache of ids starts afresh", async () => {
+      const writer = history({ maxBuffered: 200_000 });
+      // 200 000 names fill the cache; the next write brings two more, so it starts afresh.
+      const known = Array.from({ length: 200_000 }, () => unique("cached"));
+      await seed(
+        writer,
+        known.map((name) => result(name, NOW - HOUR, true)),
+      );
+      const fresh = [unique("after"), unique("after")];
+      await seed(
+        writer,
+        [known[0] ?? "", ...fresh].map((name) => result(name, NOW, true)),
+      );
+      expect(writer.dropped).toBe(0);
+      expect(await writer.list(known[0] ?? "", { limit: 10 })).toHaveLength(2);
+      for (const name of fresh) expect(await writer.list(name, { limit: 10 })).toHaveLength(1);
+    });
+
     it.skipIf(skip)("forgets the names no result refers to, and records them again later", async () => {
       const writer = history({ retentionMs: HOUR });
       const name = unique("gone");
