@@ -9,8 +9,9 @@
  * - dist/cli.js, the command (package.json "bin", deploy/ and the image run it): it imports the
  *   bundle, so that every file of the bundle is in one directory (see `importMetaUrl` below).
  *
- * The packages every server loads are bundled too (Fastify, undici, kysely …: resolving and
- * compiling hundreds of CommonJS files was most of the start-up time left). `EXTERNAL` lists those
+ * The packages every server loads are bundled too (Fastify, kysely …: resolving and compiling
+ * hundreds of CommonJS files was most of the start-up time left). undici is bundled in a chunk of
+ * its own, imported when the first request leaves (src/platform/undici.ts). `EXTERNAL` lists those
  * Node still loads from node_modules at run time.
  *
  * Usage: node scripts/build-server.mjs [--outdir <directory>]   (default: dist; the bundle goes
