@@ -86,7 +86,6 @@ describe("start-up", () => {
     // are there.
     expect(loaded).toContain("better-sqlite3");
     expect(loaded).toContain("@node-rs/argon2");
-    expect(loaded).toContain("pino");
     expect(NOT_AT_START_UP.filter((name) => loaded.has(name))).toEqual([]);
   });
 });
