@@ -118,6 +118,8 @@ export function requestHeaders(
 /** One receiver: its origin, path, headers and keep-alive connection pool. */
 export class HttpTarget {
   #agent: Agent | undefined;
+  /** Set by close(): no pool is made after it (a request then fails as on a closed pool). */
+  #closed = false;
   readonly #timeoutMs: number;
   readonly #origin: string;
   readonly #path: string;
@@ -141,6 +143,7 @@ export class HttpTarget {
 
   /** The pool, made on the first request: undici is loaded then (platform/undici.ts). */
   #pool(undici: Undici): Agent {
+    if (this.#closed && this.#agent === undefined) throw new undici.errors.ClientClosedError();
     this.#agent ??= new undici.Agent({
       // One batch is in flight at a time: one connection, kept alive. Without this limit undici
       // opens a second one when the next batch leaves in the same turn as the previous answer.
@@ -207,6 +210,7 @@ export class HttpTarget {
 
   /** Closes the connections: at once with `force`, else once the request in flight (if any) ended. */
   async close(force: boolean): Promise<void> {
+    this.#closed = true;
     const agent = this.#agent;
     if (agent !== undefined) await (force ? agent.destroy() : agent.close()).catch(() => {});
   }

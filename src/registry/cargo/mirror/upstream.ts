@@ -34,10 +34,13 @@ export function shownUrl(url: URL): string {
 export class Upstream {
   /** Made on the first request: undici is loaded then (platform/undici.ts). */
   #agent: Dispatcher | undefined;
+  /** Set by close(): no Agent is made after it. */
+  #closed = false;
 
   async #dispatcher(): Promise<Dispatcher> {
     if (this.#agent !== undefined) return this.#agent;
-    const { Agent, interceptors } = await loadUndici();
+    const { Agent, errors, interceptors } = await loadUndici();
+    if (this.#closed && this.#agent === undefined) throw new errors.ClientDestroyedError();
     this.#agent ??= new Agent({
       connections: CONNECTIONS,
       connect: { timeout: UPSTREAM_TIMEOUT_MS },
@@ -71,6 +74,7 @@ export class Upstream {
 
   /** Closes the connections, aborting requests in flight: a stuck upstream must not hold a shutdown. */
   async close(): Promise<void> {
+    this.#closed = true;
     await this.#agent?.destroy();
   }
 }
