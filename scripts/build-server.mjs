@@ -9,8 +9,9 @@
  * - dist/cli.js, the command (package.json "bin", deploy/ and the image run it): it imports the
  *   bundle, so that every file of the bundle is in one directory (see `importMetaUrl` below).
  *
- * The packages every server loads are bundled too (Fastify, undici, kysely …: resolving and
- * compiling hundreds of CommonJS files was most of the start-up time left). `EXTERNAL` lists those
+ * The packages every server loads are bundled too (Fastify, kysely …: resolving and compiling
+ * hundreds of CommonJS files was most of the start-up time left). undici is bundled in a chunk of
+ * its own, imported when the first request leaves (src/platform/undici.ts). `EXTERNAL` lists those
  * Node still loads from node_modules at run time.
  *
  * Usage: node scripts/build-server.mjs [--outdir <directory>]   (default: dist; the bundle goes
@@ -36,8 +37,10 @@ const outdir = resolve(values.outdir, "bundle");
  *   this list and that test's in step. Fastify's schema compilers (ajv), which no route uses, and
  *   light-my-request (`inject`), which only tests use, are left out likewise (semver, which the
  *   Cargo registry loads on first use, is bundled all the same: Fastify needs it at start-up);
- * - pino, whose transports start worker files found next to its own (`__dirname`), which a bundle
- *   in ES module format does not have; ws's optional native helpers.
+ * - ws's optional native helpers.
+ * pino is bundled: only its transports need files next to its own (`__dirname`, which a bundle in
+ * ES module format does not have) to start workers, and Vigie writes its logs to standard output
+ * without any transport; loading its 29 files from node_modules cost start-up time.
  */
 const EXTERNAL = [
   "better-sqlite3",
@@ -55,7 +58,6 @@ const EXTERNAL = [
   "@fastify/ajv-compiler",
   "@fastify/fast-json-stringify-compiler",
   "light-my-request",
-  "pino",
   "bufferutil",
   "utf-8-validate",
 ];

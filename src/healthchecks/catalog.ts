@@ -28,6 +28,7 @@ import type { ExecuteOptions, Execution, Executor } from "./execute.js";
 import type { HeartbeatState } from "./heartbeat/tracker.js";
 import type { CheckSeries, HealthcheckMetrics } from "./metrics.js";
 import { redactLabels, redactMessage, type SecretSource } from "./redaction.js";
+import { CheckRegistration } from "./registration.js";
 import type { HealthcheckResult, LatestResult, ResultStore } from "./results.js";
 import type { Scheduler } from "./scheduler.js";
 import type { HealthcheckStore } from "./storage.js";
@@ -474,21 +475,13 @@ export class Catalog {
       this.#options.results.delete(definition.name);
     }
     const labels = redactLabels(definition.labels);
-    let view: DefinitionView | undefined;
-    const registration: Registration = {
+    const registration = new CheckRegistration(
       definition,
       source,
-      get view(): DefinitionView {
-        view ??= viewOf(this.definition, this.source);
-        return view;
-      },
-      set view(changed: DefinitionView) {
-        view = changed;
-      },
-      ...(labels === undefined ? {} : { labels }),
-      series: this.#options.metrics.series(definition.name, labels),
-      shard: this.#options.ownership?.shardOf(definition.name) ?? 0,
-    };
+      labels,
+      this.#options.metrics.series(definition.name, labels),
+      this.#options.ownership?.shardOf(definition.name) ?? 0,
+    );
     this.#checks.set(definition.name, registration);
     this.#runs.get(definition.name)?.retire();
     const run = new CheckRun(

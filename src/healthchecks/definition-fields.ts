@@ -139,10 +139,13 @@ export function fileName(tlsDirectory: string | undefined): Validator<string> {
 /** The durations whose every number is zero (`0`, `0s`, `0.0m0ms`). */
 const ZERO_DURATION = "^(0|((0+(\\.0*)?|\\.0+)(ns|us|µs|μs|ms|s|m|h))+)$";
 
+/** Any duration, built once (the validators below call it for every definition). */
+const anyDuration = duration();
+
 /** A duration longer than zero. */
 export const positiveDuration: Validator<Duration> = described(
   (value, path) => {
-    const parsed = duration()(value, path);
+    const parsed = anyDuration(value, path);
     if (parsed.milliseconds <= 0) throw new ValidationError(path, "must be greater than 0", value);
     return parsed;
   },
@@ -154,10 +157,13 @@ export const positiveDuration: Validator<Duration> = described(
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 const RESERVED_LABELS = new Set(["name", "status", "le"]);
 
+/** An object of strings, built once for the labels and headers of every definition. */
+const stringRecord = record(string());
+
 /** Labels: string values under Prometheus label names that the metrics do not use themselves. */
 export const labels: Validator<Record<string, string>> = described(
   (value, path) => {
-    const entries = record(string())(value, path);
+    const entries = stringRecord(value, path);
     for (const key of Object.keys(entries)) {
       if (!LABEL_NAME.test(key) || key.startsWith("__") || RESERVED_LABELS.has(key)) {
         throw new ValidationError(
@@ -183,7 +189,7 @@ const BAD_HEADER_VALUE = /[\r\n\0]/;
 export const headers: Validator<Record<string, string>> = secret(
   described(
     (value, path) => {
-      const entries = record(string())(value, path);
+      const entries = stringRecord(value, path);
       for (const [key, text] of Object.entries(entries)) {
         if (!HEADER_NAME.test(key)) throw new ValidationError(childPath(path, key), "must be a valid header name");
         if (BAD_HEADER_VALUE.test(text)) {
@@ -208,18 +214,22 @@ export const httpPath = string({
   rule: "must start with / and contain only printable ASCII",
 });
 
-/** An interval: at least `minInterval` (`healthchecks.min-interval`) and at least the timeout. */
-export function intervalValidator(minInterval: Duration, timeout: Duration): Validator<Duration> {
-  return described((value, path) => {
-    const parsed = duration()(value, path);
-    if (parsed.milliseconds < minInterval.milliseconds) {
-      throw new ValidationError(path, `must be at least ${minInterval.text}`, value);
-    }
-    if (parsed.milliseconds < timeout.milliseconds) {
-      throw new ValidationError(path, `must be at least the timeout (${timeout.text})`, value);
-    }
-    return parsed;
-  }, INTERVAL_SCHEMA);
+/**
+ * Checks an interval: a duration of at least `minInterval` (`healthchecks.min-interval`) and at
+ * least the timeout. A plain function rather than a validator: the timeout is only known while a
+ * definition is checked, and building validators for each of 10 000 definitions slowed start-up
+ * (docs/benchmarks.md, "Start-up"). Its schema is {@link INTERVAL_SCHEMA}.
+ * @throws ValidationError `must be a duration …`, `must be at least 10s`, `must be at least the timeout (5s)`
+ */
+export function checkInterval(value: unknown, path: string, minInterval: Duration, timeout: Duration): Duration {
+  const parsed = anyDuration(value, path);
+  if (parsed.milliseconds < minInterval.milliseconds) {
+    throw new ValidationError(path, `must be at least ${minInterval.text}`, value);
+  }
+  if (parsed.milliseconds < timeout.milliseconds) {
+    throw new ValidationError(path, `must be at least the timeout (${timeout.text})`, value);
+  }
+  return parsed;
 }
 
 /** An interval's schema: a duration; its bounds (min-interval, the timeout) are not expressible. */

@@ -34,13 +34,13 @@ import {
 import { alertsValidator, dependsOnValidator, HEARTBEAT_THRESHOLDS } from "./alerts/fields.js";
 import {
   bodyPattern,
+  checkInterval,
   domain,
   fileName,
   filePath,
   headers,
   httpPath,
   INTERVAL_SCHEMA,
-  intervalValidator,
   ipAddress,
   labels,
   name,
@@ -129,8 +129,11 @@ function commonShape<K extends Kind>(kind: K, timeout: Validator<Duration>, cont
   const interval: Validator<Duration | undefined> = described((value, path) => {
     const once = oneOff(context.input["one-off"], childPath(context.path, "one-off"));
     const bound = timeout(context.input.timeout, childPath(context.path, "timeout"));
-    const validator = intervalValidator(context.minInterval, bound);
-    return (once ? optional(validator) : required(validator))(value, path);
+    // What optional() or required() around an interval validator would do, without building one
+    // per definition: absent (or null) is accepted for a one-off check only.
+    if (once && (value === undefined || value === null)) return undefined;
+    if (value === undefined) throw new ValidationError(path, "is required");
+    return checkInterval(value, path, context.minInterval, bound);
   }, INTERVAL_SCHEMA);
   return {
     /** 1–255 characters, no `/`, no control characters; unique across kinds. */

@@ -5,6 +5,7 @@
 
 import { errorMessage } from "../platform/errors.js";
 import { rfc3339 } from "../platform/time.js";
+import { loadedUndici, loadUndici } from "../platform/undici.js";
 import { runCommand } from "./command.js";
 import type { Definition, Source } from "./definition.js";
 import { runDns } from "./dns.js";
@@ -90,6 +91,14 @@ export class Executor {
    * redact it (redaction.ts, `redactMessage`).
    */
   execute(definition: Definition, options: ExecuteOptions): Promise<Execution> {
+    if (definition.kind === "http" && loadedUndici() === undefined) {
+      // The process's first http checks wait for the HTTP client to load (platform/undici.ts):
+      // neither their duration nor their timeout counts that wait.
+      return loadUndici().then(
+        () => this.execute(definition, options),
+        (error: unknown) => executionOf(failure(`internal error: ${errorMessage(error)}`), performance.now()),
+      );
+    }
     const started = performance.now();
     // One promise per execution, no await chain: this runs about 1 000 times a second with 10 000
     // checks (docs/healthchecks.md).

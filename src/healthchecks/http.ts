@@ -10,10 +10,11 @@
  * wait in one {@link DeadlineQueue} (one timer, not one per run).
  */
 import { isIP } from "node:net";
-import { Agent, type Dispatcher, interceptors } from "undici";
+import type { Agent, Dispatcher } from "undici";
 import { errnoCode, errorMessage } from "../platform/errors.js";
 import { escapeHtml } from "../platform/html.js";
 import { compileLinearRegex, type LinearRegex } from "../platform/regex.js";
+import { loadedUndici, loadUndici, type Undici } from "../platform/undici.js";
 import { type DeadlineQueue, type Expiring, SHARED_DEADLINES } from "./deadline.js";
 import type { HttpDefinition } from "./definition.js";
 import { failure, type Outcome, SUCCESS } from "./outcome.js";
@@ -198,7 +199,9 @@ function connectTimeout(definition: HttpDefinition): number {
   return Math.max(CONNECT_TIMEOUT_MS, definition.timeout.milliseconds);
 }
 
-function createDispatchers(definition: HttpDefinition, files?: TlsFiles): Dispatchers {
+/** The pools of a definition, made with `undici` (loaded on the first request, platform/undici.ts). */
+function createDispatchers(undici: Undici, definition: HttpDefinition, files?: TlsFiles): Dispatchers {
+  const { Agent, interceptors } = undici;
   const agent = new Agent({
     // The check's timeout bounds the attempt (Exchange); undici's connect timeout frees the
     // socket of an attempt that the check gave up on.
@@ -471,10 +474,10 @@ export class HttpExecutor {
     this.#deadlines = options.deadlines ?? SHARED_DEADLINES;
   }
 
-  #sharedDispatchers(definition: HttpDefinition, key: string): Dispatchers {
+  #sharedDispatchers(undici: Undici, definition: HttpDefinition, key: string): Dispatchers {
     let dispatchers = this.#shared.get(key);
     if (dispatchers === undefined) {
-      dispatchers = createDispatchers(definition);
+      dispatchers = createDispatchers(undici, definition);
       if (this.#shared.size >= MAX_POOLS) this.#evict();
       this.#shared.set(key, dispatchers);
     }
@@ -540,16 +543,25 @@ export class HttpExecutor {
   /** Sends the exchange's request: through the shared pool of its origin, or with `files`, an agent of its own. */
   #dispatch(exchange: Exchange, files: TlsFiles | undefined): void {
     if (exchange.settled) return;
+    const undici = loadedUndici();
+    if (undici === undefined) {
+      // The process's first request: undici is imported now, within the exchange's timeout.
+      loadUndici().then(
+        () => this.#dispatch(exchange, files),
+        (error: unknown) => exchange.fail(errorMessage(error)),
+      );
+      return;
+    }
     const definition = exchange.definition;
     try {
       const prepared = preparedOf(definition);
       exchange.patterns = prepared.patterns;
       let dispatchers: Dispatchers;
       if (files !== undefined) {
-        dispatchers = createDispatchers(definition, files);
+        dispatchers = createDispatchers(undici, definition, files);
         exchange.own = dispatchers.agent;
       } else {
-        dispatchers = this.#sharedDispatchers(definition, prepared.poolKey);
+        dispatchers = this.#sharedDispatchers(undici, definition, prepared.poolKey);
       }
       exchange.send(definition.redirect ? dispatchers.redirecting : dispatchers.direct, prepared.options);
     } catch (error) {

@@ -172,8 +172,10 @@ function setPath(tree: Record<string, unknown>, path: string, value: unknown): v
   for (const key of keys) {
     const next = node[key] ?? {};
     if (!isPlainObject(next)) return; // a wrong type stays and fails validation with its path
-    node[key] = next;
-    node = next;
+    // Copied on the way down: the parsed tree is the caller's and stays as it was.
+    const copied = { ...next };
+    node[key] = copied;
+    node = copied;
   }
   node[last] = value;
 }
@@ -211,7 +213,9 @@ export function parseConfig(
       overrides[variable] = `${module.name}.${key}`;
     }
   }
-  const copy: Record<string, unknown> = structuredClone(tree);
+  // A shallow copy: setPath copies the objects on an override's path, not the whole tree (a
+  // deep copy of 10 000 checks cost start-up time, docs/benchmarks.md).
+  const copy: Record<string, unknown> = { ...tree };
   for (const [variable, path] of Object.entries(overrides)) {
     const value = environment[variable];
     if (value !== undefined && value !== "") setPath(copy, path, environmentValue(variable, value));
@@ -347,7 +351,11 @@ export async function loadConfig(
     const where = error.mark === undefined ? "" : ` at line ${error.mark.line + 1}, column ${error.mark.column + 1}`;
     throw new ConfigError(`invalid configuration: ${path} is not valid YAML: ${error.reason}${where}`);
   }
-  if (expandedNodes(raw, new Map()) > MAX_ALIAS_EXPANSION * distinctNodes(raw, new Set()) + 10_000) {
+  // Without a `&` the document has no anchor, hence no alias: the two walks of the tree are skipped.
+  if (
+    text.includes("&") &&
+    expandedNodes(raw, new Map()) > MAX_ALIAS_EXPANSION * distinctNodes(raw, new Set()) + 10_000
+  ) {
     throw new ConfigError(`invalid configuration: ${path} is not valid YAML: its aliases expand too much`);
   }
   return parseConfig(raw, environment, modules, path);

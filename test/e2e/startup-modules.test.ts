@@ -7,9 +7,12 @@
  * (`require.cache`: every package here is CommonJS) to a file when it exits. The packages every
  * server uses (Fastify …) are in the server's bundle and never in that cache; the ones listed here
  * are left out of it, loaded by Node from node_modules (scripts/build-server.mjs, `EXTERNAL`).
+ * undici is bundled but imported on first use, into a chunk of its own (platform/undici.ts): a
+ * module loader hook lists the bundle files a start loaded, and none may hold undici's code.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort, startVigie, stopVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 
@@ -83,7 +86,50 @@ describe("start-up", () => {
     // are there.
     expect(loaded).toContain("better-sqlite3");
     expect(loaded).toContain("@node-rs/argon2");
-    expect(loaded).toContain("pino");
     expect(NOT_AT_START_UP.filter((name) => loaded.has(name))).toEqual([]);
+  });
+});
+
+/** Writes a `--import` hook that appends the URL of every ES module the process loads to `list`. */
+function moduleListHook(directory: string, list: string): string {
+  const loader = join(directory, "module-list-loader.mjs");
+  writeFileSync(
+    loader,
+    `import { appendFileSync } from "node:fs";\nexport async function load(url, context, next) {\n  appendFileSync(${JSON.stringify(list)}, url + "\\n");\n  return next(url, context);\n}\n`,
+  );
+  const hook = join(directory, "module-list-hook.mjs");
+  writeFileSync(
+    hook,
+    `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(loader).href)});\n`,
+  );
+  return hook;
+}
+
+describe("start-up without http requests to send", () => {
+  it("does not load undici's chunk of the bundle", async () => {
+    const directory = temporaryDirectory();
+    const port = await freePort();
+    const list = join(directory, "modules.txt");
+    writeFileSync(list, "");
+    const configFile = join(directory, "vigie.yaml");
+    writeFileSync(
+      configFile,
+      ["http:", `  port: ${port}`, "database:", `  url: sqlite:${join(directory, "vigie.db")}`, ""].join("\n"),
+    );
+    const hook = moduleListHook(directory, list);
+    vigie = await startVigie({ configFile, port, cwd: directory, env: { NODE_OPTIONS: `--import ${hook}` } });
+    expect((await fetch(`${vigie.baseUrl}/healthcheck`)).status).toBe(200);
+    await stopVigie(vigie);
+    vigie = undefined;
+
+    const bundleFiles = readFileSync(list, "utf8")
+      .split("\n")
+      .filter((url) => /\/dist\/bundle\/[^/]+\.js$/.test(url))
+      .map((url) => fileURLToPath(url));
+    // The hook saw the bundle's main file.
+    expect(bundleFiles.some((file) => file.endsWith("/dist/bundle/cli.js"))).toBe(true);
+    // An error code that only undici's code has.
+    const withUndici = bundleFiles.filter((file) => readFileSync(file, "utf8").includes("UND_ERR_CONNECT_TIMEOUT"));
+    expect(withUndici).toEqual([]);
   });
 });

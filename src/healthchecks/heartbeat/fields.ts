@@ -26,11 +26,14 @@ export function newKey(): string {
 /** A ping key as posted or configured. Not a secret: the API returns it, as a ping URL must be. */
 export const heartbeatKey: Validator<string> = string({ pattern: KEY_PATTERN, rule: KEY_RULE });
 
+/** Any duration, built once: the validators below run for every heartbeat definition. */
+const anyDuration = duration();
+
 /** A duration of at least `minInterval` (`healthchecks.min-interval`): `period` and `grace`. */
 export function atLeastMinInterval(minInterval: Duration): Validator<Duration> {
   return described(
     (value, path) => {
-      const parsed = duration()(value, path);
+      const parsed = anyDuration(value, path);
       if (parsed.milliseconds < minInterval.milliseconds || parsed.milliseconds <= 0) {
         throw new ValidationError(path, `must be at least ${minInterval.text} (healthchecks.min-interval)`, value);
       }
@@ -43,7 +46,7 @@ export function atLeastMinInterval(minInterval: Duration): Validator<Duration> {
 /** A duration longer than zero: `max-duration`. */
 export const positive: Validator<Duration> = described(
   (value, path) => {
-    const parsed = duration()(value, path);
+    const parsed = anyDuration(value, path);
     if (parsed.milliseconds <= 0) throw new ValidationError(path, "must be greater than 0", value);
     return parsed;
   },

@@ -8,8 +8,8 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { constants } from "node:os";
-import { request } from "undici";
 import { errorMessage } from "../../platform/errors.js";
+import { loadUndici } from "../../platform/undici.js";
 import { OutputTail } from "./output-tail.js";
 
 /** A ping key as the server generates and accepts them: 22 or more of `[A-Za-z0-9_-]`. */
@@ -65,6 +65,7 @@ async function ping(options: JobOptions, action: string, rid: string, body: Buff
   let reason = "";
   for (let attempt = 1; attempt <= PING_ATTEMPTS; attempt++) {
     try {
+      const { request } = await loadUndici();
       const answer = await request(url, {
         method: "POST",
         body,

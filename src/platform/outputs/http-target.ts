@@ -9,7 +9,8 @@
  * Notifier types (notifiers/) also choose the method, add headers per request and read the answer
  * the way their service words it ({@link AnswerReader}): Telegram's `description`, Slack's text.
  */
-import { Agent, type Dispatcher } from "undici";
+import type { Agent, Dispatcher } from "undici";
+import { loadedUndici, loadUndici, type Undici } from "../undici.js";
 import { ANSWER_SNIPPET_BYTES, type AttemptResult, SENT } from "./delivery.js";
 import { type Answer, type AnswerReader, HttpExchange } from "./http-exchange.js";
 
@@ -126,7 +127,10 @@ export function withQuery(path: string, search: string): string {
 
 /** One receiver: its origin, path, headers and keep-alive connection pool. */
 export class HttpTarget {
-  readonly #agent: Agent;
+  #agent: Agent | undefined;
+  /** Set by close(): no pool is made after it (a request then fails as on a closed pool). */
+  #closed = false;
+  readonly #timeoutMs: number;
   readonly #origin: string;
   readonly #path: string;
   readonly #basePath: string;
@@ -144,15 +148,22 @@ export class HttpTarget {
     this.#readAnswer = options.readAnswer;
     this.#answerBytes = options.answerBytes ?? ANSWER_READ_BYTES;
     this.#basePath = url.pathname;
-    this.#agent = new Agent({
+    this.#timeoutMs = options.timeoutMs;
+  }
+
+  /** The pool, made on the first request: undici is loaded then (platform/undici.ts). */
+  #pool(undici: Undici): Agent {
+    if (this.#closed && this.#agent === undefined) throw new undici.errors.ClientClosedError();
+    this.#agent ??= new undici.Agent({
       // One batch is in flight at a time: one connection, kept alive. Without this limit undici
       // opens a second one when the next batch leaves in the same turn as the previous answer.
       connections: 1,
       // undici would otherwise keep a hopeless connect alive for its own 10 s after the attempt ended.
-      connect: { timeout: options.timeoutMs },
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
+      connect: { timeout: this.#timeoutMs },
+      headersTimeout: this.#timeoutMs,
+      bodyTimeout: this.#timeoutMs,
     });
+    return this.#agent;
   }
 
   /**
@@ -188,12 +199,17 @@ export class HttpTarget {
       body,
     };
     const readAnswer = request.readAnswer ?? this.#readAnswer;
+    const undici = loadedUndici();
+    if (undici === undefined) {
+      // The process's first request: undici is imported now, then the request leaves.
+      return loadUndici().then(() => this.send(body, signal, extraHeaders, request));
+    }
     return new Promise((resolve, reject) => {
       if (signal.aborted) {
         reject(signal.reason);
         return;
       }
-      this.#agent.dispatch(options, new HttpExchange(signal, readAnswer, this.#answerBytes, resolve, reject));
+      this.#pool(undici).dispatch(options, new HttpExchange(signal, readAnswer, this.#answerBytes, resolve, reject));
     });
   }
 
@@ -204,6 +220,8 @@ export class HttpTarget {
 
   /** Closes the connections: at once with `force`, else once the request in flight (if any) ended. */
   async close(force: boolean): Promise<void> {
-    await (force ? this.#agent.destroy() : this.#agent.close()).catch(() => {});
+    this.#closed = true;
+    const agent = this.#agent;
+    if (agent !== undefined) await (force ? agent.destroy() : agent.close()).catch(() => {});
   }
 }

@@ -143,6 +143,18 @@ describe("HttpTarget.send", () => {
     }
   });
 
+  it("sends nothing once closed, even when closed before its first request", async () => {
+    const receiver = await startReceiver(() => ({ status: 200 }));
+    const target = new HttpTarget({ url: receiver.url, headers: {}, protocolHeaders: {}, timeoutMs: 2000 });
+    try {
+      await target.close(false);
+      await expect(target.post("body", new AbortController().signal)).rejects.toThrow(/closed/);
+      expect(receiver.requests).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it("reads only what the outcome needs, whatever the answer's size, and leaves no listener on the signal", async () => {
     const long = "x".repeat(300_000);
     const answers = [

@@ -4,7 +4,8 @@
  * deadlines, and answers read up to a bound, so that an upstream can neither hang a request forever
  * nor make Vigie hold an unbounded body. URLs are only logged without their query and credentials.
  */
-import { Agent, type Dispatcher, interceptors } from "undici";
+import type { Dispatcher } from "undici";
+import { loadUndici } from "../../../platform/undici.js";
 
 /** Connect, headers and idle-body deadline of an upstream request, in milliseconds. */
 export const UPSTREAM_TIMEOUT_MS = 30_000;
@@ -31,20 +32,31 @@ export function shownUrl(url: URL): string {
 
 /** GETs from upstream origins over one keep-alive Agent. */
 export class Upstream {
-  readonly #agent = new Agent({
-    connections: CONNECTIONS,
-    connect: { timeout: UPSTREAM_TIMEOUT_MS },
-    headersTimeout: UPSTREAM_TIMEOUT_MS,
-    bodyTimeout: UPSTREAM_TIMEOUT_MS,
-    // A download URL may redirect to a CDN (crates.io's API does), as cargo follows.
-  }).compose(interceptors.redirect({ maxRedirections: 5 }));
+  /** Made on the first request: undici is loaded then (platform/undici.ts). */
+  #agent: Dispatcher | undefined;
+  /** Set by close(): no Agent is made after it. */
+  #closed = false;
+
+  async #dispatcher(): Promise<Dispatcher> {
+    if (this.#agent !== undefined) return this.#agent;
+    const { Agent, errors, interceptors } = await loadUndici();
+    if (this.#closed && this.#agent === undefined) throw new errors.ClientDestroyedError();
+    this.#agent ??= new Agent({
+      connections: CONNECTIONS,
+      connect: { timeout: UPSTREAM_TIMEOUT_MS },
+      headersTimeout: UPSTREAM_TIMEOUT_MS,
+      bodyTimeout: UPSTREAM_TIMEOUT_MS,
+      // A download URL may redirect to a CDN (crates.io's API does), as cargo follows.
+    }).compose(interceptors.redirect({ maxRedirections: 5 }));
+    return this.#agent;
+  }
 
   /**
    * GETs `url` with `headers` (no `Accept-Encoding`: bodies come as they are stored).
    * @throws whatever undici throws on a network error or a deadline
    */
   async get(url: URL, headers: Record<string, string> = {}): Promise<UpstreamAnswer> {
-    const answer = await this.#agent.request({
+    const answer = await (await this.#dispatcher()).request({
       origin: url.origin,
       path: `${url.pathname}${url.search}`,
       method: "GET",
@@ -62,7 +74,8 @@ export class Upstream {
 
   /** Closes the connections, aborting requests in flight: a stuck upstream must not hold a shutdown. */
   async close(): Promise<void> {
-    await this.#agent.destroy();
+    this.#closed = true;
+    await this.#agent?.destroy();
   }
 }
 

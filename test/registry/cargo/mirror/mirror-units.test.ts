@@ -9,6 +9,7 @@ import { dependencyPrefix, expandDownloadUrl } from "../../../../src/registry/ca
 import { conditionalHeaders, isStale, verdictOf } from "../../../../src/registry/cargo/mirror/freshness.js";
 import { checkIndexFile, findVersion } from "../../../../src/registry/cargo/mirror/index-lines.js";
 import { SingleFlight } from "../../../../src/registry/cargo/mirror/single-flight.js";
+import { Upstream } from "../../../../src/registry/cargo/mirror/upstream.js";
 
 const CKSUM = createHash("sha256").update("crate").digest("hex");
 
@@ -140,5 +141,14 @@ describe("SingleFlight", () => {
     // A key in flight is still shared.
     expect(flights.run("a", never)).toBeInstanceOf(Promise);
     expect(() => flights.run("c", never)).toThrow("fetching 2 files from its upstream already");
+  });
+});
+
+describe("Upstream", () => {
+  it("sends nothing once closed, even when closed before its first request", async () => {
+    const upstream = new Upstream();
+    await upstream.close();
+    // No connection is tried: the port is never listened on (a request would fail otherwise).
+    await expect(upstream.get(new URL("http://127.0.0.1:9/config.json"))).rejects.toThrow(/destroyed/);
   });
 });
