@@ -178,10 +178,29 @@ export interface ConfiguredCheck {
   readonly path: string;
 }
 
-/** The checks a section lists, kinds in the order of {@link KINDS}. */
-export function configuredChecks(section: HealthchecksSection): ConfiguredCheck[] {
-  return KINDS.flatMap((kind) => {
-    const definitions: readonly Definition[] = section[checksKey(kind)];
-    return definitions.map((definition, index) => ({ definition, path: `healthchecks.${checksKey(kind)}[${index}]` }));
-  });
+/**
+ * The lists already made, by section: a start reads them three times (the configuration's check of
+ * alert outputs, the catalog, the alerts), four in cluster mode, and a file may list 10 000 checks
+ * (docs/benchmarks.md, "Start-up"). A validated section is never changed, and a reload validates a
+ * new one.
+ */
+const listed = new WeakMap<HealthchecksSection, readonly ConfiguredCheck[]>();
+
+/**
+ * The checks a section lists, kinds in the order of {@link KINDS}: one list per section object,
+ * made on the first call (callers must not change it).
+ */
+export function configuredChecks(section: HealthchecksSection): readonly ConfiguredCheck[] {
+  let checks = listed.get(section);
+  if (checks === undefined) {
+    checks = KINDS.flatMap((kind) => {
+      const definitions: readonly Definition[] = section[checksKey(kind)];
+      return definitions.map((definition, index) => ({
+        definition,
+        path: `healthchecks.${checksKey(kind)}[${index}]`,
+      }));
+    });
+    listed.set(section, checks);
+  }
+  return checks;
 }

@@ -221,6 +221,17 @@ describe("the healthchecks section", () => {
       ["c", "command", "healthchecks.command-checks[0]"],
     ]);
   });
+
+  it("makes the list of a section once, and a new one for a section parsed anew (a reload)", () => {
+    const first = section({ "tcp-checks": [tcp("a")] });
+    const list = configuredChecks(first);
+    // The configuration's check, the catalog and the alerts read it at each start.
+    expect(configuredChecks(first)).toBe(list);
+    const reloaded = configuredChecks(section({ "tcp-checks": [tcp("a"), tcp("b")] }));
+    expect(reloaded).not.toBe(list);
+    expect(reloaded.map(({ definition }) => definition.name)).toEqual(["a", "b"]);
+    expect(list.map(({ definition }) => definition.name)).toEqual(["a"]);
+  });
 });
 
 describe("the outputs the file's alerts name", () => {
