@@ -13,6 +13,7 @@ import { isDeepStrictEqual } from "node:util";
 import { errorMessage } from "../platform/errors.js";
 import { ValidationError } from "../platform/validation.js";
 import { checkApiDefinitionFiles } from "./admission.js";
+import type { AlertEntry } from "./alerts/evaluator.js";
 import type { ConfiguredCheck } from "./config.js";
 import {
   type Definition,
@@ -48,6 +49,11 @@ export interface Registration {
   readonly series: CheckSeries;
   /** The check's shard in cluster mode (docs/cluster.md); 0 on a single instance. */
   readonly shard: number;
+  /**
+   * The check's alert state, kept here by the alert evaluator at its first result so that results
+   * reach it without a lookup by name; a new registration (the check redefined) starts without.
+   */
+  alerts?: AlertEntry | undefined;
 }
 
 /**

@@ -257,15 +257,7 @@ export const healthchecksModule = defineModule({
         history.record(registration.definition.name, result, timeMs);
         publisher.publish(registration.definition, result, registration.labels, timeMs);
         shared?.record(result);
-        if (judged) {
-          alerts.evaluator.observe(
-            registration.definition,
-            registration.labels,
-            result.success,
-            result.message,
-            timeMs,
-          );
-        }
+        if (judged) alerts.evaluator.observe(registration, result.success, result.message, timeMs);
       },
       ...(cluster === undefined
         ? {}

@@ -4,6 +4,7 @@
  * literal with its own `view` accessors was the dearest part of registering a check
  * (docs/benchmarks.md, "Start-up").
  */
+import type { AlertEntry } from "./alerts/evaluator.js";
 import type { Registration } from "./catalog.js";
 import { type Definition, type DefinitionView, type Source, viewOf } from "./definition.js";
 import type { CheckSeries } from "./metrics.js";
@@ -15,6 +16,8 @@ export class CheckRegistration implements Registration {
   readonly labels: Readonly<Record<string, string>> | undefined;
   readonly series: CheckSeries;
   readonly shard: number;
+  /** Set by the alert evaluator (alerts/evaluator.ts, `observe`). */
+  alerts: AlertEntry | undefined = undefined;
   #view: DefinitionView | undefined = undefined;
 
   /**

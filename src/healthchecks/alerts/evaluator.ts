@@ -15,7 +15,8 @@
  *   are recorded as suppressed instead of sent; a held trigger is sent once no parent is down.
  *
  * Plain TypeScript: the store (store.ts) and the notifier are handed in. On the result path nothing
- * is allocated and nothing awaited unless an alert transitions.
+ * is allocated and nothing awaited unless an alert transitions, and nothing is looked up by name:
+ * each registered check keeps its {@link AlertEntry} (the catalog's registration holds it).
  */
 import type { DeliveryOutcome, Notification, NotificationStatus, Notifier } from "../../platform/notifications.js";
 import { rfc3339 } from "../../platform/time.js";
@@ -96,8 +97,23 @@ export interface EvaluatorOptions {
   readonly now?: () => number;
 }
 
-/** The alerts of one check, as evaluated here. */
-interface Entry {
+/**
+ * A check as {@link AlertEvaluator.observe} takes it: the catalog's registration, made once per
+ * registered definition, which keeps the check's alert entry between results.
+ */
+export interface ObservedCheck {
+  readonly definition: Definition;
+  /** The check's labels as results show them (redacted). */
+  readonly labels?: Readonly<Record<string, string>> | undefined;
+  /** Set by the evaluator at the check's first result; only the evaluator reads or changes it. */
+  alerts?: AlertEntry | undefined;
+}
+
+/**
+ * The alerts of one check, as evaluated here; made and changed by the evaluator only (others hold
+ * it in {@link ObservedCheck.alerts}).
+ */
+export interface AlertEntry {
   readonly definition: Definition;
   readonly policies: readonly AlertPolicy[];
   readonly states: AlertState[];
@@ -105,6 +121,11 @@ interface Entry {
   failures: number;
   /** Cluster mode, a check without alerts: whether it is stored as down for its dependents. */
   markedDown: boolean;
+  /**
+   * True once the evaluator no longer keeps this entry (replaced, its check deleted, or its states
+   * read again after a cluster hand-over): a registration still holding it resolves it again.
+   */
+  dropped: boolean;
 }
 
 const HOUR_MS = 3_600_000;
@@ -113,7 +134,7 @@ const REMOTE_REFRESH_MS = 1_000;
 /** The alerts of the checks this instance runs. */
 export class AlertEvaluator {
   readonly #options: EvaluatorOptions;
-  readonly #entries = new Map<string, Entry>();
+  readonly #entries = new Map<string, AlertEntry>();
   /** Stored states not yet given to an entry, by check and output. */
   #stored = new Map<string, Map<string, StoredAlert>>();
   /** Checks whose stored states are being read again (cluster mode): no transition meanwhile. */
@@ -148,7 +169,7 @@ export class AlertEvaluator {
     try {
       const fresh = byCheck(await this.#options.store.loadStates(names));
       for (const name of names) {
-        this.#entries.delete(name);
+        this.#drop(name);
         const states = fresh.get(name);
         if (states === undefined) this.#stored.delete(name);
         else this.#stored.set(name, states);
@@ -214,22 +235,23 @@ export class AlertEvaluator {
   }
 
   /**
-   * Evaluates one periodic result of `definition`. Never throws nor awaits.
+   * Evaluates one periodic result of `check`. Never throws nor awaits. The check's entry is kept
+   * in `check.alerts` and used again while it stays current (same definition and default alerts,
+   * not dropped here), so a result is evaluated without a lookup by name.
    *
-   * @param labels the check's labels as results show them (redacted)
    * @param message the result's message (that of notifications of alerts without a description)
    * @param timeMs the end of the execution, milliseconds since the epoch
    */
-  observe(
-    definition: Definition,
-    labels: Readonly<Record<string, string>> | undefined,
-    success: boolean,
-    message: string,
-    timeMs: number,
-  ): void {
-    const entry = this.#entryOf(definition);
+  observe(check: ObservedCheck, success: boolean, message: string, timeMs: number): void {
+    const { definition } = check;
+    let entry = check.alerts;
+    if (entry === undefined || !this.#current(entry, definition)) {
+      entry = this.#entryOf(definition);
+      check.alerts = entry;
+    }
     entry.failures = success ? 0 : entry.failures + 1;
     if (this.#loading.size > 0 && this.#loading.has(definition.name)) return;
+    const labels = check.labels;
     const { policies, states } = entry;
     for (let index = 0; index < policies.length; index++) {
       const state = states[index];
@@ -285,7 +307,7 @@ export class AlertEvaluator {
   }
 
   #transition(
-    entry: Entry,
+    entry: AlertEntry,
     policy: AlertPolicy,
     state: AlertState,
     due: Exclude<Due, "none">,
@@ -361,7 +383,7 @@ export class AlertEvaluator {
   }
 
   /** Cluster mode: stores when a check without alerts goes down or comes back, for dependents elsewhere. */
-  #mark(entry: Entry, timeMs: number): void {
+  #mark(entry: AlertEntry, timeMs: number): void {
     const down = entry.failures >= PARENT_DOWN_FAILURES;
     if (down === entry.markedDown) return;
     entry.markedDown = down;
@@ -394,12 +416,16 @@ export class AlertEvaluator {
     void work.finally(() => this.#inflight.delete(work));
   }
 
+  /** Whether `entry` is still the one of `definition`: kept here, same definition and default alerts. */
+  #current(entry: AlertEntry, definition: Definition): boolean {
+    if (entry.dropped || entry.definition !== definition) return false;
+    return definition.alerts !== undefined || entry.policies === this.#defaultsFor(definition);
+  }
+
   /** The entry of a check, built again when its definition (or the default alerts) changed. */
-  #entryOf(definition: Definition): Entry {
+  #entryOf(definition: Definition): AlertEntry {
     const existing = this.#entries.get(definition.name);
-    if (existing !== undefined && existing.definition === definition) {
-      if (definition.alerts !== undefined || existing.policies === this.#defaultsFor(definition)) return existing;
-    }
+    if (existing !== undefined && this.#current(existing, definition)) return existing;
     const policies = this.policiesOf(definition);
     const stored = this.#stored.get(definition.name);
     this.#stored.delete(definition.name);
@@ -413,15 +439,25 @@ export class AlertEvaluator {
     for (const old of existing?.policies ?? []) {
       if (!policies.some((policy) => policy.output === old.output)) this.#forget(definition.name, old.output);
     }
-    const entry: Entry = {
+    const entry: AlertEntry = {
       definition,
       policies,
       states,
       failures: existing?.failures ?? 0,
       markedDown: existing?.markedDown ?? stored?.get("")?.triggered === true,
+      dropped: false,
     };
+    if (existing !== undefined) existing.dropped = true;
     this.#entries.set(definition.name, entry);
     return entry;
+  }
+
+  /** Forgets the entry of `name` (its states stay stored); a registration holding it resolves it again. */
+  #drop(name: string): void {
+    const entry = this.#entries.get(name);
+    if (entry === undefined) return;
+    entry.dropped = true;
+    this.#entries.delete(name);
   }
 
   #forget(check: string, output: string): void {
@@ -436,7 +472,7 @@ export class AlertEvaluator {
   async #housekeeping(): Promise<void> {
     for (const [name, entry] of this.#entries) {
       if (this.#options.definitionOf(name) !== undefined) continue;
-      this.#entries.delete(name);
+      this.#drop(name);
       for (const policy of entry.policies) this.#forget(name, policy.output);
       if (entry.markedDown) this.#forget(name, "");
     }

@@ -3,11 +3,12 @@
  * notifier, with result times chosen by the test: one trigger per alert, default alerts, the
  * maintenance hook, dependencies, the history, and a restart on the same stored states.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   AlertEvaluator,
   type AlertHistoryEntry,
   type AlertStateStore,
+  type ObservedCheck,
   type StoredAlert,
 } from "../../../src/healthchecks/alerts/evaluator.js";
 import type { AlertPolicy } from "../../../src/healthchecks/alerts/policy.js";
@@ -53,6 +54,8 @@ interface Setup {
   readonly notifier?: FakeNotifier;
   readonly defaults?: AlertPolicy[];
   readonly checks?: Definition[];
+  /** The registered checks, when they change during the test (default: `checks`). */
+  readonly definitionOf?: (name: string) => Definition | undefined;
   readonly inMaintenance?: (name: string, atMs: number) => boolean;
 }
 
@@ -64,7 +67,7 @@ async function evaluator(setup: Setup = {}) {
     notifier,
     store,
     defaultAlerts: setup.defaults ?? [],
-    definitionOf: (name) => checks.get(name),
+    definitionOf: setup.definitionOf ?? ((name) => checks.get(name)),
     ...(setup.inMaintenance === undefined ? {} : { inMaintenance: setup.inMaintenance }),
     url: "http://127.0.0.1:8080/status",
     logger: { error: (details) => expect.unreachable(JSON.stringify(details)) },
@@ -76,10 +79,23 @@ async function evaluator(setup: Setup = {}) {
 
 const T0 = Date.parse("2026-11-22T10:00:00Z");
 
-/** Feeds results of `definition`, one every 10 s from `fromMs`. */
+/** The registration of each definition, as the catalog makes one per registered definition. */
+const registrations = new WeakMap<Definition, ObservedCheck>();
+
+function registrationOf(definition: Definition): ObservedCheck {
+  let registration = registrations.get(definition);
+  if (registration === undefined) {
+    registration = { definition, labels: { team: "web" } };
+    registrations.set(definition, registration);
+  }
+  return registration;
+}
+
+/** Feeds results of `definition` through its registration, one every 10 s from `fromMs`. */
 function feed(alerts: AlertEvaluator, definition: Definition, results: readonly boolean[], fromMs = T0): number {
+  const registration = registrationOf(definition);
   for (const [index, success] of results.entries()) {
-    alerts.observe(definition, { team: "web" }, success, success ? "success" : "refused", fromMs + index * 10_000);
+    alerts.observe(registration, success, success ? "success" : "refused", fromMs + index * 10_000);
   }
   return fromMs + results.length * 10_000;
 }
@@ -310,6 +326,75 @@ describe("the alert evaluator", () => {
     await alerts.settled();
     expect(notifier.statuses("web")).toEqual(["triggered", "triggered"]);
     expect([...store.states.keys()]).toEqual(["web/team-chat"]);
+  });
+});
+
+describe("the alert entry a registration keeps", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("is kept between results of the same registration", async () => {
+    const web = check("web", { alerts: [{ output: "team-chat" }] });
+    const { alerts } = await evaluator({ checks: [web] });
+    feed(alerts, web, [false]);
+    const entry = registrationOf(web).alerts;
+    expect(entry).toBeDefined();
+    feed(alerts, web, [false], T0 + 10_000);
+    expect(registrationOf(web).alerts).toBe(entry);
+  });
+
+  it("is read again from the store when the check is taken over (cluster hand-over)", async () => {
+    const web = check("web", { alerts: [{ output: "team-chat" }] });
+    const { alerts, notifier, store } = await evaluator({ checks: [web] });
+    feed(alerts, web, FAIL3);
+    await alerts.settled();
+    // Meanwhile another instance ran the check and resolved its alert.
+    const resolvedAtMs = T0 + 100_000;
+    store.states.set("web/team-chat", {
+      check: "web",
+      output: "team-chat",
+      triggered: false,
+      sinceMs: resolvedAtMs,
+      lastDueMs: resolvedAtMs,
+      notified: false,
+    });
+    await alerts.reload(["web"]);
+    // The same registration: its entry is the stored state, not the one it held before.
+    feed(alerts, web, FAIL3, resolvedAtMs + 10_000);
+    await alerts.settled();
+    expect(notifier.statuses("web")).toEqual(["triggered", "triggered"]);
+  });
+
+  it("takes the new default alerts after a reload of the configuration", async () => {
+    const plain = check("plain");
+    const { alerts, notifier } = await evaluator({ checks: [plain], defaults: [defaultAlert("team-chat")] });
+    feed(alerts, plain, [false]);
+    alerts.setDefaults([defaultAlert("on-call")]);
+    feed(alerts, plain, FAIL3, T0 + 10_000);
+    await alerts.settled();
+    expect(notifier.sent.map((sent) => sent.output)).toEqual(["on-call"]);
+  });
+
+  it("is forgotten with its deleted check: the same definition registered again starts afresh", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const web = check("web", { alerts: [{ output: "team-chat" }] });
+    const registered = new Map([["web", web]]);
+    const { alerts, notifier, store } = await evaluator({ definitionOf: (name) => registered.get(name) });
+    alerts.start();
+    feed(alerts, web, FAIL3);
+    await alerts.settled();
+    registered.delete("web");
+    expect(await alerts.triggered()).toEqual([]);
+    // The hourly sweep forgets the alerts of deleted checks.
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    await alerts.settled();
+    expect(store.states.size).toBe(0);
+    // A configuration check removed then listed again comes back with the same definition.
+    registered.set("web", web);
+    feed(alerts, web, FAIL3, T0 + 100_000);
+    await alerts.close();
+    expect(notifier.statuses("web")).toEqual(["triggered", "triggered"]);
   });
 });
 
