@@ -10,9 +10,7 @@
 // Not run by bench/run.mjs (it needs builds to compare).
 // Run: node bench/compare/alerts-observe.mjs before=/work/old after=/work/new
 //   env ROUNDS (default 5), CHECKS (default 10000), PASSES (default 300), WARM_UP (default 50).
-import { spawn } from "node:child_process";
-import { join } from "node:path";
-import { root } from "../lib/vigie.mjs";
+import { buildsOf, interleave, runScript } from "../lib/interleaved-builds.mjs";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const CHECKS = Number(process.env.CHECKS ?? 10_000);
@@ -71,42 +69,20 @@ console.log(JSON.stringify({ nsPerResult: ((used.user + used.system) * 1000) / r
 `;
 
 /** Runs one build; its CPU per result in nanoseconds. */
-async function measure(build) {
-  const args = ["--input-type=module", "-e", OBSERVE_LOOP, build, String(CHECKS), String(PASSES), String(WARM_UP)];
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
-  let output = "";
-  child.stdout.on("data", (chunk) => {
-    output += chunk;
-  });
-  const code = await new Promise((done) => child.once("exit", done));
-  if (code !== 0) throw new Error(`the evaluator process of ${build} exited with ${code}`);
-  return JSON.parse(output.trim().split("\n").at(-1));
+function measure(build) {
+  const args = [build, String(CHECKS), String(PASSES), String(WARM_UP)];
+  return runScript(OBSERVE_LOOP, args, `the evaluator process of ${build}`);
 }
 
 async function main() {
-  const builds = process.argv.slice(2).map((argument) => {
-    const [name, path] = argument.split("=");
-    return { name, build: join(path) };
+  await interleave({
+    builds: buildsOf(process.argv.slice(2), "node bench/compare/alerts-observe.mjs name=/build/root ..."),
+    rounds: ROUNDS,
+    measure,
+    figure: ({ nsPerResult }) => nsPerResult,
+    describe: ({ nsPerResult, results }) => `${nsPerResult.toFixed(1)} ns (${results} results)`,
+    unit: "CPU per result",
   });
-  if (builds.length === 0) throw new Error("usage: node bench/compare/alerts-observe.mjs name=/build/root ...");
-  const costs = new Map(builds.map(({ name }) => [name, []]));
-  for (let round = 1; round <= ROUNDS; round++) {
-    const line = [];
-    for (const { name, build } of builds) {
-      const { nsPerResult, results } = await measure(build);
-      costs.get(name).push(nsPerResult);
-      line.push(`${name} ${nsPerResult.toFixed(1)} ns (${results} results)`);
-    }
-    console.log(`round ${round}: ${line.join(", ")} CPU per result`);
-  }
-  const first = costs.get(builds[0].name);
-  for (const { name } of builds.slice(1)) {
-    const ratios = costs.get(name).map((value, index) => value / first[index]);
-    const mean = ratios.reduce((sum, ratio) => sum + ratio, 0) / ratios.length;
-    console.log(
-      `${name} / ${builds[0].name}: ${ratios.map((ratio) => ratio.toFixed(2)).join(", ")}; mean x${mean.toFixed(2)}`,
-    );
-  }
 }
 
 main().catch((error) => {

@@ -10,9 +10,7 @@
 // Run: node bench/compare/scheduler.mjs before=/work/old after=/work/new
 //   env ROUNDS (default 3), BENCH_SECONDS window (default 20), WARM_UP_SECONDS (default 12),
 //   CHECKS keys (default 10000), INTERVAL_MS (default 1000).
-import { spawn } from "node:child_process";
-import { join } from "node:path";
-import { root } from "../lib/vigie.mjs";
+import { buildsOf, interleave, runScript } from "../lib/interleaved-builds.mjs";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const WINDOW_SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -58,51 +56,20 @@ setTimeout(() => {
 `;
 
 /** Runs one build for the warm-up and the window; its CPU in cores and its runs in the window. */
-async function measure(build) {
-  const args = [
-    "--input-type=module",
-    "-e",
-    SCHEDULER_LOOP,
-    build,
-    String(CHECKS),
-    String(INTERVAL_MS),
-    String(WARM_UP_SECONDS),
-    String(WINDOW_SECONDS),
-  ];
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
-  let output = "";
-  child.stdout.on("data", (chunk) => {
-    output += chunk;
-  });
-  const code = await new Promise((done) => child.once("exit", done));
-  if (code !== 0) throw new Error(`the scheduler process of ${build} exited with ${code}`);
-  return JSON.parse(output.trim().split("\n").at(-1));
+function measure(build) {
+  const args = [build, String(CHECKS), String(INTERVAL_MS), String(WARM_UP_SECONDS), String(WINDOW_SECONDS)];
+  return runScript(SCHEDULER_LOOP, args, `the scheduler process of ${build}`);
 }
 
 async function main() {
-  const builds = process.argv.slice(2).map((argument) => {
-    const [name, path] = argument.split("=");
-    return { name, build: join(path) };
+  await interleave({
+    builds: buildsOf(process.argv.slice(2), "node bench/compare/scheduler.mjs name=/build/root ..."),
+    rounds: ROUNDS,
+    measure,
+    figure: ({ cores }) => cores,
+    describe: ({ cores, runs }) => `${cores.toFixed(4)} (${runs} runs)`,
+    unit: "cores",
   });
-  if (builds.length === 0) throw new Error("usage: node bench/compare/scheduler.mjs name=/build/root ...");
-  const cores = new Map(builds.map(({ name }) => [name, []]));
-  for (let round = 1; round <= ROUNDS; round++) {
-    const line = [];
-    for (const { name, build } of builds) {
-      const { cores: used, runs } = await measure(build);
-      cores.get(name).push(used);
-      line.push(`${name} ${used.toFixed(4)} (${runs} runs)`);
-    }
-    console.log(`round ${round}: ${line.join(", ")} cores`);
-  }
-  const first = cores.get(builds[0].name);
-  for (const { name } of builds.slice(1)) {
-    const ratios = cores.get(name).map((value, index) => value / first[index]);
-    const mean = ratios.reduce((sum, ratio) => sum + ratio, 0) / ratios.length;
-    console.log(
-      `${name} / ${builds[0].name}: ${ratios.map((ratio) => ratio.toFixed(2)).join(", ")}; mean x${mean.toFixed(2)}`,
-    );
-  }
 }
 
 main().catch((error) => {
