@@ -307,8 +307,7 @@ export class ResultHistory {
   /**
    * Deletes the results older than the retention as of `nowMs`, one bounded delete at a time
    * (yielding to the event loop between them) for each check that has such results, then the names
-   * no result refers to. Joins a
-   * prune already running. Never rejects: a failure is logged and the next prune starts over.
+   * no result refers to. Joins a prune already running. Never rejects: a failure is logged and the next prune starts over.
    *
    * @param nowMs milliseconds since the epoch
    * @returns the number of results deleted
@@ -460,7 +459,6 @@ export class ResultHistory {
     this.#metrics?.historyDropped(reason, rows);
   }
 
-  /** Writes the buffer: ids of new names first, then the rows. Never rejects. */
   /**
    * Finds (or creates) the ids of `missing` and writes them into `checkIds` where `names` has them.
    * @throws Error when the database fails, or gives no id for a name
@@ -478,6 +476,7 @@ export class ResultHistory {
     }
   }
 
+  /** Writes the buffer: ids of new names first, then the rows. Never rejects. */
   async #write(): Promise<void> {
     const count = this.#names.length;
     if (count === 0) return;
