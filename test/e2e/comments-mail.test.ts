@@ -125,6 +125,15 @@ describe.skipIf(unavailable !== undefined)("comment e-mail, end to end", () => {
     if (mail === undefined || other === undefined) throw new Error("no mail");
     expect(mail.rcpt_tos).toEqual(["moderator@example.org"]);
     expect(mail.text).toContain("First <comment>");
+    // Each message counts as an event of its output (read once the sender has its reply).
+    const sentLine = 'stream_output_events_total{output="mail",outcome="sent"} 2';
+    let metrics = "";
+    for (let tries = 0; tries < 50 && !metrics.includes(sentLine); tries++) {
+      if (tries > 0) await new Promise((wait) => setTimeout(wait, 100));
+      metrics = await (await fetch(`${api}/metrics`)).text();
+    }
+    expect(metrics).toContain(sentLine);
+    expect(metrics).toContain('stream_output_queue_events{output="mail"} 0');
     const link = (message: ReceivedMail, label: string) =>
       new RegExp(`${label}: (\\S+)`).exec(message.text ?? "")?.[1] ?? "";
 

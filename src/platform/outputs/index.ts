@@ -32,6 +32,17 @@ export interface PlatformOutputs {
 }
 
 /**
+ * Each output's queued events with the messages its mailer queue holds added (an `email` output
+ * sends both notifications and the mail of modules).
+ */
+function* withMail(
+  queued: Iterable<readonly [string, number]>,
+  mailer: SmtpMailer,
+): Iterable<readonly [string, number]> {
+  for (const [name, count] of queued) yield [name, count + mailer.queued(name)] as const;
+}
+
+/**
  * Every declared output by the section that declares it: `outputs` for the top-level ones,
  * `streams.outputs` for a module's (a name in both is refused when the configuration is validated).
  */
@@ -74,12 +85,14 @@ export async function createOutputs(
     Object.assign(definitions, declared);
   }
   let notifier: OutputNotifier | undefined;
+  const counted = outputMetrics(
+    metrics,
+    () => withMail(outputs.queued(), mailer),
+    () => outputs.stored(),
+  );
+  const mailer = new SmtpMailer(definitions, logger, { metrics: counted });
   const outputs: Outputs = new Outputs(definitions, {
-    metrics: outputMetrics(
-      metrics,
-      () => outputs.queued(),
-      () => outputs.stored(),
-    ),
+    metrics: counted,
     logger,
     store: new SqlDurableStore(database.kysely),
     ...(nats === undefined ? {} : { nats }),
@@ -95,7 +108,6 @@ export async function createOutputs(
   );
   const built = notifier;
   await outputs.restore();
-  const mailer = new SmtpMailer(definitions, logger);
   return {
     outputs,
     notifier: built,

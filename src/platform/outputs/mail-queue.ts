@@ -5,13 +5,15 @@
  * `email` output does (smtpOutcome: 4yz and network errors retried, 5yz refused) and retried with
  * the outputs' backoff (retry.ts) until the output's `max-retry-time`. This is simpler than the
  * batching queue of outputs (delivery.ts): messages are few, each has its own recipients, and
- * nothing is grouped.
+ * nothing is grouped. Each message counts as one event in the output's metrics (metrics.ts), beside
+ * the notifications the output sends: its outcome, its attempts' durations and its retries.
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import type { Mail, Mailer, MailOutcome } from "../mailer.js";
 import type { OutputDefinition } from "./config.js";
 import type { AttemptResult } from "./delivery.js";
+import type { OutputMetrics, OutputOutcome } from "./metrics.js";
 import { domainOf, type EmailOutputDefinition, nodemailer, smtpOptions, smtpOutcome } from "./notifiers/email.js";
 import { backoffDelay } from "./retry.js";
 
@@ -35,6 +37,40 @@ interface Pending {
   readonly onOutcome: ((outcome: MailOutcome, reason?: string) => void) | undefined;
 }
 
+/** One output's metric updaters, resolved once (metrics.ts). */
+interface MailCounters {
+  readonly counted: Readonly<Record<OutputOutcome, (count: number) => void>>;
+  readonly retried: () => void;
+  readonly attempted: (seconds: number) => void;
+}
+
+/** Counters that count nothing, for a mailer built without metrics (tests, tools). */
+const UNCOUNTED: MailCounters = {
+  counted: {
+    sent: () => {},
+    "dropped-queue-full": () => {},
+    "dropped-rejected": () => {},
+    "dropped-retries-exhausted": () => {},
+  },
+  retried: () => {},
+  attempted: () => {},
+};
+
+function countersOf(metrics: OutputMetrics | undefined, output: string): MailCounters {
+  if (metrics === undefined) return UNCOUNTED;
+  const outcome = (name: OutputOutcome) => metrics.events(output, name);
+  return {
+    counted: {
+      sent: outcome("sent"),
+      "dropped-queue-full": outcome("dropped-queue-full"),
+      "dropped-rejected": outcome("dropped-rejected"),
+      "dropped-retries-exhausted": outcome("dropped-retries-exhausted"),
+    },
+    retried: metrics.retries(output),
+    attempted: metrics.requestDuration(output),
+  };
+}
+
 /** One output's queue: FIFO, one message in flight, retries with backoff. */
 class MailQueue {
   readonly #items: Pending[] = [];
@@ -43,13 +79,22 @@ class MailQueue {
   readonly #attempt: MailAttempt;
   readonly #logger: FastifyBaseLogger;
   readonly #name: string;
+  readonly #counters: MailCounters;
   #running: Promise<void> | undefined;
   #stopping = false;
   #timer: NodeJS.Timeout | undefined;
   #wake: (() => void) | undefined;
 
-  constructor(name: string, capacity: number, maxRetryMs: number, attempt: MailAttempt, logger: FastifyBaseLogger) {
+  constructor(
+    name: string,
+    capacity: number,
+    maxRetryMs: number,
+    attempt: MailAttempt,
+    logger: FastifyBaseLogger,
+    counters: MailCounters,
+  ) {
     this.#name = name;
+    this.#counters = counters;
     this.#capacity = capacity;
     this.#maxRetryMs = maxRetryMs;
     this.#attempt = attempt;
@@ -61,7 +106,10 @@ class MailQueue {
   }
 
   offer(item: Pending): boolean {
-    if (this.#stopping || this.#items.length >= this.#capacity) return false;
+    if (this.#stopping || this.#items.length >= this.#capacity) {
+      this.#counters.counted["dropped-queue-full"](1);
+      return false;
+    }
     this.#items.push(item);
     this.#running ??= this.#run().finally(() => {
       this.#running = undefined;
@@ -71,9 +119,10 @@ class MailQueue {
 
   async #run(): Promise<void> {
     for (let item = this.#items[0]; item !== undefined; item = this.#items[0]) {
-      const [outcome, raw] = await this.#deliver(item.mail);
+      const [outcome, raw, counted] = await this.#deliver(item.mail);
       const reason = raw?.replace(ADDRESS_IN_TEXT, "<address>");
       this.#items.shift();
+      this.#counters.counted[counted](1);
       if (outcome !== "delivered") {
         // Never the recipients: they are people's addresses.
         this.#logger.warn({ output: this.#name, reason }, `mail through output ${this.#name} ${outcome}`);
@@ -82,22 +131,29 @@ class MailQueue {
     }
   }
 
-  /** Attempts until sent, refused, out of retry time, or stopped. */
-  async #deliver(mail: Mail): Promise<[MailOutcome, string | undefined]> {
+  /**
+   * Attempts until sent, refused, out of retry time, or stopped: the outcome for the sender, the
+   * reason of a failure, and the outcome counted in the output's metrics.
+   */
+  async #deliver(mail: Mail): Promise<[MailOutcome, string | undefined, OutputOutcome]> {
     const started = Date.now();
     for (let retry = 1; ; retry++) {
+      const attempted = performance.now();
       let result: AttemptResult;
       try {
         result = await this.#attempt(mail);
       } catch (error) {
         result = { kind: "retry", reason: error instanceof Error ? error.message : String(error) };
       }
-      if (result.kind === "sent") return ["delivered", undefined];
-      if (result.kind === "rejected") return ["failed", result.reason];
+      this.#counters.attempted((performance.now() - attempted) / 1000);
+      if (result.kind === "sent") return ["delivered", undefined, "sent"];
+      if (result.kind === "rejected") return ["failed", result.reason, "dropped-rejected"];
       const wait = result.retryAfterMs ?? backoffDelay(retry);
       if (this.#stopping || Date.now() + wait - started > this.#maxRetryMs) {
-        return [this.#stopping ? "dropped" : "failed", `retries exhausted: ${result.reason}`];
+        const reason = `retries exhausted: ${result.reason}`;
+        return [this.#stopping ? "dropped" : "failed", reason, "dropped-retries-exhausted"];
       }
+      this.#counters.retried();
       await new Promise<void>((resolve) => {
         this.#wake = resolve;
         this.#timer = setTimeout(resolve, wait);
@@ -116,7 +172,9 @@ class MailQueue {
     this.#stopping = true;
     clearTimeout(this.#timer);
     this.#wake?.();
-    for (const item of this.#items.splice(1)) item.onOutcome?.("dropped", "stopping");
+    const left = this.#items.splice(1);
+    if (left.length > 0) this.#counters.counted["dropped-retries-exhausted"](left.length);
+    for (const item of left) item.onOutcome?.("dropped", "stopping");
   }
 }
 
@@ -154,18 +212,25 @@ export class SmtpMailer implements Mailer {
 
   /**
    * @param definitions every declared output; those of type `email` get a queue
-   * @param attemptOf how a message is sent through a definition (tests replace nodemailer)
+   * @param options.metrics the outputs' metrics, where each message counts as one event of its output
+   * @param options.attemptOf how a message is sent through a definition (tests replace nodemailer)
    */
   constructor(
     definitions: Readonly<Record<string, OutputDefinition>>,
     logger: FastifyBaseLogger,
-    attemptOf: (definition: EmailOutputDefinition) => { attempt: MailAttempt; close: () => void } = smtpAttempt,
+    options: {
+      readonly metrics?: OutputMetrics;
+      readonly attemptOf?: (definition: EmailOutputDefinition) => { attempt: MailAttempt; close: () => void };
+    } = {},
   ) {
+    const attemptOf = options.attemptOf ?? smtpAttempt;
     for (const [name, definition] of Object.entries(definitions)) {
       if (definition.type !== "email") continue;
       const { attempt, close } = attemptOf(definition);
       const capacity = Math.min(definition["queue-size"], MAX_MAIL_QUEUE);
-      this.#queues.set(name, new MailQueue(name, capacity, definition["max-retry-time"].milliseconds, attempt, logger));
+      const maxRetryMs = definition["max-retry-time"].milliseconds;
+      const counters = countersOf(options.metrics, name);
+      this.#queues.set(name, new MailQueue(name, capacity, maxRetryMs, attempt, logger, counters));
       this.#closers.push(close);
     }
   }

@@ -4,11 +4,13 @@
  * outputs dropped, a drain on close, and logs that never name a recipient.
  */
 import pino from "pino";
+import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../src/platform/config.js";
 import type { Mail, MailOutcome } from "../../../src/platform/mailer.js";
 import type { AttemptResult } from "../../../src/platform/outputs/delivery.js";
 import { SmtpMailer } from "../../../src/platform/outputs/mail-queue.js";
+import { outputMetrics } from "../../../src/platform/outputs/metrics.js";
 
 function definitions(settings: Record<string, unknown> = {}) {
   return parseConfig(
@@ -33,13 +35,17 @@ function harness(results: AttemptResult[], settings: Record<string, unknown> = {
   const logs: string[] = [];
   const logger = pino({ level: "debug" }, { write: (line: string) => logs.push(line) });
   const sent: Mail[] = [];
-  const mailer = new SmtpMailer(definitions(settings), logger, () => ({
-    attempt: async (mail) => {
-      sent.push(mail);
-      return results.shift() ?? { kind: "sent" };
-    },
-    close: () => {},
-  }));
+  const registry = new Registry();
+  const mailer = new SmtpMailer(definitions(settings), logger, {
+    metrics: outputMetrics(registry, () => []),
+    attemptOf: () => ({
+      attempt: async (mail) => {
+        sent.push(mail);
+        return results.shift() ?? { kind: "sent" };
+      },
+      close: () => {},
+    }),
+  });
   const outcomes: Array<[MailOutcome, string | undefined]> = [];
   const send = (subject: string) =>
     new Promise<void>((resolve) => {
@@ -49,7 +55,17 @@ function harness(results: AttemptResult[], settings: Record<string, unknown> = {
       });
       if (!queued) resolve();
     });
-  return { mailer, sent, outcomes, logs, send };
+  /** The value of the series `name` (a histogram's `_count` too) with these labels, 0 when absent. */
+  const metric = async (name: string, labels: Record<string, string>) => {
+    const family = registry.getSingleMetric(name.replace(/_count$/, ""));
+    const found = (await family?.get())?.values.find(
+      (value) =>
+        ((value as { metricName?: string }).metricName ?? name) === name &&
+        Object.entries(labels).every(([key, wanted]) => value.labels[key] === wanted),
+    );
+    return found?.value ?? 0;
+  };
+  return { mailer, sent, outcomes, logs, send, metric };
 }
 
 const mail = (output: string): Mail => ({ output, to: ["a@example.org"], subject: "s", text: "t" });
@@ -103,5 +119,36 @@ describe("SmtpMailer", () => {
     await mailer.close(50);
     expect(outcomes.map(([outcome]) => outcome).sort()).toEqual(["dropped", "dropped", "dropped"]);
     expect(mailer.send(mail("mail"))).toBe(false);
+  });
+
+  it("counts each message as one event of its output: outcome, attempts' durations, retries", async () => {
+    const failures: AttemptResult[] = [
+      { kind: "retry", reason: "SMTP 451 busy" },
+      { kind: "sent" },
+      { kind: "rejected", reason: "SMTP 550 no", answer: "" },
+    ];
+    const { mailer, send, metric } = harness(failures, { "queue-size": 2 });
+    const events = (outcome: string) => metric("stream_output_events_total", { output: "mail", outcome });
+    await Promise.all([send("retried then sent"), send("refused")]);
+    expect(await events("sent")).toBe(1);
+    expect(await events("dropped-rejected")).toBe(1);
+    expect(await metric("stream_output_retries_total", { output: "mail" })).toBe(1);
+    // Three attempts in all, each observed once.
+    expect(await metric("stream_output_request_duration_seconds_count", { output: "mail" })).toBe(3);
+    mailer.close(0);
+    expect(mailer.send(mail("mail"))).toBe(false);
+    expect(await events("dropped-queue-full")).toBe(1);
+  });
+
+  it("counts messages left at a drain, and those out of retry time, as retries exhausted", async () => {
+    const failures = Array.from({ length: 1000 }, () => ({ kind: "retry" as const, reason: "down" }));
+    const { mailer, metric, send } = harness(failures, { "max-retry-time": "200ms" });
+    await send("out of time");
+    const exhausted = () =>
+      metric("stream_output_events_total", { output: "mail", outcome: "dropped-retries-exhausted" });
+    expect(await exhausted()).toBe(1);
+    for (let i = 0; i < 3; i++) mailer.send(mail("mail"));
+    await mailer.close(20);
+    expect(await exhausted()).toBe(4);
   });
 });
