@@ -4,6 +4,9 @@
  * bytes), asked of the upstream again with a conditional request once `max-age` has passed, and
  * served stale when the upstream cannot answer. Concurrent requests for one file make one upstream
  * request. Paths come from crate names checked by `nameFromIndexPath`, never from request text.
+ * A crate the upstream does not have is remembered as missing for `max-age` too (in memory, at
+ * most {@link MAX_MISSING} names), as a CDN caches a 404: cargo asks for the index file of every
+ * name it resolves, and a build that names a missing crate should not reach the upstream each time.
  *
  * A file on disk is one JSON header line (the upstream's validators and the time it confirmed the
  * bytes) followed by the upstream's bytes, replaced atomically (temporary file, rename).
@@ -26,6 +29,9 @@ const gzipped = promisify(gzip);
 
 /** The largest upstream index file kept, in bytes (crates.io's largest are a few MiB). */
 export const MAX_INDEX_FILE = 32 * 1024 * 1024;
+
+/** The most crate names remembered as missing upstream; the oldest is forgotten first. */
+export const MAX_MISSING = 10_000;
 
 /** A mirrored index file: what is served (our ETag, the bytes, their gzip) and the upstream's validators. */
 export interface MirroredIndex extends RenderedIndex, Validators {
@@ -62,6 +68,9 @@ export interface IndexMirrorOptions {
 
 /** The upstream index files, through a cache on disk and in memory. */
 export class IndexMirror {
+  /** Names the upstream answered 404 or 410 for, with the time (ms) until which that answer holds. */
+  readonly #missing = new Map<string, number>();
+
   constructor(readonly options: IndexMirrorOptions) {}
 
   /**
@@ -71,6 +80,11 @@ export class IndexMirror {
    */
   async file(name: string): Promise<IndexAnswer> {
     const { memory, flights, maxAgeMs, now } = this.options;
+    const missingUntil = this.#missing.get(name);
+    if (missingUntil !== undefined) {
+      if (now() < missingUntil) throw notInUpstream(name);
+      this.#missing.delete(name);
+    }
     const copy = memory.get(name) ?? (await this.#load(name));
     const time = now();
     if (copy !== undefined && !isStale(copy, time, maxAgeMs)) return { file: copy, stale: false };
@@ -128,11 +142,21 @@ export class IndexMirror {
         discard(answer);
         memory.delete(name);
         await rm(this.#path(name), { force: true });
-        throw new NotFoundError(`crate ${name} not found in the upstream index`);
+        this.#rememberMissing(name);
+        throw notInUpstream(name);
       case "failed":
         discard(answer);
         return this.#failed(name, copy, url, `the upstream answered ${answer.status}`);
     }
+  }
+
+  /** Answers 404 for `name` without asking the upstream until `max-age` has passed. */
+  #rememberMissing(name: string): void {
+    if (this.#missing.size >= MAX_MISSING) {
+      const oldest = this.#missing.keys().next().value;
+      if (oldest !== undefined) this.#missing.delete(oldest);
+    }
+    this.#missing.set(name, this.options.now() + this.options.maxAgeMs);
   }
 
   /** After a failed upstream request: the copy, stale, for a while; else 503. */
@@ -178,6 +202,10 @@ export class IndexMirror {
     this.options.memory.set(name, file);
     return file;
   }
+}
+
+function notInUpstream(name: string): NotFoundError {
+  return new NotFoundError(`crate ${name} not found in the upstream index`);
 }
 
 /** A file ready to serve: our ETag (a digest of the bytes), its gzip and its Last-Modified. */

@@ -103,6 +103,24 @@ describe("cargo mirror routes", () => {
     expect(unknown.json().error).toBe("crate non not found in the upstream index");
   });
 
+  it("remembers a crate missing upstream for max-age, then asks again", async () => {
+    const path = "/api/v1/mirror/index/la/te/later";
+    expect((await get(path)).statusCode).toBe(404);
+    expect(upstream.count("/index/la/te/later")).toBe(1);
+    upstream.add("later", "0.1.0");
+    // Within max-age the upstream's 404 holds, as cargo would see from a CDN.
+    time += MAX_AGE_MS - 1;
+    const remembered = await get(path);
+    expect(remembered.statusCode).toBe(404);
+    expect(remembered.json().error).toBe("crate later not found in the upstream index");
+    expect(upstream.count("/index/la/te/later")).toBe(1);
+    time += 1;
+    const published = await get(path);
+    expect(published.statusCode).toBe(200);
+    expect(published.body).toBe(upstream.indexFile("later"));
+    expect(upstream.count("/index/la/te/later")).toBe(2);
+  });
+
   it("refuses an upstream index file naming another crate, and keeps nothing of it", async () => {
     upstream.add("bad", "1.0.0");
     upstream.extraLines.set("bad", JSON.stringify({ name: "evil", vers: "1.0.0", cksum: "0".repeat(64) }));
