@@ -2,9 +2,12 @@
  * The mirror's HTTP client for its upstream (an index such as https://index.crates.io/ and the
  * download host its `config.json` names): one undici Agent with bounded connections and
  * deadlines, and answers read up to a bound, so that an upstream can neither hang a request forever
- * nor make Vigie hold an unbounded body. URLs are only logged without their query and credentials.
+ * nor make Vigie hold an unbounded body. A GET whose kept-alive connection the upstream closed
+ * under it is sent once more on a fresh one. URLs are only logged without their query and
+ * credentials.
  */
 import type { Dispatcher } from "undici";
+import { isStaleConnection } from "../../../platform/stale-connection.js";
 import { loadUndici } from "../../../platform/undici.js";
 
 /** Connect, headers and idle-body deadline of an upstream request, in milliseconds. */
@@ -52,16 +55,26 @@ export class Upstream {
   }
 
   /**
-   * GETs `url` with `headers` (no `Accept-Encoding`: bodies come as they are stored).
+   * GETs `url` with `headers` (no `Accept-Encoding`: bodies come as they are stored); once more
+   * when the connection was closed before any answer (a kept connection the upstream had just
+   * closed: stale-connection.ts).
    * @throws whatever undici throws on a network error or a deadline
    */
   async get(url: URL, headers: Record<string, string> = {}): Promise<UpstreamAnswer> {
-    const answer = await (await this.#dispatcher()).request({
+    const dispatcher = await this.#dispatcher();
+    const options: Dispatcher.RequestOptions = {
       origin: url.origin,
       path: `${url.pathname}${url.search}`,
       method: "GET",
       headers: { "user-agent": "vigie-cargo-mirror", ...headers },
-    });
+    };
+    let answer: Dispatcher.ResponseData;
+    try {
+      answer = await dispatcher.request(options);
+    } catch (error) {
+      if (!isStaleConnection(error)) throw error;
+      answer = await dispatcher.request(options);
+    }
     return {
       status: answer.statusCode,
       header: (name) => {

@@ -1,15 +1,18 @@
 /**
  * The mirror's pure parts (docs/cargo.md, "Using the mirror for CI"): the `dl` template expanded as
  * cargo expands it, when a copy is revalidated and with which headers, what an upstream status
- * means, the reading of upstream index lines, and single-flight.
+ * means, the reading of upstream index lines, single-flight, and the upstream client's one retry of
+ * a GET whose connection was reset.
  */
 import { createHash } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { dependencyPrefix, expandDownloadUrl } from "../../../../src/registry/cargo/mirror/download-url.js";
 import { conditionalHeaders, isStale, verdictOf } from "../../../../src/registry/cargo/mirror/freshness.js";
 import { checkIndexFile, findVersion } from "../../../../src/registry/cargo/mirror/index-lines.js";
 import { SingleFlight } from "../../../../src/registry/cargo/mirror/single-flight.js";
-import { Upstream } from "../../../../src/registry/cargo/mirror/upstream.js";
+import { readBounded, Upstream } from "../../../../src/registry/cargo/mirror/upstream.js";
 
 const CKSUM = createHash("sha256").update("crate").digest("hex");
 
@@ -145,6 +148,45 @@ describe("SingleFlight", () => {
 });
 
 describe("Upstream", () => {
+  /** A server that resets the connection of the first `resets` requests, then answers 200 "ok". */
+  const resetting = async (resets: number) => {
+    let seen = 0;
+    const server = createServer((_request, response) => {
+      seen += 1;
+      if (seen <= resets) response.socket?.resetAndDestroy();
+      else response.end("ok");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    return { url: new URL(`http://127.0.0.1:${port}/index/3/f/foo`), server, seen: () => seen };
+  };
+
+  it("sends a GET once more when its connection is reset before any answer", async () => {
+    const { url, server, seen } = await resetting(1);
+    const upstream = new Upstream();
+    try {
+      const answer = await upstream.get(url);
+      expect(answer.status).toBe(200);
+      expect(await readBounded(answer, 100)).toEqual(Buffer.from("ok"));
+      expect(seen()).toBe(2);
+    } finally {
+      await upstream.close();
+      server.close();
+    }
+  });
+
+  it("gives up after a second reset", async () => {
+    const { url, server, seen } = await resetting(2);
+    const upstream = new Upstream();
+    try {
+      await expect(upstream.get(url)).rejects.toMatchObject({ code: "ECONNRESET" });
+      expect(seen()).toBe(2);
+    } finally {
+      await upstream.close();
+      server.close();
+    }
+  });
+
   it("sends nothing once closed, even when closed before its first request", async () => {
     const upstream = new Upstream();
     await upstream.close();
