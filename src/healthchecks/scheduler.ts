@@ -1,6 +1,7 @@
 /**
- * The scheduler of periodic healthchecks (docs/healthchecks.md): one binary min-heap keyed by the next
- * run time and one `setTimeout` for its head, whatever the number of checks; bounded concurrency
+ * The scheduler of periodic healthchecks (docs/healthchecks.md): the next runs grouped by
+ * {@link TICK_MS} slot of their time (slots.ts) and one `setTimeout` for the earliest, whatever the
+ * number of checks; bounded concurrency
  * with a FIFO queue; fixed-rate runs anchored to the first run, skipping the ticks a long run
  * overlapped (no overlap, no burst).
  *
@@ -9,7 +10,7 @@
  * own bookkeeping (each wake of the event loop costs tens of microseconds). A run is never started
  * before it is due.
  */
-import { type HeapItem, MinHeap } from "./heap.js";
+import { SlotQueue } from "./slots.js";
 
 /**
  * The longest delay before the first run of a check, in milliseconds: first runs are spread over
@@ -88,7 +89,7 @@ export function wallClockPhaseDelay(key: string, intervalMs: number, nowMs: numb
   return delay < 0 ? delay + intervalMs : delay;
 }
 
-interface Entry extends HeapItem {
+interface Entry {
   readonly key: string;
   readonly intervalMs: number;
   readonly task: Task;
@@ -106,7 +107,9 @@ interface Entry extends HeapItem {
 /** Runs tasks periodically. */
 export class Scheduler {
   readonly #entries = new Map<string, Entry>();
-  readonly #heap = new MinHeap<Entry>((entry) => entry.next);
+  readonly #due = new SlotQueue<Entry>((entry) => entry.next, TICK_MS);
+  /** The runs a wake takes from {@link Scheduler.#due}, reused from wake to wake. */
+  readonly #taken: Entry[] = [];
   #queue: Entry[] = [];
   #queueHead = 0;
   #running = 0;
@@ -187,7 +190,6 @@ export class Scheduler {
       next: first,
       state: "waiting",
       removed: false,
-      heapIndex: -1,
       finished: () => this.#finish(entry),
       failed: (error) => {
         this.#onError(key, error);
@@ -195,7 +197,7 @@ export class Scheduler {
       },
     };
     this.#entries.set(key, entry);
-    this.#heap.push(entry);
+    this.#due.push(entry);
     this.#arm();
   }
 
@@ -205,8 +207,8 @@ export class Scheduler {
     if (entry === undefined) return false;
     entry.removed = true;
     this.#entries.delete(key);
-    this.#heap.remove(entry);
-    if (this.#heap.size === 0) this.#disarm();
+    if (entry.state === "waiting") this.#due.remove(entry);
+    if (this.#due.size === 0) this.#disarm();
     return true;
   }
 
@@ -216,7 +218,7 @@ export class Scheduler {
     this.#disarm();
     for (const entry of this.#entries.values()) entry.removed = true;
     this.#entries.clear();
-    this.#heap.clear();
+    this.#due.clear();
     this.#queue = [];
     this.#queueHead = 0;
   }
@@ -228,16 +230,16 @@ export class Scheduler {
   }
 
   /**
-   * Makes the one timer fire when the head of the heap is due, but not sooner than {@link TICK_MS}
+   * Makes the one timer fire when the earliest run is due, but not sooner than {@link TICK_MS}
    * after the last wake that started runs (re-armed only when it must move earlier).
    */
   #arm(): void {
-    const head = this.#heap.peek();
-    if (head === undefined) {
+    const earliest = this.#due.earliest();
+    if (earliest === Number.POSITIVE_INFINITY) {
       this.#disarm();
       return;
     }
-    const wake = Math.max(head.next, this.#lastWake + TICK_MS);
+    const wake = Math.max(earliest, this.#lastWake + TICK_MS);
     if (this.#timer !== undefined && wake >= this.#timerDue) return;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     const now = this.#now();
@@ -256,17 +258,20 @@ export class Scheduler {
     const now = this.#now();
     // A timer that fired before the head was due (the timer's and the clock's milliseconds may
     // differ by a fraction) starts nothing and does not count as a wake: the head is not delayed.
-    const first = this.#heap.peek();
-    if (first !== undefined && first.next <= now) this.#lastWake = now;
-    for (let head = this.#heap.peek(); head !== undefined && head.next <= now; head = this.#heap.peek()) {
-      this.#heap.pop();
+    if (this.#due.earliest() <= now) this.#lastWake = now;
+    const taken = this.#taken;
+    this.#due.takeDue(now, taken);
+    for (const entry of taken) {
+      // An earlier run of this wake may have removed it (a task is arbitrary code).
+      if (entry.removed) continue;
       if (this.#running < this.#maxConcurrency) {
-        this.#start(head, now);
+        this.#start(entry, now);
       } else {
-        head.state = "queued";
-        this.#queue.push(head);
+        entry.state = "queued";
+        this.#queue.push(entry);
       }
     }
+    taken.length = 0;
     this.#arm();
   }
 
@@ -292,7 +297,7 @@ export class Scheduler {
       let next = entry.next + entry.intervalMs;
       if (next < now) next = entry.anchor + Math.ceil((now - entry.anchor) / entry.intervalMs) * entry.intervalMs;
       entry.next = next;
-      this.#heap.push(entry);
+      this.#due.push(entry);
     }
     this.#drain(now);
     this.#arm();

@@ -133,6 +133,23 @@ describe("Scheduler", () => {
     schedule.stop();
   });
 
+  it("does not start a check that a run of the same wake removed", async () => {
+    const runs: string[] = [];
+    const schedule = scheduler();
+    // Both are due at once (spread 0): the first run of the wake unschedules the other.
+    schedule.add("first", 1_000, async () => {
+      runs.push("first");
+      schedule.remove("second");
+    });
+    schedule.add("second", 1_000, async () => {
+      runs.push("second");
+    });
+    await vi.advanceTimersByTimeAsync(2_500);
+    expect(runs).toEqual(["first", "first", "first"]);
+    expect(schedule.running).toBe(0);
+    schedule.stop();
+  });
+
   it("replaces the task of a key that is added again", async () => {
     const runs: string[] = [];
     const schedule = scheduler();
