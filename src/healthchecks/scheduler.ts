@@ -114,8 +114,11 @@ export class Scheduler {
   #queueHead = 0;
   #running = 0;
   #timer: NodeJS.Timeout | undefined;
-  /** When the armed timer fires (clock time); +∞ when none is armed. */
-  #timerDue = Number.POSITIVE_INFINITY;
+  /**
+   * The wake the armed timer is for (clock time; it fires at the next whole millisecond after);
+   * +∞ when none is armed.
+   */
+  #timerWake = Number.POSITIVE_INFINITY;
   /** When the timer last fired and started runs (clock time); −∞ before the first. */
   #lastWake = Number.NEGATIVE_INFINITY;
   #stopped = false;
@@ -226,7 +229,7 @@ export class Scheduler {
   #disarm(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#timerDue = Number.POSITIVE_INFINITY;
+    this.#timerWake = Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -240,12 +243,15 @@ export class Scheduler {
       return;
     }
     const wake = Math.max(earliest, this.#lastWake + TICK_MS);
-    if (this.#timer !== undefined && wake >= this.#timerDue) return;
+    // Compared with the wake the timer is for, not with its rounded-up delay: the end of every run
+    // asks again for the same wake, which must not re-arm the timer each time (1 000 runs a second
+    // with 10 000 checks at 10 s).
+    if (this.#timer !== undefined && wake >= this.#timerWake) return;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     const now = this.#now();
     // Rounded up: setTimeout counts whole milliseconds, and a run must not start before it is due.
     const delay = Math.min(Math.max(0, Math.ceil(wake - now)), MAX_TIMER_DELAY_MS);
-    this.#timerDue = now + delay;
+    this.#timerWake = wake;
     this.#timer = setTimeout(() => this.#fire(), delay);
     // The server, not the schedule, keeps the process alive.
     this.#timer.unref();
@@ -254,7 +260,7 @@ export class Scheduler {
   /** Starts (or queues) every run due by now, together: one wake for all of them. */
   #fire(): void {
     this.#timer = undefined;
-    this.#timerDue = Number.POSITIVE_INFINITY;
+    this.#timerWake = Number.POSITIVE_INFINITY;
     const now = this.#now();
     // A timer that fired before the head was due (the timer's and the clock's milliseconds may
     // differ by a fraction) starts nothing and does not count as a wake: the head is not delayed.

@@ -195,6 +195,32 @@ describe("Scheduler", () => {
     expect(vi.getTimerCount() - before).toBe(0);
   });
 
+  it("arms its timer once per wake, not again at the end of every run", async () => {
+    // The real clock: its fractions of a millisecond are what made every run's end re-arm the
+    // timer for the same wake (the fake clock counts whole milliseconds).
+    vi.useRealTimers();
+    const schedule = new Scheduler({ maxConcurrency: 512 });
+    let runs = 0;
+    for (let index = 0; index < 100; index++) {
+      schedule.add(`check-${index}`, 200, async () => {
+        runs++;
+        // A run takes a moment, like a request: it ends between two wakes.
+        await sleep(1);
+      });
+    }
+    await sleep(250);
+    // Re-arming clears the armed timer first; the runs' own sleeps clear none.
+    const cleared = vi.spyOn(globalThis, "clearTimeout");
+    const runsBefore = runs;
+    await sleep(1_000);
+    const runsDuring = runs - runsBefore;
+    const clears = cleared.mock.calls.length;
+    cleared.mockRestore();
+    schedule.stop();
+    expect(runsDuring).toBeGreaterThanOrEqual(200);
+    expect(clears).toBeLessThan(runsDuring / 10);
+  });
+
   it("refuses new checks once stopped and lets runs in flight finish without rescheduling", async () => {
     let runs = 0;
     const schedule = scheduler();
