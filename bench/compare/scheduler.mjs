@@ -9,7 +9,9 @@
 // build to the first one per round. Not run by bench/run.mjs (it needs builds to compare).
 // Run: node bench/compare/scheduler.mjs before=/work/old after=/work/new
 //   env ROUNDS (default 3), BENCH_SECONDS window (default 20), WARM_UP_SECONDS (default 12),
-//   CHECKS keys (default 10000), INTERVAL_MS (default 1000).
+//   CHECKS keys (default 10000), INTERVAL_MS (default 1000), TASK_END "settled" (default: each task
+//   an already settled promise, its end in the microtasks of the wake) or "later" (each task ends in
+//   the event loop's next check phase, after the wake, as a request's end comes with a later read).
 import { buildsOf, interleave, runScript } from "../lib/interleaved-builds.mjs";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
@@ -17,9 +19,11 @@ const WINDOW_SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const WARM_UP_SECONDS = Number(process.env.WARM_UP_SECONDS ?? 5);
 const CHECKS = Number(process.env.CHECKS ?? 10_000);
 const INTERVAL_MS = Number(process.env.INTERVAL_MS ?? 1_000);
+const TASK_END = process.env.TASK_END ?? "settled";
+if (TASK_END !== "settled" && TASK_END !== "later") throw new Error("TASK_END is settled or later");
 
 const SCHEDULER_LOOP = `
-const [build, checks, interval, warmUp, window] = process.argv.slice(1);
+const [build, checks, interval, warmUp, window, taskEnd] = process.argv.slice(1);
 const { Scheduler } = await import(build + "/dist/healthchecks/scheduler.js");
 const { HealthcheckMetrics } = await import(build + "/dist/healthchecks/metrics.js");
 const { Exposition } = await import(build + "/dist/platform/metrics.js");
@@ -32,10 +36,11 @@ const scheduler = new Scheduler({
 metrics = new HealthcheckMetrics(new Registry(), new Exposition(), () => scheduler.size);
 let runs = 0;
 const done = Promise.resolve();
+const later = () => new Promise((resolve) => setImmediate(resolve));
 for (let index = 0; index < Number(checks); index++) {
   scheduler.add("c" + index, Number(interval), () => {
     runs++;
-    return done;
+    return taskEnd === "later" ? later() : done;
   });
 }
 let before;
@@ -57,7 +62,7 @@ setTimeout(() => {
 
 /** Runs one build for the warm-up and the window; its CPU in cores and its runs in the window. */
 function measure(build) {
-  const args = [build, String(CHECKS), String(INTERVAL_MS), String(WARM_UP_SECONDS), String(WINDOW_SECONDS)];
+  const args = [build, String(CHECKS), String(INTERVAL_MS), String(WARM_UP_SECONDS), String(WINDOW_SECONDS), TASK_END];
   return runScript(SCHEDULER_LOOP, args, `the scheduler process of ${build}`);
 }
 

@@ -1,9 +1,10 @@
 /**
  * A binary min-heap whose items know their position, so that any item can be removed in
- * O(log n): the timer structure of the scheduler (docs/healthchecks.md).
+ * O(log n): the timer structure of the executions' deadlines (deadline.ts) and of the scheduler's
+ * slots (slots.ts).
  *
- * The keys live in a typed array beside the items rather than being read from the items: with
- * 10 000 scheduled checks the heap is 14 levels deep, and reading two children's objects
+ * The keys live in a typed array beside the items rather than being read from the items: when it
+ * held 10 000 scheduled checks the heap was 14 levels deep, and reading two children's objects
  * (scattered in memory) at each level through a comparator showed in a native profile as about
  * 5 % of the whole process's CPU (docs/benchmarks.md). Items are moved into a hole rather than
  * swapped, so each level writes one item's position, not two.

@@ -1,6 +1,7 @@
 /**
- * The scheduler of periodic healthchecks (docs/healthchecks.md): one binary min-heap keyed by the next
- * run time and one `setTimeout` for its head, whatever the number of checks; bounded concurrency
+ * The scheduler of periodic healthchecks (docs/healthchecks.md): the next runs grouped by
+ * {@link TICK_MS} slot of their time (slots.ts) and one `setTimeout` for the earliest, whatever the
+ * number of checks; bounded concurrency
  * with a FIFO queue; fixed-rate runs anchored to the first run, skipping the ticks a long run
  * overlapped (no overlap, no burst).
  *
@@ -9,7 +10,7 @@
  * own bookkeeping (each wake of the event loop costs tens of microseconds). A run is never started
  * before it is due.
  */
-import { type HeapItem, MinHeap } from "./heap.js";
+import { SlotQueue } from "./slots.js";
 
 /**
  * The longest delay before the first run of a check, in milliseconds: first runs are spread over
@@ -88,7 +89,7 @@ export function wallClockPhaseDelay(key: string, intervalMs: number, nowMs: numb
   return delay < 0 ? delay + intervalMs : delay;
 }
 
-interface Entry extends HeapItem {
+interface Entry {
   readonly key: string;
   readonly intervalMs: number;
   readonly task: Task;
@@ -106,13 +107,18 @@ interface Entry extends HeapItem {
 /** Runs tasks periodically. */
 export class Scheduler {
   readonly #entries = new Map<string, Entry>();
-  readonly #heap = new MinHeap<Entry>((entry) => entry.next);
+  readonly #due = new SlotQueue<Entry>((entry) => entry.next, TICK_MS);
+  /** The runs a wake takes from {@link Scheduler.#due}, reused from wake to wake. */
+  readonly #taken: Entry[] = [];
   #queue: Entry[] = [];
   #queueHead = 0;
   #running = 0;
   #timer: NodeJS.Timeout | undefined;
-  /** When the armed timer fires (clock time); +∞ when none is armed. */
-  #timerDue = Number.POSITIVE_INFINITY;
+  /**
+   * The wake the armed timer is for (clock time; it fires at the next whole millisecond after);
+   * +∞ when none is armed.
+   */
+  #timerWake = Number.POSITIVE_INFINITY;
   /** When the timer last fired and started runs (clock time); −∞ before the first. */
   #lastWake = Number.NEGATIVE_INFINITY;
   #stopped = false;
@@ -187,7 +193,6 @@ export class Scheduler {
       next: first,
       state: "waiting",
       removed: false,
-      heapIndex: -1,
       finished: () => this.#finish(entry),
       failed: (error) => {
         this.#onError(key, error);
@@ -195,7 +200,7 @@ export class Scheduler {
       },
     };
     this.#entries.set(key, entry);
-    this.#heap.push(entry);
+    this.#due.push(entry);
     this.#arm();
   }
 
@@ -205,8 +210,8 @@ export class Scheduler {
     if (entry === undefined) return false;
     entry.removed = true;
     this.#entries.delete(key);
-    this.#heap.remove(entry);
-    if (this.#heap.size === 0) this.#disarm();
+    if (entry.state === "waiting") this.#due.remove(entry);
+    if (this.#due.size === 0) this.#disarm();
     return true;
   }
 
@@ -216,7 +221,7 @@ export class Scheduler {
     this.#disarm();
     for (const entry of this.#entries.values()) entry.removed = true;
     this.#entries.clear();
-    this.#heap.clear();
+    this.#due.clear();
     this.#queue = [];
     this.#queueHead = 0;
   }
@@ -224,26 +229,29 @@ export class Scheduler {
   #disarm(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#timerDue = Number.POSITIVE_INFINITY;
+    this.#timerWake = Number.POSITIVE_INFINITY;
   }
 
   /**
-   * Makes the one timer fire when the head of the heap is due, but not sooner than {@link TICK_MS}
+   * Makes the one timer fire when the earliest run is due, but not sooner than {@link TICK_MS}
    * after the last wake that started runs (re-armed only when it must move earlier).
    */
   #arm(): void {
-    const head = this.#heap.peek();
-    if (head === undefined) {
+    const earliest = this.#due.earliest();
+    if (earliest === Number.POSITIVE_INFINITY) {
       this.#disarm();
       return;
     }
-    const wake = Math.max(head.next, this.#lastWake + TICK_MS);
-    if (this.#timer !== undefined && wake >= this.#timerDue) return;
+    const wake = Math.max(earliest, this.#lastWake + TICK_MS);
+    // Compared with the wake the timer is for, not with its rounded-up delay: the end of every run
+    // asks again for the same wake, which must not re-arm the timer each time (1 000 runs a second
+    // with 10 000 checks at 10 s).
+    if (this.#timer !== undefined && wake >= this.#timerWake) return;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     const now = this.#now();
     // Rounded up: setTimeout counts whole milliseconds, and a run must not start before it is due.
     const delay = Math.min(Math.max(0, Math.ceil(wake - now)), MAX_TIMER_DELAY_MS);
-    this.#timerDue = now + delay;
+    this.#timerWake = wake;
     this.#timer = setTimeout(() => this.#fire(), delay);
     // The server, not the schedule, keeps the process alive.
     this.#timer.unref();
@@ -252,21 +260,24 @@ export class Scheduler {
   /** Starts (or queues) every run due by now, together: one wake for all of them. */
   #fire(): void {
     this.#timer = undefined;
-    this.#timerDue = Number.POSITIVE_INFINITY;
+    this.#timerWake = Number.POSITIVE_INFINITY;
     const now = this.#now();
     // A timer that fired before the head was due (the timer's and the clock's milliseconds may
     // differ by a fraction) starts nothing and does not count as a wake: the head is not delayed.
-    const first = this.#heap.peek();
-    if (first !== undefined && first.next <= now) this.#lastWake = now;
-    for (let head = this.#heap.peek(); head !== undefined && head.next <= now; head = this.#heap.peek()) {
-      this.#heap.pop();
+    if (this.#due.earliest() <= now) this.#lastWake = now;
+    const taken = this.#taken;
+    this.#due.takeDue(now, taken);
+    for (const entry of taken) {
+      // An earlier run of this wake may have removed it (a task is arbitrary code).
+      if (entry.removed) continue;
       if (this.#running < this.#maxConcurrency) {
-        this.#start(head, now);
+        this.#start(entry, now);
       } else {
-        head.state = "queued";
-        this.#queue.push(head);
+        entry.state = "queued";
+        this.#queue.push(entry);
       }
     }
+    taken.length = 0;
     this.#arm();
   }
 
@@ -292,7 +303,7 @@ export class Scheduler {
       let next = entry.next + entry.intervalMs;
       if (next < now) next = entry.anchor + Math.ceil((now - entry.anchor) / entry.intervalMs) * entry.intervalMs;
       entry.next = next;
-      this.#heap.push(entry);
+      this.#due.push(entry);
     }
     this.#drain(now);
     this.#arm();

@@ -133,6 +133,23 @@ describe("Scheduler", () => {
     schedule.stop();
   });
 
+  it("does not start a check that a run of the same wake removed", async () => {
+    const runs: string[] = [];
+    const schedule = scheduler();
+    // Both are due at once (spread 0): the first run of the wake unschedules the other.
+    schedule.add("first", 1_000, async () => {
+      runs.push("first");
+      schedule.remove("second");
+    });
+    schedule.add("second", 1_000, async () => {
+      runs.push("second");
+    });
+    await vi.advanceTimersByTimeAsync(2_500);
+    expect(runs).toEqual(["first", "first", "first"]);
+    expect(schedule.running).toBe(0);
+    schedule.stop();
+  });
+
   it("replaces the task of a key that is added again", async () => {
     const runs: string[] = [];
     const schedule = scheduler();
@@ -176,6 +193,32 @@ describe("Scheduler", () => {
     expect(vi.getTimerCount() - before).toBe(1);
     schedule.stop();
     expect(vi.getTimerCount() - before).toBe(0);
+  });
+
+  it("arms its timer once per wake, not again at the end of every run", async () => {
+    // The real clock: its fractions of a millisecond are what made every run's end re-arm the
+    // timer for the same wake (the fake clock counts whole milliseconds).
+    vi.useRealTimers();
+    const schedule = new Scheduler({ maxConcurrency: 512 });
+    let runs = 0;
+    for (let index = 0; index < 100; index++) {
+      schedule.add(`check-${index}`, 200, async () => {
+        runs++;
+        // A run takes a moment, like a request: it ends between two wakes.
+        await sleep(1);
+      });
+    }
+    await sleep(250);
+    // Re-arming clears the armed timer first; the runs' own sleeps clear none.
+    const cleared = vi.spyOn(globalThis, "clearTimeout");
+    const runsBefore = runs;
+    await sleep(1_000);
+    const runsDuring = runs - runsBefore;
+    const clears = cleared.mock.calls.length;
+    cleared.mockRestore();
+    schedule.stop();
+    expect(runsDuring).toBeGreaterThanOrEqual(200);
+    expect(clears).toBeLessThan(runsDuring / 10);
   });
 
   it("refuses new checks once stopped and lets runs in flight finish without rescheduling", async () => {
