@@ -11,9 +11,10 @@
  */
 import { isIP } from "node:net";
 import type { Agent, Dispatcher } from "undici";
-import { errnoCode, errorMessage } from "../platform/errors.js";
+import { errorMessage } from "../platform/errors.js";
 import { escapeHtml } from "../platform/html.js";
 import { compileLinearRegex, type LinearRegex } from "../platform/regex.js";
+import { isStaleConnection } from "../platform/stale-connection.js";
 import { loadedUndici, loadUndici, type Undici } from "../platform/undici.js";
 import { type DeadlineQueue, type Expiring, SHARED_DEADLINES } from "./deadline.js";
 import type { HttpDefinition } from "./definition.js";
@@ -237,17 +238,6 @@ const MAX_REDIRECTS_MESSAGE = "max redirects";
 
 /** Methods a client may send again after a connection failure (RFC 9110 §9.2.2). */
 const IDEMPOTENT_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
-
-/**
- * Whether a request failed because its connection was closed under it before any response: what
- * a kept connection meets when the server closes it as the request goes out (RFC 9112 §9.3.1
- * lets the client retry then). undici reports `other side closed` (UND_ERR_SOCKET) or the socket's
- * ECONNRESET / EPIPE.
- */
-function isStaleConnection(error: Error): boolean {
-  const code = errnoCode(error);
-  return code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE";
-}
 
 /** One request of an http check, from dispatch to verdict; it waits for its timeout in a {@link DeadlineQueue}. */
 class Exchange implements Dispatcher.DispatchHandler, Expiring {
