@@ -16,6 +16,12 @@ const ENTRY_SEPARATOR = "\u0000";
 
 /** Keys an {@link IndexKeys} remembers before it starts over. */
 const REMEMBERED_KEYS = 100_000;
+/** Wrong predictions in a row after which {@link IndexKeys} stops predicting for a while. */
+const MISSES_BEFORE_PAUSE = 16;
+/** Keys looked up without a prediction (nor linked) during such a pause. */
+const PAUSED_FINDS = 4096;
+/** Keys after a pause that are linked and predicted whatever the misses: an order learnt anew. */
+const LEARNING_FINDS = 512;
 
 /** A field of an index key: its name (the path joined with dots) and its reader. */
 export interface KeyField {
@@ -53,13 +59,20 @@ interface KeyNode extends KeySlot {
  * Events often come in the same order of keys push after push (a Prometheus shard sends its series
  * in the same order scrape after scrape), so the key that followed the previous event's last time
  * is tried first: when the event's values are that key's own (strict equality, no lookup), it is
- * the key the lookups would find.
+ * the key the lookups would find. Events whose order does not repeat would pay a wrong prediction
+ * each: after {@link MISSES_BEFORE_PAUSE} in a row, keys are only looked up for a while, then
+ * learnt again for {@link LEARNING_FINDS} events (an order that changed once is soon predicted).
  */
 export class IndexKeys {
   #root: KeyNode = rootNode();
   #remembered = 0;
   /** The key of the previous event, when it is a node of the current tree. */
   #last: KeyNode | undefined;
+  /** Wrong predictions in a row. */
+  #misses = 0;
+  /** Finds left in a pause of predictions, then in the window that links keys again after one. */
+  #paused = 0;
+  #learning = 0;
   /** The names of the first two fields when they are top-level fields (no dot), read directly. */
   readonly #first: string | undefined;
   readonly #second: string | undefined;
@@ -78,12 +91,28 @@ export class IndexKeys {
 
   /** The key of `event` as the slot that remembers it, or as a string when none does. */
   find(event: Event): KeySlot | string {
+    if (this.#paused > 0) {
+      // Neither predicted nor linked (a link is a write to a node of its own, the cost that counts).
+      if (--this.#paused === 0) {
+        this.#learning = LEARNING_FINDS;
+        this.#last = undefined;
+      }
+      return this.#lookUp(event);
+    }
     const last = this.#last;
     const predicted = last?.after;
-    if (predicted !== undefined && this.#holds(predicted, event)) {
-      this.#last = predicted;
-      return predicted;
+    if (predicted !== undefined) {
+      if (this.#holds(predicted, event)) {
+        this.#last = predicted;
+        this.#misses = 0;
+        return predicted;
+      }
+      if (++this.#misses >= MISSES_BEFORE_PAUSE && this.#learning === 0) {
+        this.#misses = 0;
+        this.#paused = PAUSED_FINDS;
+      }
     }
+    if (this.#learning > 0) this.#learning--;
     const found = this.#lookUp(event);
     if (typeof found === "string") {
       this.#last = undefined;

@@ -103,6 +103,33 @@ describe("IndexKeys' prediction of the next key", () => {
     }
   });
 
+  it("stops predicting a while when its predictions keep failing, and predicts again after", () => {
+    const { keys, calls } = counted(["service"]);
+    const events = Array.from({ length: 64 }, (_, i) => ({ service: `s${i}` }));
+    const slots = events.map((event) => keys.find(event));
+    // A new order each round (another stride through the events): predictions fail.
+    for (let round = 0; round < 3; round++) {
+      const stride = 2 * round + 3;
+      for (let k = 0; k < 64; k++) {
+        const i = (k * stride) % 64;
+        expect(keys.find(events[i] as Event)).toBe(slots[i]);
+      }
+    }
+    // In the pause, an order that repeats is looked up all the same, pass after pass.
+    calls.count = 0;
+    const pass = () => {
+      for (const [i, event] of events.entries()) expect(keys.find(event)).toBe(slots[i]);
+    };
+    pass();
+    pass();
+    expect(calls.count).toBe(128);
+    // After it, the order is learnt again and predicted.
+    for (let round = 0; round < 70; round++) pass();
+    calls.count = 0;
+    pass();
+    expect(calls.count).toBe(0);
+  });
+
   it("reads the first two top-level fields and any other field right", () => {
     const keyFields = ["a", "b.c", "d", "e"].map((name) => ({ name, read: fieldReader(name.split(".")) }));
     const keys = new IndexKeys(keyFields);
