@@ -256,7 +256,7 @@ export class RemoteWriteDecoder {
       this.#position = labelsEnd;
       if (this.#samplesAfterLabels(end)) {
         this.#follow(cached);
-        this.#template = cached.template;
+        this.#template = cache.templateOf(cached);
         this.#seriesBound = undefined;
         return;
       }
@@ -372,7 +372,7 @@ export class RemoteWriteDecoder {
     if (service !== undefined) template.service = service;
     template.metric = 0;
     template.time = 0;
-    // A template of many labels is a dictionary; its spread copy has the fast shape its copies keep.
+    // A dictionary's spread copy has the fast shape its copies keep (compact once seen again).
     this.#template = { ...template };
     if (cacheable && this.#seriesBound === undefined) {
       this.#follow(this.#seriesCache.add(this.#bytes, start, labelsEnd, this.#template));

@@ -8,7 +8,7 @@
  * read. A request that differs anywhere else is decoded series by series, as any other.
  */
 import type { Event } from "./event.js";
-import { type RequestBytes, requestBytes } from "./remote-write-series-cache.js";
+import { compactTemplate, type RequestBytes, requestBytes } from "./remote-write-series-cache.js";
 
 /** Requests larger than this many bytes (decoded) get no plan: its copy would take as much. */
 export const PLANNED_REQUEST_BYTES = 2 * 1024 * 1024;
@@ -23,8 +23,13 @@ const PLANS_PER_LENGTH = 2;
 export interface RequestPlan {
   /** The request's bytes; sample bytes are overwritten by each request tried against the plan. */
   readonly copy: RequestBytes;
-  /** Per series, in order: the event its samples become (metric and time left to set). */
-  readonly templates: readonly Event[];
+  /**
+   * Per series, in order: the event its samples become (metric and time left to set), made compact
+   * ({@link compactTemplates}) when the plan is first matched.
+   */
+  readonly templates: Event[];
+  /** Whether {@link templates} were made compact. */
+  compact: boolean;
   /** Per series: the end of its slots in {@link positions} (each series starts where the last ended). */
   readonly seriesEnds: readonly number[];
   /** Start and end offsets of each sample, in pairs, series after series. */
@@ -73,7 +78,8 @@ export class RequestPlans {
    * The plan whose request is `bytes` apart from the bytes of the samples: its sample bytes are
    * copied over the plan's copy, which must then equal `bytes` whole. A match is therefore exact:
    * every byte outside the samples is the planned request's (so are its series and labels), and
-   * the samples are where the plan says.
+   * the samples are where the plan says. The templates of a plan matched for the first time are
+   * made compact ({@link compactTemplates}).
    * @returns undefined when no plan matches
    */
   match(bytes: RequestBytes): RequestPlan | undefined {
@@ -86,6 +92,7 @@ export class RequestPlans {
         plans[i] = plans[0] ?? plan;
         plans[0] = plan;
         this.#misses = 0;
+        if (!plan.compact) compactTemplates(plan);
         return plan;
       }
     }
@@ -115,6 +122,7 @@ export class RequestPlans {
     plans.unshift({
       copy: requestBytes(Uint8Array.from(bytes)),
       templates: recorder.templates,
+      compact: false,
       seriesEnds: recorder.seriesEnds,
       positions: recorder.positions,
     });
@@ -124,6 +132,27 @@ export class RequestPlans {
     recorder.seriesEnds = [];
     recorder.positions = [];
   }
+}
+
+/**
+ * Makes the templates of a plan compact ({@link compactTemplate}), once: a plan matched once is
+ * likely to be matched request after request, and each of its events is copied from a template.
+ * Templates are shared by plans and the series cache: each gets its own compact copy.
+ */
+export function compactTemplates(plan: RequestPlan): void {
+  const templates = plan.templates;
+  const copies = new Map<Event, Event>();
+  for (let i = 0; i < templates.length; i++) {
+    const template = templates[i];
+    if (template === undefined) continue;
+    let copy = copies.get(template);
+    if (copy === undefined) {
+      copy = compactTemplate(template);
+      copies.set(template, copy);
+    }
+    templates[i] = copy;
+  }
+  plan.compact = true;
 }
 
 /**

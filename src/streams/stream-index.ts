@@ -16,6 +16,12 @@ const ENTRY_SEPARATOR = "\u0000";
 
 /** Keys an {@link IndexKeys} remembers before it starts over. */
 const REMEMBERED_KEYS = 100_000;
+/** Wrong predictions in a row after which {@link IndexKeys} stops predicting for a while. */
+const MISSES_BEFORE_PAUSE = 16;
+/** Keys looked up without a prediction (nor linked) during such a pause. */
+const PAUSED_FINDS = 4096;
+/** Keys after a pause that are linked and predicted whatever the misses: an order learnt anew. */
+const LEARNING_FINDS = 512;
 
 /** A field of an index key: its name (the path joined with dots) and its reader. */
 export interface KeyField {
@@ -37,6 +43,10 @@ export interface KeySlot {
 interface KeyNode extends KeySlot {
   /** By the value of the next field (none yet for the last field). */
   next: Map<unknown, KeyNode> | undefined;
+  /** The values of the fields down to this node, in order (what a prediction compares). */
+  readonly values: readonly unknown[];
+  /** The key found right after this one last time: the one predicted to come next. */
+  after: KeyNode | undefined;
 }
 
 /**
@@ -45,12 +55,33 @@ interface KeyNode extends KeySlot {
  * the same string again, whose hash the index's map has computed already: found by the values,
  * which are often the same strings again too (the labels a remote write decoder caches), it costs
  * a lookup per field instead of a new string hashed whole.
+ *
+ * Events often come in the same order of keys push after push (a Prometheus shard sends its series
+ * in the same order scrape after scrape), so the key that followed the previous event's last time
+ * is tried first: when the event's values are that key's own (strict equality, no lookup), it is
+ * the key the lookups would find. Events whose order does not repeat would pay a wrong prediction
+ * each: after {@link MISSES_BEFORE_PAUSE} in a row, keys are only looked up for a while, then
+ * learnt again for {@link LEARNING_FINDS} events (an order that changed once is soon predicted).
  */
 export class IndexKeys {
-  #root: KeyNode = { key: "", entry: undefined, next: new Map() };
+  #root: KeyNode = rootNode();
   #remembered = 0;
+  /** The key of the previous event, when it is a node of the current tree. */
+  #last: KeyNode | undefined;
+  /** Wrong predictions in a row. */
+  #misses = 0;
+  /** Finds left in a pause of predictions, then in the window that links keys again after one. */
+  #paused = 0;
+  #learning = 0;
+  /** The names of the first two fields when they are top-level fields (no dot), read directly. */
+  readonly #first: string | undefined;
+  readonly #second: string | undefined;
 
-  constructor(readonly fields: readonly KeyField[]) {}
+  constructor(readonly fields: readonly KeyField[]) {
+    const topLevel = (field: KeyField | undefined) => (field?.name.includes(".") === false ? field.name : undefined);
+    this.#first = topLevel(fields[0]);
+    this.#second = topLevel(fields[1]);
+  }
 
   /** The key of `event`. */
   of(event: Event): string {
@@ -60,26 +91,90 @@ export class IndexKeys {
 
   /** The key of `event` as the slot that remembers it, or as a string when none does. */
   find(event: Event): KeySlot | string {
+    if (this.#paused > 0) {
+      // Neither predicted nor linked (a link is a write to a node of its own, the cost that counts).
+      if (--this.#paused === 0) {
+        this.#learning = LEARNING_FINDS;
+        this.#last = undefined;
+      }
+      return this.#lookUp(event);
+    }
+    const last = this.#last;
+    const predicted = last?.after;
+    if (predicted !== undefined) {
+      if (this.#holds(predicted, event)) {
+        this.#last = predicted;
+        this.#misses = 0;
+        return predicted;
+      }
+      if (++this.#misses >= MISSES_BEFORE_PAUSE && this.#learning === 0) {
+        this.#misses = 0;
+        this.#paused = PAUSED_FINDS;
+      }
+    }
+    if (this.#learning > 0) this.#learning--;
+    const found = this.#lookUp(event);
+    if (typeof found === "string") {
+      this.#last = undefined;
+      return found;
+    }
+    // `last` is of the current tree: after a start over, #lookUp returns a string.
+    if (last !== undefined && last.after !== found) last.after = found;
+    this.#last = found;
+    return found;
+  }
+
+  /** Whether `event`'s values are those of `node`'s key (compared strictly: NaN is looked up). */
+  #holds(node: KeyNode, event: Event): boolean {
+    const fields = this.fields;
+    const values = node.values;
+    const count = fields.length;
+    // The first two fields are read where each sees one name (an index's), not through a reader
+    // shared by every field of every stream: a read of a known field of a known shape.
+    const first = this.#first;
+    if (count > 0 && (first === undefined ? fields[0]?.read(event) : event[first]) !== values[0]) return false;
+    const second = this.#second;
+    if (count > 1 && (second === undefined ? fields[1]?.read(event) : event[second]) !== values[1]) return false;
+    for (let i = 2; i < count; i++) if (fields[i]?.read(event) !== values[i]) return false;
+    return true;
+  }
+
+  /** The key of `event` found field by field (see {@link find}). */
+  #lookUp(event: Event): KeyNode | string {
+    const fields = this.fields;
     let node = this.#root;
-    for (const { name, read } of this.fields) {
-      const value = read(event);
+    for (let i = 0; i < fields.length; i++) {
+      const field = fields[i];
+      if (field === undefined) break;
+      const value = field.read(event);
       // An object or an array would be a new one each time: its key is not remembered.
-      if (typeof value === "object" && value !== null) return keyOf(this.fields, event);
+      if (typeof value === "object" && value !== null) return keyOf(fields, event);
       node.next ??= new Map();
       let next = node.next.get(value);
       if (next === undefined) {
         if (++this.#remembered > REMEMBERED_KEYS) {
-          this.#root = { key: "", entry: undefined, next: new Map() };
+          this.#root = rootNode();
           this.#remembered = 0;
-          return keyOf(this.fields, event);
+          this.#last = undefined;
+          return keyOf(fields, event);
         }
-        next = { key: node.key + keyPart(name, value), entry: undefined, next: undefined };
+        next = {
+          key: node.key + keyPart(field.name, value),
+          entry: undefined,
+          next: undefined,
+          values: [...node.values, value],
+          after: undefined,
+        };
         node.next.set(value, next);
       }
       node = next;
     }
     return node;
   }
+}
+
+function rootNode(): KeyNode {
+  return { key: "", entry: undefined, next: new Map(), values: [], after: undefined };
 }
 
 /** The key of `event` built anew. */

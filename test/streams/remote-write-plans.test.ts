@@ -102,6 +102,59 @@ describe("remote write request plans", () => {
     expect(events).toEqual(expected(3000, scrape(1)));
   });
 
+  it("replays compact templates that keep no field or value of an earlier request", () => {
+    const decoder = new RemoteWriteDecoder();
+    // Seen once (recorded), then matched (its templates made compact), then replayed again.
+    for (let k = 0; k < 3; k++) expect(decode(decoder, encode(4, scrape(k)))).toEqual(expected(4, scrape(k)));
+    const replayed = decode(decoder, encode(4, scrape(3)));
+    expect(replayed).toEqual(expected(4, scrape(3)));
+    // An event changed by a stream does not change the next request's.
+    for (const event of replayed) {
+      event.host = "changed";
+      event.extra = 1;
+      delete event.job;
+    }
+    expect(decode(decoder, encode(4, scrape(4)))).toEqual(expected(4, scrape(4)));
+    // The same series but for a label's value, then without a label: nothing of the planned ones stays.
+    expect(decode(decoder, encode(4, scrape(5), "b"))).toEqual(expected(4, scrape(5), "b"));
+    const withoutJob = WriteRequest.encode(
+      WriteRequest.fromObject({
+        timeseries: [0, 1, 2, 3].map((s) => ({
+          labels: [
+            { name: "__name__", value: `metric_${s % 3}` },
+            { name: "host", value: `a${s}` },
+          ],
+          samples: scrape(6)(s),
+        })),
+      }),
+    ).finish();
+    expect(decode(decoder, withoutJob)).toEqual(expected(4, scrape(6)).map(({ job: _job, ...event }) => event));
+    expect(decode(decoder, encode(4, scrape(7)))).toEqual(expected(4, scrape(7)));
+  });
+
+  it("makes a plan's templates compact when first matched, once, as copies with the same fields", () => {
+    const decoder = new RemoteWriteDecoder();
+    const plans = new RequestPlans();
+    const recorder = new PlanRecorder();
+    const bytes = encode(3, scrape(0));
+    recorder.start(true);
+    const template = { host: "a0", job: "node", service: "metric_0", metric: 0, time: 0 };
+    for (let s = 0; s < 3; s++) recorder.series(s === 2 ? { ...template, host: "a2" } : template, [0, 0], 0);
+    const recorded = [...recorder.templates];
+    plans.add(bytes, recorder);
+    const plan = plans.match(requestBytes(bytes));
+    if (plan === undefined) throw new Error("the request matches its own plan");
+    expect(plan.compact).toBe(true);
+    expect(plan.templates).toEqual(recorded);
+    for (let s = 0; s < 3; s++) expect(plan.templates[s]).not.toBe(recorded[s]);
+    // A template shared by two series is copied once; a plan matched again keeps its copies.
+    expect(plan.templates[1]).toBe(plan.templates[0]);
+    const compacted = [...plan.templates];
+    expect(plans.match(requestBytes(bytes))?.templates).toEqual(compacted);
+    for (let s = 0; s < 3; s++) expect(plan.templates[s]).toBe(compacted[s]);
+    expect(decode(decoder, bytes)).toEqual(expected(3, scrape(0)));
+  });
+
   it("counts the samples of a series over a bound in every request", () => {
     const decoder = new RemoteWriteDecoder({ ...DEFAULT_EVENT_BOUNDS, string: 2 });
     for (let k = 0; k < 3; k++) {

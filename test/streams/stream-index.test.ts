@@ -48,6 +48,102 @@ describe("IndexKeys", () => {
   });
 });
 
+describe("IndexKeys' prediction of the next key", () => {
+  /** Top-level fields whose readers count their calls (a predicted key is not looked up). */
+  function counted(names: readonly string[]) {
+    const calls = { count: 0 };
+    const keyFields = names.map((name) => {
+      const read = fieldReader([name]);
+      return {
+        name,
+        read: (event: Event) => {
+          calls.count++;
+          return read(event);
+        },
+      };
+    });
+    return { keys: new IndexKeys(keyFields), calls };
+  }
+
+  it("finds the keys that come in the same order as last time without looking them up", () => {
+    const { keys, calls } = counted(["service", "instance"]);
+    const events = Array.from({ length: 5 }, (_, i) => ({ service: `s${i % 2}`, instance: `i${i}` }));
+    const slots = events.map((event) => keys.find(event));
+    expect(calls.count).toBe(10);
+    // The first key once more: nothing followed the last one yet.
+    expect(keys.find(events[0] as Event)).toBe(slots[0]);
+    expect(calls.count).toBe(12);
+    calls.count = 0;
+    for (let round = 0; round < 3; round++) {
+      events.forEach((event, i) => {
+        if (round > 0 || i > 0) expect(keys.find({ ...event })).toBe(slots[i]);
+      });
+    }
+    expect(calls.count).toBe(0);
+  });
+
+  it("finds the right key when the prediction is wrong, in any order and with any values", () => {
+    const keys = new IndexKeys(fields);
+    const values: unknown[] = ["a", "b", "1", 1, -0, 0, Number.NaN, true, null, undefined, { a: 1 }];
+    const events: Event[] = [];
+    for (const service of values) for (const host of values) events.push({ service, attributes: { host } });
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    for (let round = 0; round < 20; round++) {
+      // The same order, then orders that mostly keep runs of the previous one.
+      const order = events.map((_, i) => i);
+      if (round > 2) for (let i = 0; i < order.length; i++) if (random() < 0.2) order.reverse();
+      for (const i of order) {
+        const event = events[i] as Event;
+        expect(keys.of(event), `round ${round}, event ${i}`).toBe(expected(event));
+      }
+    }
+  });
+
+  it("stops predicting a while when its predictions keep failing, and predicts again after", () => {
+    const { keys, calls } = counted(["service"]);
+    const events = Array.from({ length: 64 }, (_, i) => ({ service: `s${i}` }));
+    const slots = events.map((event) => keys.find(event));
+    // A new order each round (another stride through the events): predictions fail.
+    for (let round = 0; round < 3; round++) {
+      const stride = 2 * round + 3;
+      for (let k = 0; k < 64; k++) {
+        const i = (k * stride) % 64;
+        expect(keys.find(events[i] as Event)).toBe(slots[i]);
+      }
+    }
+    // In the pause, an order that repeats is looked up all the same, pass after pass.
+    calls.count = 0;
+    const pass = () => {
+      for (const [i, event] of events.entries()) expect(keys.find(event)).toBe(slots[i]);
+    };
+    pass();
+    pass();
+    expect(calls.count).toBe(128);
+    // After it, the order is learnt again and predicted.
+    for (let round = 0; round < 70; round++) pass();
+    calls.count = 0;
+    pass();
+    expect(calls.count).toBe(0);
+  });
+
+  it("reads the first two top-level fields and any other field right", () => {
+    const keyFields = ["a", "b.c", "d", "e"].map((name) => ({ name, read: fieldReader(name.split(".")) }));
+    const keys = new IndexKeys(keyFields);
+    const event = (k: number): Event => ({ a: `a${k % 2}`, b: { c: k % 3 }, d: k % 5, e: `e${k}` });
+    for (let round = 0; round < 3; round++) {
+      for (let k = 0; k < 30; k++) {
+        const found = keys.of(event(k));
+        const key = `a\u0001a${k % 2}\u0000b.c\u0001${k % 3}\u0000d\u0001${k % 5}\u0000e\u0001e${k}\u0000`;
+        expect(found).toBe(key);
+      }
+    }
+  });
+});
+
 describe("StreamIndex", () => {
   const all = () => true;
 
