@@ -8,12 +8,17 @@
  *   marks a check without alerts of its own that is down for its dependents (cluster mode).
  * - `healthcheck_alert_history`: each notification sent (with how its delivery ended) or
  *   suppressed, kept as long as the result history.
+ *
+ * Writes go through a queue (writes.ts) that writes the rows of a short period together; every
+ * read here writes what is queued first, so it sees each transition already decided.
  */
-import type { Generated, Kysely } from "kysely";
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { Generated, Kysely, Transaction } from "kysely";
 import type { Database, PlatformTables } from "../../platform/database.js";
 import { migrationDialect } from "../../platform/database.js";
 import { runDdl } from "../../platform/ddl.js";
-import type { AlertHistoryEntry, AlertStateStore, HistoryOutcome, StoredAlert } from "./evaluator.js";
+import type { AlertHistoryEntry, AlertStateStore, EvaluatorLogger, HistoryOutcome, StoredAlert } from "./evaluator.js";
+import { type AlertBatchWriter, type AlertWriteBatch, AlertWriteQueue, type StateWrite } from "./writes.js";
 
 /** The alerts' tables. */
 export type AlertTables = {
@@ -69,16 +74,33 @@ export interface AlertHistoryQuery {
 const OUTCOMES: readonly HistoryOutcome[] = ["delivered", "failed", "dropped", "suppressed"];
 const STATUSES = ["triggered", "reminder", "resolved"] as const;
 
-/** The stored alert states and notification history. */
-export class AlertStore implements AlertStateStore {
-  readonly #db: Kysely<Tables>;
+/** Options of {@link AlertStore}. */
+export interface AlertStoreOptions {
+  /** Where a batch that failed is reported (its rows are then written one by one). */
+  readonly logger?: EvaluatorLogger;
+  /** Milliseconds a write waits for others before they are written together; default 100. */
+  readonly flushDelayMs?: number;
+}
 
-  constructor(database: Database) {
+/**
+ * Rows per statement of a batch: SQLite runs statements on the event loop, so a burst of 2 000
+ * transitions goes as short statements with the event loop free between them, not one long one.
+ */
+const WRITE_CHUNK = 100;
+
+/** The stored alert states and notification history. */
+export class AlertStore implements AlertStateStore, AlertBatchWriter {
+  readonly #db: Kysely<Tables>;
+  readonly #queue: AlertWriteQueue;
+
+  constructor(database: Database, options: AlertStoreOptions = {}) {
     this.#db = database.kysely.withTables<AlertTables>();
+    this.#queue = new AlertWriteQueue(this, { logger: options.logger, flushDelayMs: options.flushDelayMs });
   }
 
-  /** Every stored state, or those of the checks `names`. */
+  /** Every stored state, or those of the checks `names` (after the queued writes). */
   async loadStates(names?: readonly string[]): Promise<StoredAlert[]> {
+    await this.#queue.flush();
     let query = this.#db.selectFrom("healthcheck_alert_state").selectAll();
     if (names !== undefined) {
       if (names.length === 0) return [];
@@ -96,34 +118,32 @@ export class AlertStore implements AlertStateStore {
     }));
   }
 
-  /** Writes one alert's state (replacing the stored one). */
-  async saveState(state: StoredAlert, nowMs: number): Promise<void> {
-    const values = {
-      triggered: state.triggered ? 1 : 0,
-      since: state.sinceMs,
-      last_due: state.lastDueMs,
-      last_sent: state.lastSentMs ?? null,
-      notified: state.notified ? 1 : 0,
-      updated_at: nowMs,
-    };
-    await this.#db
-      .insertInto("healthcheck_alert_state")
-      .values({ check_name: state.check, output: state.output, ...values })
-      .onConflict((conflict) => conflict.columns(["check_name", "output"]).doUpdateSet(values))
-      .execute();
+  /**
+   * Writes one alert's state (replacing the stored one) with the other writes of a short period.
+   * Resolves once it is committed; rejects if it could not be written.
+   */
+  saveState(state: StoredAlert, nowMs: number): Promise<void> {
+    return this.#queue.saveState(state, nowMs);
   }
 
-  /** Deletes the state of one alert (its check or its alert was removed). */
-  async deleteState(check: string, output: string): Promise<void> {
-    await this.#db
-      .deleteFrom("healthcheck_alert_state")
-      .where("check_name", "=", check)
-      .where("output", "=", output)
-      .execute();
+  /** Deletes the state of one alert (its check or its alert was removed), queued like {@link saveState}. */
+  deleteState(check: string, output: string): Promise<void> {
+    return this.#queue.deleteState(check, output, Date.now());
+  }
+
+  /** Records one notification, queued like {@link saveState}. */
+  addHistory(entry: AlertHistoryEntry): Promise<void> {
+    return this.#queue.addHistory(entry);
+  }
+
+  /** Writes the queued writes now; resolves once every write queued so far has ended. */
+  flush(): Promise<void> {
+    return this.#queue.flush();
   }
 
   /** The names of the checks with a triggered alert (or down for their dependents). */
   async downChecks(): Promise<string[]> {
+    await this.#queue.flush();
     const rows = await this.#db
       .selectFrom("healthcheck_alert_state")
       .select("check_name")
@@ -133,23 +153,56 @@ export class AlertStore implements AlertStateStore {
     return rows.map((row) => row.check_name);
   }
 
-  /** Records one notification. */
-  async addHistory(entry: AlertHistoryEntry): Promise<void> {
-    await this.#db
-      .insertInto("healthcheck_alert_history")
-      .values({
-        check_name: entry.check,
-        output: entry.output,
-        time: entry.timeMs,
-        status: entry.status,
-        outcome: entry.outcome,
-        reason: entry.reason ?? null,
-      })
-      .execute();
+  /**
+   * Writes a batch of the queue in one transaction: states upserted (sorted by check and output,
+   * the same order in every instance, so concurrent writers never deadlock), deleted, then the
+   * history rows, in multi-row statements of {@link WRITE_CHUNK} rows.
+   */
+  async writeBatch(batch: AlertWriteBatch): Promise<void> {
+    const upserts: Upsert[] = [];
+    const deletes: StateWrite[] = [];
+    for (const write of [...batch.states].sort(byKey)) {
+      if (write.state === undefined) deletes.push(write);
+      else upserts.push({ state: write.state, nowMs: write.nowMs });
+    }
+    await this.#db.transaction().execute(async (trx) => {
+      let statements = 0;
+      const pause = async () => {
+        if (statements++ > 0) await yieldToEventLoop();
+      };
+      for (let index = 0; index < upserts.length; index += WRITE_CHUNK) {
+        await pause();
+        const part = upserts.slice(index, index + WRITE_CHUNK);
+        await upsertStates(trx, part);
+      }
+      for (const write of deletes) {
+        await pause();
+        await deleteOne(trx, write.check, write.output);
+      }
+      for (let index = 0; index < batch.history.length; index += WRITE_CHUNK) {
+        await pause();
+        await trx
+          .insertInto("healthcheck_alert_history")
+          .values(batch.history.slice(index, index + WRITE_CHUNK).map(historyRow))
+          .execute();
+      }
+    });
+  }
+
+  /** Writes one state or deletion on its own (a failed batch's rows, one by one). */
+  async writeState(write: StateWrite): Promise<void> {
+    if (write.state === undefined) await deleteOne(this.#db, write.check, write.output);
+    else await upsertStates(this.#db, [{ state: write.state, nowMs: write.nowMs }]);
+  }
+
+  /** Writes one history row on its own (a failed batch's rows, one by one). */
+  async writeHistory(entry: AlertHistoryEntry): Promise<void> {
+    await this.#db.insertInto("healthcheck_alert_history").values(historyRow(entry)).execute();
   }
 
   /** The notifications of a period, newest first. */
   async history(query: AlertHistoryQuery): Promise<AlertHistoryEntry[]> {
+    await this.#queue.flush();
     let select = this.#db
       .selectFrom("healthcheck_alert_history")
       .selectAll()
@@ -173,4 +226,59 @@ export class AlertStore implements AlertStateStore {
   async pruneHistory(beforeMs: number): Promise<void> {
     await this.#db.deleteFrom("healthcheck_alert_history").where("time", "<", beforeMs).execute();
   }
+}
+
+function byKey(a: StateWrite, b: StateWrite): number {
+  if (a.check !== b.check) return a.check < b.check ? -1 : 1;
+  return a.output < b.output ? -1 : a.output > b.output ? 1 : 0;
+}
+
+/** A state to store and its `updated_at` (milliseconds since the epoch). */
+interface Upsert {
+  readonly state: StoredAlert;
+  readonly nowMs: number;
+}
+
+/** Upserts `states` in one statement (at most one per check and output). */
+async function upsertStates(db: Kysely<Tables> | Transaction<Tables>, states: readonly Upsert[]): Promise<void> {
+  await db
+    .insertInto("healthcheck_alert_state")
+    .values(
+      states.map(({ state, nowMs }) => ({
+        check_name: state.check,
+        output: state.output,
+        triggered: state.triggered ? 1 : 0,
+        since: state.sinceMs,
+        last_due: state.lastDueMs,
+        last_sent: state.lastSentMs ?? null,
+        notified: state.notified ? 1 : 0,
+        updated_at: nowMs,
+      })),
+    )
+    .onConflict((conflict) =>
+      conflict.columns(["check_name", "output"]).doUpdateSet((update) => ({
+        triggered: update.ref("excluded.triggered"),
+        since: update.ref("excluded.since"),
+        last_due: update.ref("excluded.last_due"),
+        last_sent: update.ref("excluded.last_sent"),
+        notified: update.ref("excluded.notified"),
+        updated_at: update.ref("excluded.updated_at"),
+      })),
+    )
+    .execute();
+}
+
+async function deleteOne(db: Kysely<Tables> | Transaction<Tables>, check: string, output: string): Promise<void> {
+  await db.deleteFrom("healthcheck_alert_state").where("check_name", "=", check).where("output", "=", output).execute();
+}
+
+function historyRow(entry: AlertHistoryEntry) {
+  return {
+    check_name: entry.check,
+    output: entry.output,
+    time: entry.timeMs,
+    status: entry.status,
+    outcome: entry.outcome,
+    reason: entry.reason ?? null,
+  };
 }
