@@ -354,8 +354,7 @@ export class AlertEvaluator {
         outcome: "suppressed",
         reason: `${parent} is down (depends-on)`,
       };
-      // With the state, in the same batch of the store: the row needs no wait for the state.
-      this.#track(Promise.all([stored, this.#record(suppressed)]).then(() => {}));
+      this.#track(stored.then(() => this.#record(suppressed)));
     } else {
       const notification = this.#notification(name, policy, state, decision.status, labels, message, timeMs);
       this.#track(stored.then(() => this.#send(output, notification, timeMs)));
