@@ -302,8 +302,8 @@ interface SqliteStatements {
 
 /**
  * The batches on SQLite, run on better-sqlite3 itself rather than through Kysely, which prepares
- * every statement again and builds each row of a multi-row INSERT as a tree of nodes (about 150 µs
- * of CPU per transition in batches of ten, against ~30 here). Statements are prepared at the first
+ * every statement again and builds each row of a multi-row INSERT as a tree of nodes (115-160 µs
+ * of CPU per transition in batches of ten, against 20-40 here). Statements are prepared at the first
  * batch (the tables exist by then). Called only inside `kysely.connection().execute()`, which holds
  * Kysely's single connection: no Kysely transaction is open around it.
  */
