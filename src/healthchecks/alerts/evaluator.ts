@@ -63,6 +63,11 @@ export interface AlertStateStore {
   downChecks(): Promise<string[]>;
   addHistory(entry: AlertHistoryEntry): Promise<void>;
   pruneHistory(beforeMs: number): Promise<void>;
+  /**
+   * A store that gathers its writes (store.ts) writes them now; resolves once every write started
+   * so far has ended.
+   */
+  flush?(): Promise<void>;
 }
 
 /** What the evaluator logs (a pino logger fits). */
@@ -229,9 +234,15 @@ export class AlertEvaluator {
     await this.settled();
   }
 
-  /** Resolves when every stored write started so far has ended. */
+  /**
+   * Resolves when every stored write started so far has ended; the writes the store gathers are
+   * written at once, not after their delay.
+   */
   async settled(): Promise<void> {
-    while (this.#inflight.size > 0) await Promise.all(this.#inflight);
+    while (this.#inflight.size > 0) {
+      await this.#options.store.flush?.();
+      await Promise.all(this.#inflight);
+    }
   }
 
   /**

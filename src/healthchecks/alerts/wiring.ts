@@ -48,7 +48,7 @@ export class ModuleAlerts {
   constructor(options: ModuleAlertsOptions) {
     this.#options = options;
     const { context, section, catalog } = options;
-    this.store = new AlertStore(context.database);
+    this.store = new AlertStore(context.database, { logger: context.logger });
     const publicUrl = context.config.http["public-url"].replace(/\/$/, "");
     this.evaluator = new AlertEvaluator({
       notifier: context.notifier,
