@@ -37,6 +37,7 @@ import {
 } from "./metrics.js";
 import { DEFAULT_STREAM } from "./names.js";
 import { RiemannHandler } from "./riemann/handler.js";
+import { loadRiemannSchema } from "./riemann/protocol.js";
 import { RiemannServer } from "./riemann/server.js";
 import { RiemannUdpServer } from "./riemann/udp.js";
 import { channelRoutes } from "./routes/channels.js";
@@ -302,6 +303,7 @@ async function startInputs(context: ModuleContext, section: Section, runtime: Ru
     await Promise.all(started.map((input) => input.close()));
   };
   try {
+    if (riemannOn) loadRiemannSchema();
     if (metrics !== undefined && settings.enabled) {
       const tcp = new RiemannServer(settings, engine, { metrics, logger });
       started.push(tcp);

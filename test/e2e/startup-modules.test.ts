@@ -49,44 +49,64 @@ function packagesOf(paths: readonly string[]): Set<string> {
   return packages;
 }
 
+/**
+ * Starts a server on `config` (YAML lines after `http` and `database`), reads `/healthcheck/…`
+ * as `check` says when given, stops it and returns the packages it loaded.
+ */
+async function packagesLoadedBy(config: readonly string[], check?: string): Promise<Set<string>> {
+  const directory = temporaryDirectory();
+  const port = await freePort();
+  const list = join(directory, "modules.txt");
+  const hook = join(directory, "modules-hook.cjs");
+  writeFileSync(
+    hook,
+    `process.on("exit", () => require("node:fs").writeFileSync(${JSON.stringify(list)}, Object.keys(require.cache).join("\\n")));\n`,
+  );
+  const configFile = join(directory, "vigie.yaml");
+  const lines = ["http:", `  port: ${port}`, "database:", `  url: sqlite:${join(directory, "vigie.db")}`];
+  writeFileSync(configFile, [...lines, ...config.map((line) => line.replace("$PORT", String(port))), ""].join("\n"));
+  vigie = await startVigie({ configFile, port, cwd: directory, env: { NODE_OPTIONS: `--require ${hook}` } });
+  if (check !== undefined) {
+    // The API works: the check's view, made on first read, is there.
+    const answer = await fetch(`${vigie.baseUrl}/healthcheck/${check}`);
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toMatchObject({ name: check, kind: "http", source: "configuration" });
+  }
+  await stopVigie(vigie);
+  vigie = undefined;
+  return packagesOf(readFileSync(list, "utf8").split("\n"));
+}
+
 describe("start-up", () => {
   it("does not load the libraries that the configuration does not use", async () => {
-    const directory = temporaryDirectory();
-    const port = await freePort();
-    const list = join(directory, "modules.txt");
-    const hook = join(directory, "modules-hook.cjs");
-    writeFileSync(
-      hook,
-      `process.on("exit", () => require("node:fs").writeFileSync(${JSON.stringify(list)}, Object.keys(require.cache).join("\\n")));\n`,
-    );
-    const configFile = join(directory, "vigie.yaml");
-    writeFileSync(
-      configFile,
+    const loaded = await packagesLoadedBy(
       [
-        "http:",
-        `  port: ${port}`,
-        "database:",
-        `  url: sqlite:${join(directory, "vigie.db")}`,
         "healthchecks:",
         "  http-checks:",
-        `    - { name: local, target: 127.0.0.1, port: ${port}, path: /healthz, valid-status: [200], interval: 1s, timeout: 1s }`,
-        "",
-      ].join("\n"),
+        "    - { name: local, target: 127.0.0.1, port: $PORT, path: /healthz, valid-status: [200], interval: 1s, timeout: 1s }",
+      ],
+      "local",
     );
-    vigie = await startVigie({ configFile, port, cwd: directory, env: { NODE_OPTIONS: `--require ${hook}` } });
-    // The API works: the check's view, made on first read, is there.
-    const check = await fetch(`${vigie.baseUrl}/healthcheck/local`);
-    expect(check.status).toBe(200);
-    expect(await check.json()).toMatchObject({ name: "local", kind: "http", source: "configuration" });
-    await stopVigie(vigie);
-    vigie = undefined;
-
-    const loaded = packagesOf(readFileSync(list, "utf8").split("\n"));
     // The hook saw the process's modules: the packages outside the bundle that every server needs
     // are there.
     expect(loaded).toContain("better-sqlite3");
     expect(loaded).toContain("@node-rs/argon2");
     expect(NOT_AT_START_UP.filter((name) => loaded.has(name))).toEqual([]);
+  });
+
+  it("loads protobufjs when the Riemann input is on, before any client sends a message", async () => {
+    // Loading it with the first message would hold that message's turn of the event loop tens of
+    // milliseconds longer (test/e2e/wide-events.test.ts).
+    const riemannPort = await freePort();
+    const loaded = await packagesLoadedBy([
+      "streams:",
+      "  riemann:",
+      "    enabled: true",
+      "    host: 127.0.0.1",
+      `    port: ${riemannPort}`,
+    ]);
+    expect(loaded).toContain("protobufjs");
+    expect(loaded.has("snappy")).toBe(false);
   });
 });
 

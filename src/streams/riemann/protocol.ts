@@ -25,7 +25,7 @@ import { WireCursor } from "../protobuf-wire.js";
 
 // The schema lives in proto/ at the root, three levels up from src/streams/riemann/ and from
 // dist/streams/riemann/.
-// Loaded with the first Riemann message: a server without the Riemann input never loads protobufjs.
+// Loaded on first use (see loadRiemannSchema): a server without the Riemann input never loads protobufjs.
 const protobuf = lazyLibrary<typeof ProtobufJs>("protobufjs");
 const types = lazily(() => {
   const schema = protobuf().loadSync(fileURLToPath(new URL("../../../proto/riemann.proto", import.meta.url)));
@@ -35,6 +35,16 @@ const types = lazily(() => {
     Query: schema.lookupType("vigie.riemann.Query"),
   };
 });
+
+/**
+ * Loads protobufjs and the `Msg` schema now rather than with the first message: a server with a
+ * Riemann input calls it at start-up, so that the tens of milliseconds of loading are not spent in
+ * the turn of the event loop that handles a client's first frame (a large one already costs its
+ * copy there). Calling it again does nothing.
+ */
+export function loadRiemannSchema(): void {
+  types();
+}
 
 /** An int64 as protobufjs decodes it: a `Long` (the `long` package is installed) or a number. */
 type Int64 = number | ProtobufJs.Long;
