@@ -6,6 +6,7 @@
 import type SQLite from "better-sqlite3";
 import { CompiledQuery, type Kysely, sql } from "kysely";
 import type { Database, DatabaseDialect, PlatformTables } from "../platform/database.js";
+import { valuesList } from "../platform/database.js";
 import { chunks, type HealthcheckTables } from "./storage.js";
 
 type Tables = PlatformTables & HealthcheckTables;
@@ -98,18 +99,11 @@ export const SQLITE_CHUNK_ROWS: readonly number[] = [512, 128, 32, 8, 1];
  * which results never have.
  */
 function insertHistoryText(rows: number, dialect: DatabaseDialect): string {
-  const groups: string[] = new Array(rows);
-  for (let row = 0; row < rows; row++) {
-    const first = row * 5;
-    groups[row] =
-      dialect === "sqlite"
-        ? "(?, ?, ?, ?, ?)"
-        : `($${first + 1}, $${first + 2}, $${first + 3}, $${first + 4}, $${first + 5})`;
-  }
   const columns = "healthcheck_history (check_id, time, duration, message, maintenance)";
+  const values = valuesList(rows, 5, dialect);
   return dialect === "sqlite"
-    ? `insert or ignore into ${columns} values ${groups.join(", ")}`
-    : `insert into ${columns} values ${groups.join(", ")} on conflict do nothing`;
+    ? `insert or ignore into ${columns} values ${values}`
+    : `insert into ${columns} values ${values} on conflict do nothing`;
 }
 
 /** Copies rows `[start, end)` of `rows` into `parameters` from index 0, five values a row. */

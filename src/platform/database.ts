@@ -77,6 +77,24 @@ export function migrationDialect(db: Kysely<unknown>): DatabaseDialect {
   return db.getExecutor().adapter instanceof SqliteAdapter ? "sqlite" : "postgres";
 }
 
+/**
+ * The `VALUES` list of a multi-row INSERT with positional parameters, `rows` groups of `columns`
+ * each: `(?, ?), (?, ?)` on SQLite, `($1, $2), ($3, $4)` on PostgreSQL (whose driver numbers its
+ * parameters). For statements whose text is written once per size and kept, on paths too hot for
+ * Kysely's query building.
+ */
+export function valuesList(rows: number, columns: number, dialect: DatabaseDialect): string {
+  const groups: string[] = new Array(rows);
+  const values: string[] = new Array(columns);
+  for (let row = 0; row < rows; row++) {
+    for (let column = 0; column < columns; column++) {
+      values[column] = dialect === "sqlite" ? "?" : `$${row * columns + column + 1}`;
+    }
+    groups[row] = `(${values.join(", ")})`;
+  }
+  return groups.join(", ");
+}
+
 /** Milliseconds an SQLite writer waits for a lock held by another process before failing. */
 const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 

@@ -1,6 +1,12 @@
 import { type Kysely, sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Database, openDatabase, platformMigrations, sqlitePath } from "../../src/platform/database.js";
+import {
+  type Database,
+  openDatabase,
+  platformMigrations,
+  sqlitePath,
+  valuesList,
+} from "../../src/platform/database.js";
 import { getOrCreateSetting, readSetting } from "../../src/platform/settings.js";
 import { createTestDatabase, DATABASE_KINDS, type TestDatabase } from "../support/databases.js";
 
@@ -29,6 +35,15 @@ describe("sqlitePath", () => {
     expect(sqlitePath("sqlite:/var/lib/vigie.db")).toBe("/var/lib/vigie.db");
     expect(sqlitePath("sqlite:///var/lib/vigie.db")).toBe("/var/lib/vigie.db");
     expect(sqlitePath("sqlite::memory:")).toBe(":memory:");
+  });
+});
+
+describe("valuesList", () => {
+  it("writes the VALUES groups of a multi-row INSERT in each dialect's placeholders", () => {
+    expect(valuesList(1, 3, "sqlite")).toBe("(?, ?, ?)");
+    expect(valuesList(2, 2, "sqlite")).toBe("(?, ?), (?, ?)");
+    expect(valuesList(1, 3, "postgres")).toBe("($1, $2, $3)");
+    expect(valuesList(3, 2, "postgres")).toBe("($1, $2), ($3, $4), ($5, $6)");
   });
 });
 

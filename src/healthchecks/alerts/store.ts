@@ -14,8 +14,8 @@
  */
 import type SQLite from "better-sqlite3";
 import { CompiledQuery, type Generated, type Kysely, type Transaction } from "kysely";
-import type { Database, PlatformTables } from "../../platform/database.js";
-import { migrationDialect } from "../../platform/database.js";
+import type { Database, DatabaseDialect, PlatformTables } from "../../platform/database.js";
+import { migrationDialect, valuesList } from "../../platform/database.js";
 import { runDdl } from "../../platform/ddl.js";
 import type { AlertHistoryEntry, AlertStateStore, EvaluatorLogger, HistoryOutcome, StoredAlert } from "./evaluator.js";
 import { type AlertBatchWriter, type AlertWriteBatch, AlertWriteQueue, type StateWrite } from "./writes.js";
@@ -88,12 +88,14 @@ const WRITE_CHUNK = 100;
 /** The stored alert states and notification history. */
 export class AlertStore implements AlertStateStore, AlertBatchWriter {
   readonly #db: Kysely<Tables>;
+  readonly #dialect: DatabaseDialect;
   readonly #queue: AlertWriteQueue;
   /** The batches' statements on SQLite; undefined on PostgreSQL, where they go through Kysely. */
   readonly #sqlite: SqliteAlertWrites | undefined;
 
   constructor(database: Database, options: AlertStoreOptions = {}) {
     this.#db = database.kysely.withTables<AlertTables>();
+    this.#dialect = database.dialect;
     this.#sqlite = database.sqlite === undefined ? undefined : new SqliteAlertWrites(database.sqlite);
     this.#queue = new AlertWriteQueue(this, { logger: options.logger, flushDelayMs: options.flushDelayMs });
   }
@@ -177,12 +179,16 @@ export class AlertStore implements AlertStateStore, AlertBatchWriter {
     await this.#db.transaction().execute(async (trx) => {
       for (let index = 0; index < upserts.length; index += WRITE_CHUNK) {
         const part = upserts.slice(index, index + WRITE_CHUNK);
-        await trx.executeQuery(CompiledQuery.raw(upsertStatesText(part.length), part.flatMap(stateParameters)));
+        await trx.executeQuery(
+          CompiledQuery.raw(upsertStatesText(part.length, "postgres"), part.flatMap(stateParameters)),
+        );
       }
       for (const write of deletes) await deleteOne(trx, write.check, write.output);
       for (let index = 0; index < batch.history.length; index += WRITE_CHUNK) {
         const part = batch.history.slice(index, index + WRITE_CHUNK);
-        await trx.executeQuery(CompiledQuery.raw(insertHistoryText(part.length), part.flatMap(historyParameters)));
+        await trx.executeQuery(
+          CompiledQuery.raw(insertHistoryText(part.length, "postgres"), part.flatMap(historyParameters)),
+        );
       }
     });
   }
@@ -190,12 +196,15 @@ export class AlertStore implements AlertStateStore, AlertBatchWriter {
   /** Writes one state or deletion on its own (a failed batch's rows, one by one). */
   async writeState(write: StateWrite): Promise<void> {
     if (write.state === undefined) await deleteOne(this.#db, write.check, write.output);
-    else await upsertStates(this.#db, [{ state: write.state, nowMs: write.nowMs }]);
+    else {
+      const parameters = stateParameters({ state: write.state, nowMs: write.nowMs });
+      await this.#db.executeQuery(CompiledQuery.raw(upsertStatesText(1, this.#dialect), parameters));
+    }
   }
 
   /** Writes one history row on its own (a failed batch's rows, one by one). */
   async writeHistory(entry: AlertHistoryEntry): Promise<void> {
-    await this.#db.insertInto("healthcheck_alert_history").values(historyRow(entry)).execute();
+    await this.#db.executeQuery(CompiledQuery.raw(insertHistoryText(1, this.#dialect), historyParameters(entry)));
   }
 
   /** The notifications of a period, newest first. */
@@ -237,48 +246,8 @@ interface Upsert {
   readonly nowMs: number;
 }
 
-/** Upserts `states` in one statement (at most one per check and output). */
-async function upsertStates(db: Kysely<Tables> | Transaction<Tables>, states: readonly Upsert[]): Promise<void> {
-  await db
-    .insertInto("healthcheck_alert_state")
-    .values(
-      states.map(({ state, nowMs }) => ({
-        check_name: state.check,
-        output: state.output,
-        triggered: state.triggered ? 1 : 0,
-        since: state.sinceMs,
-        last_due: state.lastDueMs,
-        last_sent: state.lastSentMs ?? null,
-        notified: state.notified ? 1 : 0,
-        updated_at: nowMs,
-      })),
-    )
-    .onConflict((conflict) =>
-      conflict.columns(["check_name", "output"]).doUpdateSet((update) => ({
-        triggered: update.ref("excluded.triggered"),
-        since: update.ref("excluded.since"),
-        last_due: update.ref("excluded.last_due"),
-        last_sent: update.ref("excluded.last_sent"),
-        notified: update.ref("excluded.notified"),
-        updated_at: update.ref("excluded.updated_at"),
-      })),
-    )
-    .execute();
-}
-
 async function deleteOne(db: Kysely<Tables> | Transaction<Tables>, check: string, output: string): Promise<void> {
   await db.deleteFrom("healthcheck_alert_state").where("check_name", "=", check).where("output", "=", output).execute();
-}
-
-function historyRow(entry: AlertHistoryEntry) {
-  return {
-    check_name: entry.check,
-    output: entry.output,
-    time: entry.timeMs,
-    status: entry.status,
-    outcome: entry.outcome,
-    reason: entry.reason ?? null,
-  };
 }
 
 const STATE_COLUMNS = "check_name, output, triggered, since, last_due, last_sent, notified, updated_at";
@@ -288,10 +257,7 @@ const ON_STATE_CONFLICT = `on conflict (check_name, output) do update set trigge
   since = excluded.since, last_due = excluded.last_due, last_sent = excluded.last_sent,
   notified = excluded.notified, updated_at = excluded.updated_at`;
 
-const UPSERT_STATE_SQLITE = `insert into healthcheck_alert_state (${STATE_COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?)
-  ${ON_STATE_CONFLICT}`;
 const DELETE_STATE_SQLITE = "delete from healthcheck_alert_state where check_name = ? and output = ?";
-const INSERT_HISTORY_SQLITE = `insert into healthcheck_alert_history (${HISTORY_COLUMNS}) values (?, ?, ?, ?, ?, ?)`;
 
 /** The prepared statements of a batch on SQLite. */
 interface SqliteStatements {
@@ -342,35 +308,25 @@ class SqliteAlertWrites {
 
   #prepared(): SqliteStatements {
     this.#statements ??= {
-      upsert: this.#connection.prepare<unknown[]>(UPSERT_STATE_SQLITE),
+      upsert: this.#connection.prepare<unknown[]>(upsertStatesText(1, "sqlite")),
       delete: this.#connection.prepare<unknown[]>(DELETE_STATE_SQLITE),
-      insert: this.#connection.prepare<unknown[]>(INSERT_HISTORY_SQLITE),
+      insert: this.#connection.prepare<unknown[]>(insertHistoryText(1, "sqlite")),
     };
     return this.#statements;
   }
 }
 
-/** `($1, …, $columns), …` for `rows` rows (PostgreSQL placeholders). */
-function placeholders(rows: number, columns: number): string {
-  const groups: string[] = new Array(rows);
-  for (let row = 0; row < rows; row++) {
-    const values: string[] = new Array(columns);
-    for (let column = 0; column < columns; column++) values[column] = `$${row * columns + column + 1}`;
-    groups[row] = `(${values.join(", ")})`;
-  }
-  return groups.join(", ");
-}
+/** Statement texts by dialect and number of rows, written once each (at most {@link WRITE_CHUNK} rows). */
+const upsertTexts = new Map<string, string>();
+const insertTexts = new Map<string, string>();
 
-/** Statement texts on PostgreSQL by number of rows, written once each (at most {@link WRITE_CHUNK}). */
-const upsertTexts = new Map<number, string>();
-const insertTexts = new Map<number, string>();
-
-/** The upsert of `rows` states on PostgreSQL; parameters by {@link stateParameters}. */
-function upsertStatesText(rows: number): string {
-  let text = upsertTexts.get(rows);
+/** The upsert of `rows` states; parameters by {@link stateParameters}. */
+function upsertStatesText(rows: number, dialect: DatabaseDialect): string {
+  const key = `${dialect} ${rows}`;
+  let text = upsertTexts.get(key);
   if (text === undefined) {
-    text = `insert into healthcheck_alert_state (${STATE_COLUMNS}) values ${placeholders(rows, 8)} ${ON_STATE_CONFLICT}`;
-    upsertTexts.set(rows, text);
+    text = `insert into healthcheck_alert_state (${STATE_COLUMNS}) values ${valuesList(rows, 8, dialect)} ${ON_STATE_CONFLICT}`;
+    upsertTexts.set(key, text);
   }
   return text;
 }
@@ -388,12 +344,13 @@ function stateParameters({ state, nowMs }: Upsert): unknown[] {
   ];
 }
 
-/** The insert of `rows` history rows on PostgreSQL; parameters by {@link historyParameters}. */
-function insertHistoryText(rows: number): string {
-  let text = insertTexts.get(rows);
+/** The insert of `rows` history rows; parameters by {@link historyParameters}. */
+function insertHistoryText(rows: number, dialect: DatabaseDialect): string {
+  const key = `${dialect} ${rows}`;
+  let text = insertTexts.get(key);
   if (text === undefined) {
-    text = `insert into healthcheck_alert_history (${HISTORY_COLUMNS}) values ${placeholders(rows, 6)}`;
-    insertTexts.set(rows, text);
+    text = `insert into healthcheck_alert_history (${HISTORY_COLUMNS}) values ${valuesList(rows, 6, dialect)}`;
+    insertTexts.set(key, text);
   }
   return text;
 }
