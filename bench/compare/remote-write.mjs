@@ -5,6 +5,11 @@
 // output gets from the kernel, which varies from process to process. Not run by bench/run.mjs.
 // Run: node bench/compare/remote-write.mjs before=/work/old after=/work/new
 //   env ROUNDS (default 4), LABELS per series (default 20)
+// SAME_PROCESS=1: the builds in this one process instead, decode + push, in rounds of 20 requests
+// alternating between them (A B, B A, …), so that each pair of rounds sees the same load of a shared
+// machine; prints the median of each build and of the per-round ratios to the first. The build
+// loaded second ran up to 5 % faster than an identical first one here: run it again with the builds
+// swapped and take both.
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44,6 +49,46 @@ async function measure(buildRoot) {
   return times.map(median);
 }
 
+/** SAME_PROCESS=1: every build in this process, rounds alternating; the medians, in µs of CPU per request. */
+async function sameProcess(builds) {
+  const raw = uncompressSync(request(LABELS));
+  const runs = [];
+  for (const build of builds) {
+    const { parseEdn } = await import(join(build.root, "dist/streams/edn.js"));
+    const { StreamEngine } = await import(join(build.root, "dist/streams/engine.js"));
+    const { RemoteWriteDecoder } = await import(join(build.root, "dist/streams/remote-write-decoder.js"));
+    const stream = new StreamEngine().add("bench", parseEdn(STREAM), { kind: "api" });
+    const decoder = new RemoteWriteDecoder();
+    runs.push(() => {
+      const events = [];
+      decoder.decode(raw, (event) => events.push(event));
+      stream.push(events);
+    });
+  }
+  for (let i = 0; i < 300; i++) for (const run of runs) run();
+  const times = runs.map(() => []);
+  const ratios = runs.map(() => []);
+  for (let round = 0; round < ROUNDS * 15; round++) {
+    const order = round % 2 === 0 ? runs.map((_, i) => i) : runs.map((_, i) => runs.length - 1 - i);
+    const used = [];
+    for (const i of order) {
+      const before = process.cpuUsage();
+      for (let k = 0; k < 20; k++) runs[i]?.();
+      const cpu = process.cpuUsage(before);
+      used[i] = (cpu.user + cpu.system) / 20;
+    }
+    used.forEach((us, i) => {
+      times[i]?.push(us);
+      ratios[i]?.push(us / (used[0] ?? us));
+    });
+  }
+  console.log(`remote write in-process, ${LABELS} labels, decode + push, one process, µs of CPU per request:`);
+  builds.forEach((build, i) => {
+    const ratio = i === 0 ? "" : `, ${build.label} / ${builds[0]?.label}: ${median(ratios[i]).toFixed(3)}`;
+    console.log(`  ${build.label}: ${median(times[i]).toFixed(0)}${ratio}`);
+  });
+}
+
 if (process.argv[2] === "--child") {
   console.log(JSON.stringify(await measure(process.argv[3])));
 } else {
@@ -52,6 +97,10 @@ if (process.argv[2] === "--child") {
     if (label === undefined || buildRoot === undefined) throw new Error(`expected label=root, got ${argument}`);
     return { label, root: buildRoot, rounds: [] };
   });
+  if (process.env.SAME_PROCESS === "1") {
+    await sameProcess(builds);
+    process.exit(0);
+  }
   const self = fileURLToPath(import.meta.url);
   console.log(`remote write in-process, ${LABELS} labels per series, ms of CPU per request (${PARTS.join(" / ")}):`);
   for (let round = 0; round < ROUNDS; round++) {

@@ -14,7 +14,7 @@
 import { compileLinearRegex, type LinearRegex, RegexError } from "../platform/regex.js";
 import { CompileError } from "./compile-error.js";
 import { type EdnValue, ednToJson, isKeyword, nameOf, sequenceItems } from "./edn.js";
-import { type Event, type FieldPath, type FieldReader, fieldReader, valuesEqual } from "./event.js";
+import { type Event, type FieldPath, type FieldReader, fieldReader, isObjectOrArray, valuesEqual } from "./event.js";
 
 /** A compiled condition. */
 export type Predicate = (event: Event) => boolean;
@@ -57,6 +57,20 @@ function comparison(op: ">" | ">=" | "<" | "<=", read: FieldReader, bound: numbe
         return typeof value === "number" && value <= bound;
       };
   }
+}
+
+/**
+ * `[:= field argument]` for a scalar argument (a string, a number, a boolean or nil): what
+ * {@link valuesEqual} decides, strict equality (only an object or an array equals a value it is not
+ * identical to; NaN equals nothing). A top-level field is read here, by a closure of its own, rather
+ * than through the reader that every field of every stream shares: its property load then sees one
+ * name and the shapes of one stream's events, not all of them (the `where` of a remote write route
+ * runs once per sample).
+ */
+function scalarEquality(field: FieldPath, read: FieldReader, argument: unknown): Predicate {
+  const [key] = field;
+  if (field.length === 1 && key !== undefined) return (event) => event[key] === argument;
+  return (event) => read(event) === argument;
 }
 
 function argumentOf(items: EdnValue[], op: string, path: string): EdnValue {
@@ -105,11 +119,16 @@ export function compileCondition(condition: EdnValue | undefined, path: string):
       break;
   }
   if (items.length < 2) throw new CompileError(path, `${operator} needs a field`);
-  const read = fieldReader(compileField(items[1], `${path}[1]`));
+  const field = compileField(items[1], `${path}[1]`);
+  const read = fieldReader(field);
   switch (op) {
     case "=":
     case "not=": {
       const argument = ednToJson(argumentOf(items, operator, path));
+      if (!isObjectOrArray(argument)) {
+        const equal = scalarEquality(field, read, argument);
+        return op === "=" ? equal : (event) => !equal(event);
+      }
       if (op === "=") return (event) => valuesEqual(read(event), argument);
       return (event) => !valuesEqual(read(event), argument);
     }

@@ -15,6 +15,7 @@ import type { Event } from "./event.js";
 import { type EventBound, type EventBounds, EventMeter } from "./event-bounds.js";
 import { FIXED32, FIXED64, LENGTH_DELIMITED, VARINT } from "./protobuf-wire.js";
 import { PlanRecorder, type RequestPlan, RequestPlans } from "./remote-write-plans.js";
+import { isStale, shortVarint } from "./remote-write-sample.js";
 import {
   type CachedSeries,
   hashOf,
@@ -33,10 +34,6 @@ export class RemoteWriteError extends Error {
     this.name = "RemoteWriteError";
   }
 }
-
-/** The bit pattern of Prometheus' staleness marker, a NaN (value.StaleNaN = 0x7ff0000000000002). */
-const STALE_HIGH = 0x7ff00000;
-const STALE_LOW = 0x00000002;
 
 /** Sample positions (two per sample) kept between requests; a longer list is let go. */
 const KEPT_SAMPLE_SLOTS = 4096;
@@ -480,7 +477,7 @@ export class RemoteWriteDecoder {
     const saved = this.#position;
     if (this.#canonicalSample(start, end)) {
       this.#position = saved;
-      return !this.#stale(start + 1);
+      return !isStale(this.#view, start + 1);
     }
     this.#position = start;
     let stale = false;
@@ -492,7 +489,7 @@ export class RemoteWriteDecoder {
       const wire = tag & 7;
       if (field === 1 && wire === FIXED64) {
         if (this.#position + 8 > end) throw new RemoteWriteError("truncated sample value");
-        stale = this.#stale(this.#position);
+        stale = isStale(this.#view, this.#position);
         this.#sampleValue = this.#view.getFloat64(this.#position, true);
         this.#position += 8;
       } else if (field === 2 && wire === VARINT) {
@@ -514,18 +511,16 @@ export class RemoteWriteDecoder {
   #canonicalSample(start: number, end: number): boolean {
     const buffer = this.#buffer;
     if (end - start < 11 || buffer[start] !== 0x09 || buffer[start + 9] !== 0x10) return false;
-    this.#position = start + 10;
-    const timestamp = this.#int64(end);
-    if (this.#position !== end) return false;
+    // A timestamp of today's (6 bytes) is read without the general varint reader.
+    let timestamp = shortVarint(buffer, start + 10, end);
+    if (timestamp < 0) {
+      this.#position = start + 10;
+      timestamp = this.#int64(end);
+      if (this.#position !== end) return false;
+    }
     this.#sampleValue = this.#view.getFloat64(start + 1, true);
     this.#sampleTimestamp = timestamp;
     return true;
-  }
-
-  /** Whether the 8 bytes at `position` are the staleness marker. */
-  #stale(position: number): boolean {
-    const view = this.#view;
-    return view.getUint32(position + 4, true) === STALE_HIGH && view.getUint32(position, true) === STALE_LOW;
   }
 
   #varint32(): number {

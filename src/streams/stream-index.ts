@@ -45,6 +45,12 @@ interface KeyNode extends KeySlot {
   next: Map<unknown, KeyNode> | undefined;
   /** The values of the fields down to this node, in order (what a prediction compares). */
   readonly values: readonly unknown[];
+  /**
+   * The first two of {@link values}, in the node itself: a prediction compares them without a load
+   * of the array (another object, often another cache line, for each event).
+   */
+  readonly firstValue: unknown;
+  readonly secondValue: unknown;
   /** The key found right after this one last time: the one predicted to come next. */
   after: KeyNode | undefined;
 }
@@ -127,14 +133,15 @@ export class IndexKeys {
   /** Whether `event`'s values are those of `node`'s key (compared strictly: NaN is looked up). */
   #holds(node: KeyNode, event: Event): boolean {
     const fields = this.fields;
-    const values = node.values;
     const count = fields.length;
     // The first two fields are read where each sees one name (an index's), not through a reader
     // shared by every field of every stream: a read of a known field of a known shape.
     const first = this.#first;
-    if (count > 0 && (first === undefined ? fields[0]?.read(event) : event[first]) !== values[0]) return false;
+    if (count > 0 && (first === undefined ? fields[0]?.read(event) : event[first]) !== node.firstValue) return false;
     const second = this.#second;
-    if (count > 1 && (second === undefined ? fields[1]?.read(event) : event[second]) !== values[1]) return false;
+    if (count > 1 && (second === undefined ? fields[1]?.read(event) : event[second]) !== node.secondValue) return false;
+    if (count <= 2) return true;
+    const values = node.values;
     for (let i = 2; i < count; i++) if (fields[i]?.read(event) !== values[i]) return false;
     return true;
   }
@@ -158,11 +165,14 @@ export class IndexKeys {
           this.#last = undefined;
           return keyOf(fields, event);
         }
+        const values = [...node.values, value];
         next = {
           key: node.key + keyPart(field.name, value),
           entry: undefined,
           next: undefined,
-          values: [...node.values, value],
+          values,
+          firstValue: values[0],
+          secondValue: values[1],
           after: undefined,
         };
         node.next.set(value, next);
@@ -174,7 +184,15 @@ export class IndexKeys {
 }
 
 function rootNode(): KeyNode {
-  return { key: "", entry: undefined, next: new Map(), values: [], after: undefined };
+  return {
+    key: "",
+    entry: undefined,
+    next: new Map(),
+    values: [],
+    firstValue: undefined,
+    secondValue: undefined,
+    after: undefined,
+  };
 }
 
 /** The key of `event` built anew. */

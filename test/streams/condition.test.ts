@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { CompileError } from "../../src/streams/compile-error.js";
 import { compileCondition } from "../../src/streams/condition.js";
-import { parseEdn } from "../../src/streams/edn.js";
-import type { Event } from "../../src/streams/event.js";
+import { ednToJson, parseEdn } from "../../src/streams/edn.js";
+import { type Event, valuesEqual } from "../../src/streams/event.js";
 
 const matches = (condition: string, event: Event) => compileCondition(parseEdn(condition), "condition")(event);
 
@@ -40,6 +40,27 @@ describe("where-conditions: the rest of the grammar", () => {
     expect(matches('[:not= :state "ok"]', { state: "critical" })).toBe(true);
     expect(matches('[:not= :state "ok"]', {})).toBe(true);
     expect(matches('[:not= :state "ok"]', { state: "ok" })).toBe(false);
+  });
+
+  it("decides := and :not= with a scalar as with any argument, on top-level and nested fields", () => {
+    const values: unknown[] = ["node", "", 1, 1.5, 0, -0, Number.NaN, true, false, null, undefined, ["node"], {}];
+    const scalars = ['"node"', '""', "1", "1.0", "1.5", "0", "true", "false", "nil"];
+    for (const argument of scalars) {
+      const expected = valuesEqual.bind(undefined, ednToJson(parseEdn(argument)));
+      for (const value of values) {
+        for (const [field, event] of [
+          [":job", value === undefined ? {} : { job: value }],
+          ["[:labels :job]", { labels: value === undefined ? {} : { job: value } }],
+        ] as const) {
+          const label = `${argument} on ${field} = ${String(value)}`;
+          expect(matches(`[:= ${field} ${argument}]`, event), label).toBe(expected(value));
+          expect(matches(`[:not= ${field} ${argument}]`, event), label).toBe(!expected(value));
+        }
+      }
+    }
+    // An inherited property is read as the general reader reads it.
+    expect(matches("[:= :constructor nil]", {})).toBe(false);
+    expect(matches("[:not= :constructor nil]", {})).toBe(true);
   });
 
   it("handles every comparison, sign and nil test without throwing on wrong types", () => {

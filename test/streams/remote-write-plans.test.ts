@@ -185,6 +185,28 @@ describe("RequestPlans", () => {
     expect(plans.match(requestBytes(planned))).toBeDefined();
   });
 
+  it("matches whatever the sample bytes, NaN bit patterns included (staleness markers, V8's hole)", () => {
+    const plans = new RequestPlans();
+    const planned = Uint8Array.from({ length: 40 }, (_, i) => i);
+    record(planned, plans);
+    const patterns = [
+      [0x00000002, 0x7ff00000],
+      [0xfff7ffff, 0xfff7ffff],
+      [0x00000001, 0x7ff40000],
+      [0xffffffff, 0xffffffff],
+    ];
+    for (const [low, high] of patterns) {
+      // The NaN at every offset of the 11 sample bytes, whatever 8 of them are copied at once.
+      for (let at = 29; at + 8 <= 40; at++) {
+        const request = Uint8Array.from(planned);
+        const view = new DataView(request.buffer);
+        view.setUint32(at, low ?? 0, true);
+        view.setUint32(at + 4, high ?? 0, true);
+        for (let round = 0; round < 3; round++) expect(plans.match(requestBytes(request)), `at ${at}`).toBeDefined();
+      }
+    }
+  });
+
   it("keeps two layouts of the same length, evicting the one matched least recently", () => {
     const plans = new RequestPlans();
     const layout = (label: number) => Uint8Array.from({ length: 40 }, (_, i) => (i === 0 ? label : i));

@@ -130,6 +130,20 @@ describe("IndexKeys' prediction of the next key", () => {
     expect(calls.count).toBe(0);
   });
 
+  it("predicts keys of one and of two fields only when every value is the predicted key's", () => {
+    for (const names of [["a"], ["a", "b"]]) {
+      const keys = new IndexKeys(names.map((name) => ({ name, read: fieldReader([name]) })));
+      // The same order every round, then one with the second value changed, or a field absent.
+      const order: Event[] = [{ a: "x", b: 1 }, { a: "x", b: 2 }, { a: "y" }, { a: "y", b: 2 }, { b: 1 }];
+      const keyOf = (event: Event) =>
+        names.map((name) => (event[name] === undefined ? "" : `${name}\u0001${String(event[name])}\u0000`)).join("");
+      for (let round = 0; round < 4; round++) {
+        const events = round === 3 ? order.map((event) => ({ ...event, b: 3 })) : order;
+        for (const event of events) expect(keys.of(event), `${names} ${JSON.stringify(event)}`).toBe(keyOf(event));
+      }
+    }
+  });
+
   it("reads the first two top-level fields and any other field right", () => {
     const keyFields = ["a", "b.c", "d", "e"].map((name) => ({ name, read: fieldReader(name.split(".")) }));
     const keys = new IndexKeys(keyFields);
