@@ -159,9 +159,12 @@ class Walk {
   bounds: EventBounds = DEFAULT_EVENT_BOUNDS;
   /** How deep the walk went: 1 for the event, 2 for an object or array in it, and so on. */
   deepest = 1;
+  /** Whether a key named `__proto__` or `constructor` was met (see {@link WalkReport}). */
+  prototypeKeys = false;
 
   reset(bounds: EventBounds): void {
     this.deepest = 1;
+    this.prototypeKeys = false;
     this.fields = 0;
     this.units = 0;
     this.values = VALUE_BYTES;
@@ -199,6 +202,9 @@ class Walk {
         this.exceeded = "max-event-fields";
         return false;
       }
+      // Internalised keys: two pointer comparisons, so that the push route needs no second
+      // look at its body for the keys JSON parsers refuse.
+      if (key === "__proto__" || key === "constructor") this.prototypeKeys = true;
       if (!this.text(key) || !this.value(object[key], depth + 1)) return false;
     }
     return this.#within();
@@ -234,22 +240,45 @@ function exactSize(value: unknown, depth: number): number {
 }
 
 /**
+ * What a walk of {@link exceededBound} saw of an event within the bounds, for callers that would
+ * otherwise walk it again. Both figures describe the whole event only when it is within the
+ * bounds and `deepest` is at most {@link WALK_DEPTH} (deeper values are counted unseen).
+ */
+export interface WalkReport {
+  /**
+   * How deeply the event nests objects and arrays: 1 for a flat event, up to {@link WALK_DEPTH};
+   * infinite when the walk stopped at a bound.
+   */
+  deepest: number;
+  /**
+   * Whether some object of the event has a key named `__proto__` or `constructor` (after JSON
+   * unescaping): the keys that secure JSON parsers (Fastify's) refuse; false when it stopped early.
+   */
+  prototypeKeys: boolean;
+}
+
+/**
  * The first bound a decoded event exceeds, or undefined when it is within all of them. One walk
  * over the event that stops at the first bound found; strings are measured in UTF-16 code units
  * and their UTF-8 bytes counted only when that could decide (long strings, large events), so the
  * hot path allocates nothing and calls nothing per field.
- * @param depth when given, receives how deeply the event nests objects and arrays (1 for a flat
- *   event; at most {@link WALK_DEPTH}), when it is within the bounds: a caller that checks the
- *   nesting too needs no second walk of a shallow event
+ * @param report when given, receives what the walk saw ({@link WalkReport}): a caller that checks
+ *   the nesting or the keys too needs no second walk of the event
  */
-export function exceededBound(event: Event, bounds: EventBounds, depth?: { deepest: number }): EventBound | undefined {
+export function exceededBound(event: Event, bounds: EventBounds, report?: WalkReport): EventBound | undefined {
+  if (report !== undefined) {
+    report.deepest = Number.POSITIVE_INFINITY;
+    report.prototypeKeys = false;
+  }
   const tags = event.tags;
   if (Array.isArray(tags) && tags.length > bounds.tags) return "max-event-tags";
   walk.reset(bounds);
-  if (depth !== undefined) depth.deepest = Number.POSITIVE_INFINITY;
   // The walk's size is a lower bound of the bytes: beyond the bound, the event is.
   if (!walk.object(event, 1)) return walk.exceeded;
-  if (depth !== undefined) depth.deepest = walk.deepest;
+  if (report !== undefined) {
+    report.deepest = walk.deepest;
+    report.prototypeKeys = walk.prototypeKeys;
+  }
   if (walk.units * 3 + walk.values <= bounds.size) return undefined;
   // Between the lower and the upper bound of its size: count the bytes of every string.
   return exactSize(event, 1) > bounds.size ? "max-event-size" : undefined;

@@ -103,7 +103,7 @@ describe("exceededBound", () => {
   });
 
   it("tells how deeply an event within the bounds nests, so that a shallow one is walked once", () => {
-    const depth = { deepest: 0 };
+    const depth = { deepest: 0, prototypeKeys: false };
     expect(exceededBound({ a: 1 }, bounds, depth)).toBeUndefined();
     expect(depth.deepest).toBe(1);
     expect(exceededBound({ a: { b: [1, { c: [] }] } }, bounds, depth)).toBeUndefined();
@@ -115,6 +115,25 @@ describe("exceededBound", () => {
     // Over a bound, the depth is unknown: as deep as can be.
     expect(exceededBound({ ...fields(1001) }, bounds, depth)).toBe("max-event-fields");
     expect(depth.deepest).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it("tells whether an event within the bounds has a key named __proto__ or constructor, at any depth", () => {
+    const report = { deepest: 0, prototypeKeys: true };
+    expect(exceededBound({ a: { b: [{ c: 1 }] }, proto: 1, constructors: 2 }, bounds, report)).toBeUndefined();
+    expect(report.prototypeKeys).toBe(false);
+    for (const text of [
+      '{"__proto__": 1}',
+      '{"a": [{"b": {"\\u005f_proto__": {}}}]}',
+      '{"constructor": "x"}',
+      '{"a": {"constructor": {"prototype": 1}}}',
+    ]) {
+      expect(exceededBound(JSON.parse(text), bounds, report)).toBeUndefined();
+      expect(report.prototypeKeys).toBe(true);
+    }
+    // A walk that stops at a bound saw only part of the event: it tells nothing.
+    const over = JSON.parse(JSON.stringify(fields(1001)).replace("{", '{"__proto__": 1, '));
+    expect(exceededBound(over, bounds, report)).toBe("max-event-fields");
+    expect(report.prototypeKeys).toBe(false);
   });
 
   it("names the bound and the setting in the problem", () => {

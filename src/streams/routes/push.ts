@@ -7,8 +7,8 @@
  * `stream_dropped_events_total{stream,action="push",reason}`, and the others are pushed.
  *
  * The route reads its body itself, so that no request holds the event loop for long: a body of at
- * most {@link INLINE_BODY_BYTES} is parsed at once (Fastify's JSON parser, which refuses
- * `__proto__` keys); a larger one is checked by a validating scanner a slice per turn of the event
+ * most {@link INLINE_BODY_BYTES} is parsed at once, answered as Fastify's JSON parser would
+ * (which refuses `__proto__` keys, {@link hasPrototypeKeys}); a larger one is checked by a validating scanner a slice per turn of the event
  * loop, measuring each event as it reads it, then each event within the bounds is parsed on its
  * own, again a slice per turn. Either way the events are pushed a chunk at a time (slices.ts).
  * What the route answers does not depend on the path taken.
@@ -17,9 +17,16 @@ import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from "fas
 import { INVALID_JSON, InvalidError } from "../../platform/errors.js";
 import type { RouteDescription } from "../../platform/openapi.js";
 import { described, isPlainObject } from "../../platform/validation.js";
-import type { StreamEngine } from "../engine.js";
+import type { Stream, StreamEngine } from "../engine.js";
 import { type Event, MAX_EVENT_NESTING, nestsDeeperThan } from "../event.js";
-import { boundProblem, type EventBound, type EventBounds, EventMeter, exceededBound } from "../event-bounds.js";
+import {
+  boundProblem,
+  type EventBound,
+  type EventBounds,
+  EventMeter,
+  exceededBound,
+  type WalkReport,
+} from "../event-bounds.js";
 import { type JsonKind, type JsonPathItem, JsonScanner, type JsonVisitor, scanSliced } from "../json-scan.js";
 import { deliverSliced, TurnClock } from "../slices.js";
 import { bodyObject, guardedOptions, type NamedRoute, NOT_AN_OBJECT, streamTargets } from "./request.js";
@@ -46,6 +53,15 @@ type JsonParser = (text: string) => unknown;
 interface Accepted {
   readonly events: Event[];
   readonly refused: Map<EventBound, number>;
+}
+
+/** The events of a parsed push body, and what the walks of its events saw. */
+interface Screened extends Accepted {
+  /**
+   * Whether the walks of the events saw every key of the body and none named `__proto__` or
+   * `constructor`: then the body holds nothing {@link hasPrototypeKeys} looks for.
+   */
+  readonly screened: boolean;
 }
 
 const BOTH = 'request body must have "event" or "events", not both';
@@ -92,32 +108,38 @@ export const pushBody = described(
  * Checks one pushed event (an object, not nested too deep, a numeric `time` and `ttl` when set)
  * and gives it the current time when it has none; nothing else is added. Events are the request's
  * own objects, so setting `time` in place is safe.
- * @param where how messages name it: `event`, `events[3]`
+ * @param index its index in `events`, or -1 for the single `event` (messages name it: `event`,
+ *   `events[3]`; the name is only built for a message)
  * @param deepest how deeply it nests, when a walk found out already (exceededBound): a shallow
  *   event is not walked again
  * @throws InvalidError naming the field and the rule
  */
-function checkEvent(event: unknown, where: string, now: number, deepest = Number.POSITIVE_INFINITY): Event {
-  if (!isPlainObject(event)) throw new InvalidError(`field ${where}: must be an object`);
+function checkEvent(event: unknown, index: number, now: number, deepest = Number.POSITIVE_INFINITY): Event {
+  if (!isPlainObject(event)) throw new InvalidError(`field ${eventName(index)}: must be an object`);
   if (deepest > MAX_EVENT_NESTING && nestsDeeperThan(event, MAX_EVENT_NESTING)) {
     throw new InvalidError(
-      `field ${where}: must not nest objects and arrays more than ${MAX_EVENT_NESTING} levels deep`,
+      `field ${eventName(index)}: must not nest objects and arrays more than ${MAX_EVENT_NESTING} levels deep`,
     );
   }
   const time = event.time;
   if (time === undefined || time === null) event.time = now;
   else if (typeof time !== "number" || !Number.isFinite(time)) {
-    throw new InvalidError(`field ${where}.time: must be a number of seconds`);
+    throw new InvalidError(`field ${eventName(index)}.time: must be a number of seconds`);
   }
   const ttl = event.ttl;
   if (ttl !== undefined && ttl !== null && (typeof ttl !== "number" || !Number.isFinite(ttl))) {
-    throw new InvalidError(`field ${where}.ttl: must be a number of seconds`);
+    throw new InvalidError(`field ${eventName(index)}.ttl: must be a number of seconds`);
   }
   return event;
 }
 
-/** How deeply the last event measured nests (exceededBound's out-parameter, reused). */
-const walked = { deepest: 0 };
+/** How messages name the event at `index` of `events`, or the single `event` (-1). */
+function eventName(index: number): string {
+  return index < 0 ? "event" : `events[${index}]`;
+}
+
+/** What the walk of the last event measured saw (exceededBound's out-parameter, reused). */
+const walked: WalkReport = { deepest: 0, prototypeKeys: false };
 
 /** A 400 for the single event of `{"event"}` beyond a bound. */
 function overBound(bound: EventBound, bounds: EventBounds): InvalidError {
@@ -131,12 +153,16 @@ function count(refused: Map<EventBound, number>, bound: EventBound): void {
 /**
  * The events of a parsed push body, checked (see {@link checkEvent}) and held to the bounds.
  * @param now the time of receipt in seconds, for events without a time
+ * @returns the events within the bounds, the drops, and whether the walks of the events screened
+ *   the whole body for prototype keys ({@link Screened})
  * @throws InvalidError for a body that is not a push, an invalid event, or a single event beyond
  *   a bound (naming it)
  */
-export function acceptEvents(body: unknown, now: number, bounds: EventBounds): Accepted {
+export function acceptEvents(body: unknown, now: number, bounds: EventBounds): Screened {
   const push = pushBody(body, "");
   const refused = new Map<EventBound, number>();
+  // Another top-level key holds a value that no walk below looks into.
+  let screened = isPlainObject(body) && onlyPushKeys(body);
   if ("events" in push) {
     const events: Event[] = [];
     const items = push.events;
@@ -144,17 +170,82 @@ export function acceptEvents(body: unknown, now: number, bounds: EventBounds): A
       const item = items[i];
       if (!isPlainObject(item)) throw new InvalidError(`field events[${i}]: must be an object`);
       const bound = exceededBound(item, bounds, walked);
-      if (bound === undefined) events.push(checkEvent(item, `events[${i}]`, now, walked.deepest));
-      else count(refused, bound);
+      if (bound === undefined) {
+        // An event the walk did not see whole nests too deep: checkEvent throws.
+        if (walked.prototypeKeys) screened = false;
+        events.push(checkEvent(item, i, now, walked.deepest));
+      } else {
+        screened = false; // the walk stopped at the bound
+        count(refused, bound);
+      }
     }
-    return { events, refused };
+    return { events, refused, screened };
   }
   const event = push.event;
-  if (isPlainObject(event)) {
-    const bound = exceededBound(event, bounds);
-    if (bound !== undefined) throw overBound(bound, bounds);
+  if (!isPlainObject(event)) return { events: [checkEvent(event, -1, now)], refused, screened };
+  const bound = exceededBound(event, bounds, walked);
+  if (bound !== undefined) throw overBound(bound, bounds);
+  if (walked.prototypeKeys) screened = false;
+  return { events: [checkEvent(event, -1, now, walked.deepest)], refused, screened };
+}
+
+/** Whether a push body has no key but `event` and `events`. */
+function onlyPushKeys(body: Readonly<Record<string, unknown>>): boolean {
+  for (const key in body) if (key !== "events" && key !== "event") return false;
+  return true;
+}
+
+/**
+ * Whether some object in a parsed JSON value has an own `__proto__` key, or an own `constructor`
+ * key holding an object with an own `prototype` key: what Fastify's JSON parser (secure-json-parse
+ * with `protoAction` and `constructorAction` "error") refuses, so that a body parsed without it is
+ * answered alike. Iterative, so that a deeply nested value cannot exhaust the stack.
+ */
+export function hasPrototypeKeys(value: unknown): boolean {
+  const pending = [value];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    // A parsed array has no keys but its indices.
+    if (Array.isArray(node)) {
+      for (const item of node) pending.push(item);
+      continue;
+    }
+    if (!isPlainObject(node)) continue;
+    if (Object.hasOwn(node, "__proto__")) return true;
+    if (Object.hasOwn(node, "constructor")) {
+      const held = node.constructor;
+      if (typeof held === "object" && held !== null && Object.hasOwn(held, "prototype")) return true;
+    }
+    for (const key in node) pending.push(node[key]);
   }
-  return { events: [checkEvent(event, "event", now)], refused };
+  return false;
+}
+
+/**
+ * Reads a body of at most {@link INLINE_BODY_BYTES}, at once, answered as if Fastify's JSON parser
+ * had parsed it (`parse`), without its second pass over the text: V8's parser, then the walks of
+ * the events look at every key on the usual path, and only a body they did not screen whole (an
+ * event dropped at a bound, another top-level key, a key they flagged, an error) is searched again.
+ * @throws InvalidError as acceptEvents, or `request body is not valid JSON`
+ */
+function acceptInlineBody(text: string, now: number, bounds: EventBounds, parse: JsonParser): Accepted {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Fastify's parser words the error (and skips a byte-order mark, which JSON.parse refuses).
+    return acceptEvents(parse(text), now, bounds);
+  }
+  let accepted: Screened;
+  try {
+    accepted = acceptEvents(body, now, bounds);
+  } catch (error) {
+    // Fastify's parser would have refused the body before any check of its events.
+    if (hasPrototypeKeys(body)) throw new InvalidError(INVALID_JSON);
+    throw error;
+  }
+  if (!accepted.screened && hasPrototypeKeys(body)) throw new InvalidError(INVALID_JSON);
+  return accepted;
 }
 
 /** A value of a large body the scanner measured, or found not to be an object. */
@@ -237,7 +328,7 @@ async function acceptLargeBody(body: Buffer, now: number, bounds: EventBounds, p
     for (const [i, region] of shape.elements.entries()) {
       if (region.verdict === "not-object") throw new InvalidError(`field events[${i}]: must be an object`);
       if (region.verdict !== undefined) count(refused, region.verdict);
-      else events.push(checkEvent(parse(text(region)), `events[${i}]`, now));
+      else events.push(checkEvent(parse(text(region)), i, now));
       if (clock.due()) await clock.turn();
     }
     return { events, refused };
@@ -246,7 +337,7 @@ async function acceptLargeBody(body: Buffer, now: number, bounds: EventBounds, p
   const region = shape.event;
   if (region === undefined) throw new InvalidError("field event: must be an object");
   if (region.verdict !== undefined && region.verdict !== "not-object") throw overBound(region.verdict, bounds);
-  return { events: [checkEvent(parse(text(region)), "event", now)], refused };
+  return { events: [checkEvent(parse(text(region)), -1, now)], refused };
 }
 
 /** Fastify's default JSON parser, which refuses `__proto__` and `constructor.prototype` keys. */
@@ -289,21 +380,32 @@ export async function pushRoute(app: FastifyInstance, options: PushRouteOptions)
   );
 
   const routeOptions = { ...guardedOptions(bodyLimit, guard), config: { openapi: pushEvents } };
-  app.put<NamedRoute>("/api/v1/stream/:name", routeOptions, async (request) => {
+  /** Counts the dropped events and delivers the others; a promise while some are on their way. */
+  const deliver = (name: string, streams: () => readonly Stream[], accepted: Accepted) => {
+    for (const [bound, dropped] of accepted.refused) engine.refuse(name, "push", bound, dropped);
+    // In cluster mode, the answer waits until the owner of each stream has the events.
+    const pending = deliverSliced(engine, streams, accepted.events);
+    return pending === undefined ? OK : pending.then(() => OK);
+  };
+  // Not an async function: the usual push (a small body, delivered at once) is answered in the
+  // handler's own call, without a promise and a turn of the microtask queue.
+  app.put<NamedRoute>("/api/v1/stream/:name", routeOptions, (request) => {
     const { name } = request.params;
     const streams = streamTargets(engine, name); // an unknown stream is a 404 before the body is read
     const parse = requestParser(fastifyParser, request);
     const body = request.body;
     const now = Date.now() / 1000;
     const bounds = engine.limits.event;
+    if (body instanceof Buffer && body.length > INLINE_BODY_BYTES) {
+      return acceptLargeBody(body, now, bounds, parse).then((accepted) => deliver(name, streams, accepted));
+    }
     const accepted =
-      body instanceof Buffer && body.length > INLINE_BODY_BYTES
-        ? await acceptLargeBody(body, now, bounds, parse)
-        : acceptEvents(body instanceof Buffer ? parse(body.toString("utf8")) : body, now, bounds);
-    for (const [bound, dropped] of accepted.refused) engine.refuse(name, "push", bound, dropped);
-    // In cluster mode, the answer waits until the owner of each stream has the events.
-    const pending = deliverSliced(engine, streams, accepted.events);
-    if (pending !== undefined) await pending;
-    return { message: "ok" };
+      body instanceof Buffer
+        ? acceptInlineBody(body.toString("utf8"), now, bounds, parse)
+        : acceptEvents(body, now, bounds);
+    return deliver(name, streams, accepted);
   });
 }
+
+/** The answer of every push that went through. */
+const OK = Object.freeze({ message: "ok" });
