@@ -18,6 +18,7 @@ import {
   type VigieProcess,
 } from "../support/process.js";
 import { RiemannClient, withLength } from "../support/riemann.js";
+import { varint } from "../support/varint.js";
 import { subscribe, type TestSubscriber } from "../support/websocket.js";
 
 /** Time between two polls of /healthz, and the slowest answer a poll may get, in ms. */
@@ -79,18 +80,6 @@ async function whilePolling(work: () => Promise<void>): Promise<{ slowestMs: num
   }
   await polling;
   return { slowestMs, polls };
-}
-
-/** The bytes of a varint (protobuf encoding). */
-function varint(value: number): number[] {
-  const bytes: number[] = [];
-  let rest = value;
-  while (rest >= 0x80) {
-    bytes.push((rest & 0x7f) | 0x80);
-    rest = Math.floor(rest / 128);
-  }
-  bytes.push(rest);
-  return bytes;
 }
 
 /** A length-delimited protobuf field. */

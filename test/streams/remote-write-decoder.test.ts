@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { Event } from "../../src/streams/event.js";
 import { DEFAULT_EVENT_BOUNDS } from "../../src/streams/event-bounds.js";
 import { RemoteWriteDecoder, RemoteWriteError } from "../../src/streams/remote-write-decoder.js";
+import { varint } from "../support/varint.js";
 
 const schema = protobuf.loadSync(fileURLToPath(new URL("../../proto/remote-write.proto", import.meta.url)));
 const WriteRequest = schema.lookupType("prometheus.WriteRequest");
@@ -246,16 +247,6 @@ describe("RemoteWriteDecoder", () => {
   });
 
   it("decodes samples and series encoded otherwise than Prometheus does, at first and from the cache", () => {
-    const varint = (value: number) => {
-      const bytes: number[] = [];
-      let rest = value;
-      while (rest >= 0x80) {
-        bytes.push((rest % 0x80) | 0x80);
-        rest = Math.floor(rest / 0x80);
-      }
-      bytes.push(rest);
-      return Buffer.from(bytes);
-    };
     const field = (tag: number, body: Buffer) => Buffer.concat([Buffer.from([tag]), varint(body.length), body]);
     const value = (metric: number) => {
       const bytes = Buffer.alloc(9);

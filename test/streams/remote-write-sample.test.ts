@@ -1,17 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isStale, SHORT_VARINT_BYTES, shortVarint } from "../../src/streams/remote-write-sample.js";
-
-/** The minimal varint of `value`. */
-function varint(value: number): number[] {
-  const bytes: number[] = [];
-  let rest = value;
-  while (rest >= 0x80) {
-    bytes.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  bytes.push(rest);
-  return bytes;
-}
+import { varint } from "../support/varint.js";
 
 describe("remote write samples", () => {
   it("reads varints of 1 to 7 bytes that fill the range exactly, and no other", () => {

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { VigieServer } from "../../../src/server.js";
 import { streamsModule } from "../../../src/streams/index.js";
 import { startTestServer } from "../../support/server.js";
+import { varint } from "../../support/varint.js";
 
 const proto = (file: string) => protobuf.loadSync(fileURLToPath(new URL(`../../../proto/${file}`, import.meta.url)));
 const WriteRequest = proto("remote-write.proto").lookupType("prometheus.WriteRequest");
@@ -329,16 +330,6 @@ describe("ingestion routes", () => {
       });
     }
     // Written by hand: protobufjs itself recurses when encoding such a value.
-    const varint = (value: number) => {
-      const bytes: number[] = [];
-      let rest = value;
-      while (rest > 127) {
-        bytes.push((rest & 127) | 128);
-        rest >>>= 7;
-      }
-      bytes.push(rest);
-      return Buffer.from(bytes);
-    };
     const field = (number: number, bytes: Buffer) =>
       Buffer.concat([varint((number << 3) | 2), varint(bytes.length), bytes]);
     let any = field(1, Buffer.from("leaf"));
