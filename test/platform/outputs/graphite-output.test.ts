@@ -109,9 +109,19 @@ describe("the graphite output over TCP", () => {
     );
     const server = await carbon(port);
     await reaches("metrics", "sent", 1);
-    // Carbon restarts: the connection the output holds is closed; the next batch opens another one.
-    for (const socket of server.connections) socket.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Carbon restarts: it closes the connection the output holds once it read the first line (a
+    // reset would drop unread bytes). The close completes only when the output closed its side too,
+    // so the next batch is written after the output saw the close, and opens another connection.
+    await until(async () => (server.lines.length === 1 ? true : undefined), "the first line");
+    await Promise.all(
+      server.connections.map(
+        (socket) =>
+          new Promise((resolve) => {
+            socket.once("close", resolve);
+            socket.end();
+          }),
+      ),
+    );
     outputs.sink("metrics")({ host: "a", service: "x", metric: 2, time: 2 });
     await reaches("metrics", "sent", 2);
     await until(async () => (server.lines.length === 2 ? true : undefined), "two lines");
