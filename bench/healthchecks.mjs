@@ -4,32 +4,37 @@
 //
 // First the baselines: a bare loop with one undici Pool sending the same 1 000 requests/s to the
 // same target with `pool.request()`, reading each body and checking its status; its process CPU over
-// the window, twice: firing the due requests every 10 ms (the baseline of the CPU target, as a
-// scheduler waking at most 100 times a second would), then every 1 ms (the previous baseline, shown
-// beside it: the gap is the cost of the extra wake-ups). Then Vigie: the milliseconds from its start
+// the window: once firing the due requests every 1 ms (the previous baseline, shown beside: the gap
+// is the cost of the extra wake-ups), then every 10 ms (the baseline of the CPU target, as a
+// scheduler waking at most 100 times a second would). Then Vigie: the milliseconds from its start
 // to the first answer of GET /healthz; after WARM_UP_SECONDS, its process CPU (utime + stime) over a
-// window of the same length with the checks alone (target: at most 1.0x the 10 ms loop; its ratio
-// to the 1 ms loop is printed too), the new connections the target saw in that window (target <=
-// 64) and its busiest second against the mean (target <= 1.3x); then API_SECONDS of GET
-// /healthcheck/<name> at about 20 requests per second while /metrics is scraped every 15 s (p99 < 5
-// ms); the lateness p50/p99 of the runs of both windows (from healthcheck_lateness_seconds, scraped
-// at their start and end; p99 <= 20 ms: the scheduler's 10 ms tick and the event loop's delay);
-// the peak RSS (VmHWM; target <= 250 MB); and GET /result of the 10 000
-// results against a bare Fastify route returning the same array, in another process (target: at
-// least half its requests/s). Last, the 10 ms loop once more, and Vigie's CPU against the mean of
-// its two runs (the loop moves between runs by as much as the gaps measured). Before that, in this process, the CPU time of rendering the per-check
-// metric families of 10 000 checks for one scrape beside prom-client's own registry text.
-// Nothing here asserts a timing.
+// window of the same length with the checks alone, the new connections the target saw in that
+// window (target <= 64) and its busiest second against the mean (target <= 1.3x); then API_SECONDS
+// of GET /healthcheck/<name> at about 20 requests per second while /metrics is scraped every 15 s
+// (p99 < 5 ms); the lateness p50/p99 of the runs of both windows (from
+// healthcheck_lateness_seconds, scraped at their start and end; p99 <= 20 ms: the scheduler's 10 ms
+// tick and the event loop's delay); the peak RSS (VmHWM; target <= 250 MB); and GET /result of the
+// 10 000 results against a bare Fastify route returning the same array, in another process (target:
+// at least half its requests/s). Before that, in this process, the CPU time of rendering the
+// per-check metric families of 10 000 checks for one scrape beside prom-client's own registry text.
 //
-// History (docs/benchmarks.md): Vigie runs twice, first with the default retention (168h, every
-// result written to SQLite once per second), then with `healthchecks.history.retention: 0` (the
-// scheduler alone); the CPU of both and the growth of the history table (bytes per row, bytes per
-// second, and the size at the retention against the budget retention × rate × 100 bytes). Before
-// both, in this process, the history's storage alone on SQLite (and PostgreSQL with
+// The CPU target (Vigie at most 1.0x the 10 ms loop): one window of either moves by +-30% between
+// runs on a loaded machine, so the comparison is repeated: BENCH_ROUNDS rounds (default 3) of the
+// windows alternating 10 ms loop, Vigie, 10 ms loop, Vigie, ..., 10 ms loop, a fresh Vigie process
+// each round, started and warmed up alike (the other figures come from the first round alone). Each
+// Vigie window is read against the mean of the loop windows just before and after it; every round's
+// ratio is printed, and the target line reads their median. Nothing here asserts a timing.
+//
+// History (docs/benchmarks.md): Vigie runs with the default retention (168h, every result written
+// to SQLite once per second), then with `healthchecks.history.retention: 0` (the scheduler alone),
+// in every round; the CPU of both in the first round and the growth of the history table (bytes per
+// row, bytes per second, and the size at the retention against the budget retention × rate × 100
+// bytes). Before both, in this process, the history's storage alone on SQLite (and PostgreSQL with
 // BENCH_POSTGRES_URL): CPU per second of results, bytes per row, the status page's queries.
 //
 //   npm run bench -- healthchecks                  (builds dist first; 60 s windows)
 //   BENCH_SECONDS=15 npm run bench -- healthchecks (a quicker look)
+//   BENCH_ROUNDS=5 ...                             (rounds of the CPU comparison; default 3)
 //   BENCH_CHECKS=2000 ...                          (fewer checks)
 //   BENCH_TARGET=node ...                          (the Node target even when nginx is installed)
 //   BENCH_SCRAPE_SECONDS=0 ...                     (no scrape of /metrics in the API window; default 15 s)
@@ -75,6 +80,11 @@ const HISTORY_RUNS = process.env.BENCH_HISTORY ?? "both";
 // Which parts run: `in-process` (metrics rendering, scrapes, history storage) and `vigie` (the
 // baseline and the Vigie process runs), comma-separated.
 const PARTS = new Set((process.env.BENCH_PARTS ?? "in-process,vigie").split(","));
+// Rounds of the CPU comparison (loop, Vigie, loop, Vigie, ..., loop); the target line reads their median.
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) {
+  throw new Error(`BENCH_ROUNDS must be a whole number >= 1, not ${process.env.BENCH_ROUNDS}`);
+}
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL || process.env.VIGIE_TEST_POSTGRES_URL || undefined;
 // healthchecks.history.retention's default (docs/configuration.md), and a stored result's budget.
 const RETENTION_SECONDS = 168 * 3600;
@@ -188,6 +198,13 @@ async function cpuOf(work) {
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** The median proper: the mean of the two middle values when their count is even (`median` takes the upper one). */
+function midpoint(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
 
 /**
  * In this process: `HealthcheckMetrics` with `CHECKS` checks that each had successes and a failure
@@ -406,18 +423,32 @@ function sqliteHistorySize(file) {
 /** Seconds the bare loop runs before its window, for its connections and JIT to settle. */
 const BASELINE_WARM_UP_SECONDS = 5;
 
+/** The tick of the bare loop the CPU target compares with: due requests fired at most 100 times a second. */
+const TARGET_TICK_MS = 10;
+/** The tick of the previous baseline, run once and shown beside: the gap is the cost of the extra wake-ups. */
+const BESIDE_TICK_MS = 1;
+
 /**
- * The ticks of the bare loop, in milliseconds: 10 (the target's baseline: due requests fired at
- * most 100 times a second) and 1 (the previous baseline, shown beside it).
+ * The CPU of process `pid` over a window of WINDOW_SECONDS starting now.
+ * @returns `{ cpu, elapsed, from, to }`: CPU seconds (utime + stime) and wall seconds of the window,
+ *   its start and end in epoch milliseconds (for the target's log)
  */
-const BASELINE_TICKS_MS = [10, 1];
+async function cpuWindow(pid) {
+  const cpuBefore = cpuSeconds(pid);
+  const from = Date.now();
+  const started = performance.now();
+  await sleep(WINDOW_SECONDS * 1000);
+  const cpu = cpuSeconds(pid) - cpuBefore;
+  const elapsed = (performance.now() - started) / 1000;
+  return { cpu, elapsed, from, to: Date.now() };
+}
 
 /**
  * Runs the bare loop at CHECKS / 10 requests per second, firing the due ones every `tickMs`, for
- * the window and measures its CPU and what the target saw.
+ * the window and measures its CPU and what the target saw; `note` ends its heading (which window).
  * @returns `{ tickMs, cores, target: { requests, newConnections, perSecond } }`
  */
-async function runBaseline(target, tickMs) {
+async function runBaseline(target, tickMs, note = "") {
   const rate = CHECKS / 10;
   const args = ["--input-type=module", "-e", BARE_LOOP, target.origin, String(rate), String(tickMs)];
   const child = spawn(process.execPath, args, {
@@ -431,20 +462,14 @@ async function runBaseline(target, tickMs) {
   const exited = new Promise((done) => child.once("exit", done));
   try {
     await sleep(BASELINE_WARM_UP_SECONDS * 1000);
-    const cpuBefore = cpuSeconds(child.pid);
-    const from = Date.now();
-    const started = performance.now();
-    await sleep(WINDOW_SECONDS * 1000);
-    const cpu = cpuSeconds(child.pid) - cpuBefore;
-    const elapsed = (performance.now() - started) / 1000;
-    const to = Date.now();
+    const { cpu, elapsed, from, to } = await cpuWindow(child.pid);
     child.kill("SIGTERM");
     await exited;
     const { failures } = JSON.parse(output);
     await sleep(500);
     const seen = target.stats(from, to);
     console.log(
-      `-- baseline: a bare loop, one undici Pool, pool.request(), ${fmt(rate)} requests/s to the target fired every ${tickMs} ms, each body read and its status checked --`,
+      `-- baseline: a bare loop, one undici Pool, pool.request(), ${fmt(rate)} requests/s to the target fired every ${tickMs} ms, each body read and its status checked${note} --`,
     );
     console.log(
       `CPU of the ${tickMs} ms loop: ${(cpu / elapsed).toFixed(3)} cores over ${elapsed.toFixed(1)} s; the target saw ${fmt(seen.requests)} requests, ${seen.newConnections} new connections; ${failures} failures`,
@@ -532,22 +557,51 @@ async function compareResultListing(vigie) {
   }
 }
 
+/** The heading of a Vigie run, by its history setting. */
+const vigieHeading = (history) =>
+  history ? "Vigie, default configuration (history on, SQLite)" : "Vigie, the scheduler alone (history retention 0)";
+
+/**
+ * Starts the real Vigie (dist/cli.js, BENCH_VIGIE_NODE_ARGS) with CHECKS http checks of `target` in
+ * its configuration file; `history: false` sets `healthchecks.history.retention: 0`.
+ * @returns what `startVigie` returns
+ */
+function launchVigie(target, history) {
+  const nodeArgs = (process.env.BENCH_VIGIE_NODE_ARGS ?? "").split(/\s+/).filter((arg) => arg !== "");
+  return startVigie({ yaml: checksYaml(target, history), nodeArgs, pollMs: 10 });
+}
+
+/**
+ * A later round of the CPU comparison: a fresh Vigie, started and warmed up as in `runVigie`, its
+ * CPU over the window with the checks alone, printed; nothing else is measured.
+ * @returns `{ cores }`
+ */
+async function measureVigieCpu(target, history, round) {
+  console.log(`-- ${vigieHeading(history)}, round ${round}: the CPU window only --`);
+  const vigie = await launchVigie(target, history);
+  try {
+    await sleep(WARM_UP_SECONDS * 1000);
+    const { cpu, elapsed } = await cpuWindow(vigie.child.pid);
+    const cores = cpu / elapsed;
+    console.log(`CPU of vigie:   ${cores.toFixed(3)} cores (${cpu.toFixed(2)} s) over ${elapsed.toFixed(1)} s`);
+    return { cores };
+  } finally {
+    await vigie.stop();
+    rmSync(vigie.directory, { recursive: true, force: true });
+  }
+}
+
 /**
  * Runs the real Vigie with CHECKS http checks of its configuration file against `target` for the
- * window and prints its figures: start-up, CPU (beside `baseline`: the bare loops, the 10 ms one
- * first), new connections and the busiest second at the target, lateness, API latency, peak RSS,
- * and (`listing`) the /result comparison.
+ * window and prints its figures: start-up, CPU (beside `baseline`: the 10 ms loop just before it,
+ * then the 1 ms loop), new connections and the busiest second at the target, lateness, API
+ * latency, peak RSS, and (`listing`) the /result comparison.
  * `history: false` sets `healthchecks.history.retention: 0` (the scheduler alone).
  * @returns `{ cores, historyGrowth }`, the latter (rows, bytes, seconds of the window) with history
  */
 async function runVigie(target, { history, baseline, listing }) {
-  console.log(
-    history
-      ? "-- Vigie, default configuration (history on, SQLite) --"
-      : "-- Vigie, the scheduler alone (history retention 0) --",
-  );
-  const nodeArgs = (process.env.BENCH_VIGIE_NODE_ARGS ?? "").split(/\s+/).filter((arg) => arg !== "");
-  const vigie = await startVigie({ yaml: checksYaml(target, history), nodeArgs, pollMs: 10 });
+  console.log(`-- ${vigieHeading(history)} --`);
+  const vigie = await launchVigie(target, history);
   const databaseFile = join(vigie.directory, "vigie.db");
   const agent = new Agent({ connections: 1 });
   let scraper;
@@ -561,14 +615,8 @@ async function runVigie(target, { history, baseline, listing }) {
     // Lateness over the window: the difference of two scrapes, at its start and at its end.
     const before = await scrape(vigie.base);
     const historyBefore = history ? sqliteHistorySize(databaseFile) : undefined;
-    const cpuBefore = cpuSeconds(vigie.child.pid);
-    const from = Date.now();
-    const started = performance.now();
     // The CPU window: the checks alone, the load of the bare loop.
-    await sleep(WINDOW_SECONDS * 1000);
-    const elapsed = (performance.now() - started) / 1000;
-    const cpu = cpuSeconds(vigie.child.pid) - cpuBefore;
-    const to = Date.now();
+    const { cpu, elapsed, from, to } = await cpuWindow(vigie.child.pid);
     // The growth over the CPU window alone, the seconds it is divided by.
     const historyAfter = history ? sqliteHistorySize(databaseFile) : undefined;
     // Then the API window: requests while the checks run.
@@ -621,21 +669,14 @@ async function runVigie(target, { history, baseline, listing }) {
     console.log(
       `${fmt(CHECKS)} http checks at ${INTERVAL}; CPU window ${elapsed.toFixed(1)} s after ${WARM_UP_SECONDS} s of warm-up, then ${API_SECONDS} s of API requests; ${fmt(window.count)} runs in both, ${failures} failures`,
     );
-    if (baseline !== undefined) {
-      // The target compares with the 10 ms loop; the 1 ms loop (the previous baseline) is beside it.
-      const [tenMs, ...others] = baseline;
-      const ratio = cores / tenMs.cores;
-      const beside = others
-        .map(
-          (other) => `, x${(cores / other.cores).toFixed(2)} the ${other.tickMs} ms loop's ${other.cores.toFixed(3)}`,
-        )
-        .join("");
-      console.log(
-        `CPU of vigie:   ${cores.toFixed(3)} cores (${cpu.toFixed(2)} s), x${ratio.toFixed(2)} the ${tenMs.tickMs} ms loop's ${tenMs.cores.toFixed(3)}${beside}   target <= x1.0 the ${tenMs.tickMs} ms loop   ${verdict(ratio <= 1.0)}`,
-      );
-    } else {
-      console.log(`CPU of vigie:   ${cores.toFixed(3)} cores (${cpu.toFixed(2)} s)`);
-    }
+    // The target compares with the 10 ms loops around each round's window (the median of the
+    // rounds, printed last); here the loop just before and the 1 ms loop (the previous baseline).
+    const beside = baseline
+      .map((loop) => `, x${(cores / loop.cores).toFixed(2)} the ${loop.tickMs} ms loop's ${loop.cores.toFixed(3)}`)
+      .join("");
+    console.log(
+      `CPU of vigie:   ${cores.toFixed(3)} cores (${cpu.toFixed(2)} s)${beside}   target: the median of the rounds, last`,
+    );
     console.log(
       `at the target (${target.kind}): ${fmt(seen.requests)} requests, ${seen.newConnections} new connections in the window   target <= 64   ${verdict(seen.newConnections <= 64)}`,
     );
@@ -709,42 +750,107 @@ function printHistoryComparison(off, on) {
   }
 }
 
+/** The Vigie runs BENCH_HISTORY asks for, in the order they run: `{ history, label }`. */
+function vigieVariants() {
+  return [
+    { history: true, label: "default configuration" },
+    { history: false, label: "the scheduler alone" },
+  ].filter(({ history }) => HISTORY_RUNS === "both" || (HISTORY_RUNS === "on") === history);
+}
+
+/**
+ * The seconds the process runs should take, from the settings: the 1 ms loop, the 10 ms loops
+ * around every Vigie window, the Vigie windows (about a second to start), the first round's API
+ * window and /result comparison. The in-process part comes on top.
+ */
+function expectedSeconds(variants) {
+  const loop = BASELINE_WARM_UP_SECONDS + WINDOW_SECONDS + 0.5;
+  const vigie = 1 + WARM_UP_SECONDS + WINDOW_SECONDS;
+  const vigieWindows = variants.length * ROUNDS;
+  const firstRound =
+    variants.length * (API_SECONDS + 0.5) + (variants.some(({ history }) => history) ? 2 * RESULT_SECONDS : 0);
+  return (2 + vigieWindows) * loop + vigieWindows * vigie + firstRound;
+}
+
+/** Prints how long the bench should take, before it starts. */
+function printExpectedDuration(variants) {
+  if (!PARTS.has("vigie")) {
+    console.log("expected duration: the in-process measurements only");
+    return;
+  }
+  const inProcess = PARTS.has("in-process") ? ", after the in-process measurements" : "";
+  const seconds = expectedSeconds(variants);
+  console.log(
+    `expected duration: about ${(seconds / 60).toFixed(1)} min for the process runs${inProcess} (${ROUNDS} rounds of ${variants.map(({ label }) => label).join(" and ")}, ${variants.length * ROUNDS + 2} loop windows, windows of ${WINDOW_SECONDS} s)`,
+  );
+}
+
+/**
+ * The target line of the CPU: each round's Vigie window against the mean of the 10 ms loop
+ * windows just before and after it, and the median of those ratios against the target.
+ * @param rounds `{ cores, before, after }` per round, in cores
+ */
+function printRounds(label, rounds) {
+  console.log(
+    `-- CPU of vigie (${label}) against the ${TARGET_TICK_MS} ms loop, round by round: each Vigie window against the mean of the loop windows just before and after it --`,
+  );
+  const ratios = rounds.map(({ cores, before, after }, index) => {
+    const mean = (before + after) / 2;
+    const ratio = cores / mean;
+    console.log(
+      `round ${index + 1}: vigie ${cores.toFixed(3)} cores; loop ${before.toFixed(3)} before, ${after.toFixed(3)} after (mean ${mean.toFixed(3)}): x${ratio.toFixed(2)}`,
+    );
+    return ratio;
+  });
+  const ratio = midpoint(ratios);
+  console.log(
+    `CPU of vigie (${label}) against the ${TARGET_TICK_MS} ms loop, median of ${ratios.length} rounds: x${ratio.toFixed(2)} (rounds ${ratios.map((value) => `x${value.toFixed(2)}`).join(", ")})   target <= x1.0   ${ratio <= 1.0 ? "ok" : "MISSED"}`,
+  );
+}
+
+/**
+ * The process runs: the 1 ms loop once, then the 10 ms loop and Vigie alternating, ROUNDS times
+ * per variant (every figure but the CPU from the first round only), and the CPU target line.
+ */
+async function runProcesses(variants) {
+  const target = await startTarget();
+  try {
+    // The 1 ms loop first, so that nothing comes between a Vigie window and the loops around it.
+    const oneMs = await runBaseline(target, BESIDE_TICK_MS);
+    let loop = await runBaseline(target, TARGET_TICK_MS);
+    console.log(
+      `baselines side by side: ${[loop, oneMs].map((run) => `${run.tickMs} ms loop ${run.cores.toFixed(3)} cores`).join(", ")}`,
+    );
+    const firsts = new Map();
+    const rounds = new Map(variants.map(({ label }) => [label, []]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const { history, label } of variants) {
+        const before = loop;
+        const run =
+          round === 1
+            ? await runVigie(target, { history, baseline: [before, oneMs], listing: history })
+            : await measureVigieCpu(target, history, round);
+        if (round === 1) firsts.set(history, run);
+        loop = await runBaseline(target, TARGET_TICK_MS, ` (after round ${round} of vigie, ${label})`);
+        rounds.get(label).push({ cores: run.cores, before: before.cores, after: loop.cores });
+      }
+    }
+    printHistoryComparison(firsts.get(false), firsts.get(true));
+    for (const [label, figures] of rounds) printRounds(label, figures);
+  } finally {
+    await target.stop();
+  }
+}
+
 async function main() {
+  const variants = vigieVariants();
+  printExpectedDuration(variants);
   if (PARTS.has("in-process")) {
     await measureRendering();
     await measureScrapes();
     await measureHistoryStorage();
   }
-  if (!PARTS.has("vigie")) return;
-  const target = await startTarget();
-  try {
-    // One after the other, each alone on the machine; both printed before Vigie's figures.
-    const baseline = [];
-    for (const tickMs of BASELINE_TICKS_MS) baseline.push(await runBaseline(target, tickMs));
-    console.log(
-      `baselines side by side: ${baseline.map((run) => `${run.tickMs} ms loop ${run.cores.toFixed(3)} cores`).join(", ")}`,
-    );
-    const on = HISTORY_RUNS === "off" ? undefined : await runVigie(target, { history: true, baseline, listing: true });
-    const off = HISTORY_RUNS === "on" ? undefined : await runVigie(target, { history: false, baseline });
-    printHistoryComparison(off, on);
-    // The bare loop's CPU moves between runs by more than the gaps measured: run the target's
-    // loop again after Vigie and read Vigie against the mean of the two.
-    const [before] = baseline;
-    const after = await runBaseline(target, before.tickMs);
-    const mean = (before.cores + after.cores) / 2;
-    for (const [run, label] of [
-      [on, "default configuration"],
-      [off, "the scheduler alone"],
-    ]) {
-      if (run === undefined) continue;
-      const ratio = run.cores / mean;
-      console.log(
-        `CPU of vigie (${label}) against the ${before.tickMs} ms loop before and after it (${before.cores.toFixed(3)}, ${after.cores.toFixed(3)}; mean ${mean.toFixed(3)}): x${ratio.toFixed(2)}   target <= x1.0   ${ratio <= 1.0 ? "ok" : "MISSED"}`,
-      );
-    }
-  } finally {
-    await target.stop();
-  }
+  if (PARTS.has("vigie")) await runProcesses(variants);
 }
 
 main().catch((error) => {
