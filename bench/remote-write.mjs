@@ -3,8 +3,11 @@
 // Prometheus sends), with 20 and with 5 labels per series, beside the cost of snappy decompression
 // alone (in alternating rounds, the ratio being the median of the rounds') and of protobufjs
 // reflection decoding, measured in the same run; snappy's CPU split between user space and the
-// kernel (which zeroes the fresh memory of its output, a cost that varies from process to process);
-// then the same request through HTTP against the real server.
+// kernel (which zeroes the fresh memory of its output, a cost that varies from process to process:
+// the native module's allocator, mimalloc, gives freed pages back and faults them in again, up to
+// ten times the decompression itself in some processes and not at all in others); then the same
+// request through HTTP against the real server, with 20 labels (459 KB decoded: the route's path for
+// large bodies, decompressed on a worker thread) and 10 (242 KB: its inline path).
 // Run: npm run bench -- remote-write
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -115,7 +118,7 @@ function inProcess(labelCount) {
   );
 }
 
-async function overHttp() {
+async function overHttp(labelCount) {
   const vigie = await startVigie();
   const base = vigie.base;
   await fetch(`${base}/api/v1/stream/bench`, {
@@ -130,15 +133,16 @@ async function overHttp() {
     connections: 4,
     duration,
     headers: { "content-type": "application/x-protobuf", "content-encoding": "snappy" },
-    body: request(20),
+    body: request(labelCount),
   });
   await vigie.stop();
   console.log(
-    `  HTTP, 20 labels, 4 connections, ${duration} s: ${fmt(result.requests.average)} requests/s = ${fmt(result.requests.average * SERIES)} samples/s (${result.non2xx} non-2xx)`,
+    `  HTTP, ${labelCount} labels, 4 connections, ${duration} s: ${fmt(result.requests.average)} requests/s = ${fmt(result.requests.average * SERIES)} samples/s (${result.non2xx} non-2xx)`,
   );
 }
 
 console.log("remote write, 1 000 series × 1 sample per request, in-process:");
 inProcess(20);
 inProcess(5);
-await overHttp();
+await overHttp(20);
+await overHttp(10);
