@@ -11,7 +11,9 @@
 // Run: node bench/compare/http-executor.mjs before=/work/old after=/work/new
 //   env ROUNDS (default 3), BENCH_SECONDS window (default 20), WARM_UP_SECONDS (default 5),
 //   RATE requests/s (default 1000), CHECKS definitions (default 10000),
-//   NODE_ARGS extra node arguments of the executor processes (e.g. "--trace-gc").
+//   NODE_ARGS extra node arguments of the executor processes (e.g. "--trace-gc"),
+//   ENTRY "run" (default: `HttpExecutor.run()`) or "execute" (`Executor.execute()` of
+//   dist/healthchecks/execute.js, as the catalog calls it: the run timed into an execution).
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { BARE_LOOP } from "../lib/bare-loop.mjs";
@@ -25,13 +27,16 @@ const RATE = Number(process.env.RATE ?? 1000);
 const CHECKS = Number(process.env.CHECKS ?? 10_000);
 const TICK_MS = 10;
 const NODE_ARGS = (process.env.NODE_ARGS ?? "").split(/\s+/).filter((arg) => arg !== "");
+const ENTRY = process.env.ENTRY ?? "run";
+if (ENTRY !== "run" && ENTRY !== "execute") throw new Error("ENTRY is run or execute");
 
 const sleep = (milliseconds) => new Promise((done) => setTimeout(done, milliseconds));
 
 // The same loop through a build's HttpExecutor, one promise per run as the scheduler gets.
 const EXECUTOR_LOOP = `
-const [build, port, rate, tick, checks] = process.argv.slice(1);
+const [build, port, rate, tick, checks, entry] = process.argv.slice(1);
 const { HttpExecutor } = await import(build + "/dist/healthchecks/http.js");
+const { Executor } = await import(build + "/dist/healthchecks/execute.js");
 const { validateDefinition } = await import(build + "/dist/healthchecks/definition.js");
 const rules = { minInterval: { text: "1s", milliseconds: 1000 } };
 const definitions = [];
@@ -39,7 +44,9 @@ for (let index = 0; index < Number(checks); index++) {
   const fields = { name: "c" + index, target: "127.0.0.1", port: Number(port), "valid-status": [200], interval: "10s", timeout: "5s" };
   definitions.push(validateDefinition("http", fields, rules, { unknownKeys: "ignore", tlsFiles: "paths" }));
 }
-const executor = new HttpExecutor();
+const executor = entry === "execute" ? new Executor() : new HttpExecutor();
+const options = { source: "configuration" };
+const runOf = entry === "execute" ? (definition) => executor.execute(definition, options) : (definition) => executor.run(definition);
 let sent = 0;
 let failures = 0;
 let message = "";
@@ -49,7 +56,7 @@ setInterval(() => {
   while (sent < due) {
     const definition = definitions[sent % definitions.length];
     sent++;
-    executor.run(definition).then((outcome) => {
+    runOf(definition).then((outcome) => {
       if (!outcome.success) {
         failures++;
         message = outcome.message;
@@ -78,6 +85,7 @@ async function measure(variant, target) {
           String(RATE),
           String(TICK_MS),
           String(CHECKS),
+          ENTRY,
         ];
   const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
   let output = "";
