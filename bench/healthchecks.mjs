@@ -197,10 +197,8 @@ async function cpuOf(work) {
   return { ms: (used.user + used.system) / 1000, result };
 }
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
-/** The median proper: the mean of the two middle values when their count is even (`median` takes the upper one). */
-function midpoint(values) {
+/** The median: the middle value, or the mean of the two middle values when their count is even. */
+function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
@@ -802,7 +800,7 @@ function printRounds(label, rounds) {
     );
     return ratio;
   });
-  const ratio = midpoint(ratios);
+  const ratio = median(ratios);
   console.log(
     `CPU of vigie (${label}) against the ${TARGET_TICK_MS} ms loop, median of ${ratios.length} rounds: x${ratio.toFixed(2)} (rounds ${ratios.map((value) => `x${value.toFixed(2)}`).join(", ")})   target <= x1.0   ${ratio <= 1.0 ? "ok" : "MISSED"}`,
   );

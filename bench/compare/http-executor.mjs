@@ -32,7 +32,8 @@ if (ENTRY !== "run" && ENTRY !== "execute") throw new Error("ENTRY is run or exe
 
 const sleep = (milliseconds) => new Promise((done) => setTimeout(done, milliseconds));
 
-// The same loop through a build's HttpExecutor, one promise per run as the scheduler gets.
+// The same loop through a build's HttpExecutor (or its Executor, ENTRY=execute), one promise per
+// run as the scheduler gets.
 const EXECUTOR_LOOP = `
 const [build, port, rate, tick, checks, entry] = process.argv.slice(1);
 const { HttpExecutor } = await import(build + "/dist/healthchecks/http.js");
