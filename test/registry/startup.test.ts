@@ -1,0 +1,88 @@
+/**
+ * The registry's dummy password hash at start-up: computed on the thread pool while the modules
+ * after the registry start (it used to hold them back), and ready before the server is (so that
+ * the first sign-in with an unknown user takes as long as the others); a failure to compute it
+ * fails the start.
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { defineModule } from "../../src/platform/module.js";
+import { createRegistryModule } from "../../src/registry/index.js";
+import type { VigieServer } from "../../src/server.js";
+import { startTestServer } from "../support/server.js";
+
+/** The dummy hash the module gets: settled by the test. */
+const gate = vi.hoisted(() => {
+  const state: { settle?: (error?: Error) => void; calls: number; failure?: Error } = { calls: 0 };
+  return state;
+});
+
+vi.mock("../../src/registry/passwords.js", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../../src/registry/passwords.js")>();
+  return {
+    ...original,
+    dummyPasswordHash: () => {
+      gate.calls++;
+      if (gate.failure !== undefined) return Promise.reject(gate.failure);
+      return new Promise<string>((resolve, reject) => {
+        gate.settle = (error) => (error === undefined ? resolve("$argon2id$dummy") : reject(error));
+      });
+    },
+  };
+});
+
+/** Whether the module registered after the registry has started. */
+let laterStarted = false;
+
+/** A module registered after the registry, that waits for I/O as it starts (20 ms). */
+const later = defineModule({
+  name: "later",
+  configShape: {},
+  migrations: {},
+  plugin: async () => {
+    laterStarted = true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  },
+});
+
+const modules = () => [createRegistryModule({ environment: {} }), later];
+
+let server: VigieServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  gate.settle = undefined;
+  gate.calls = 0;
+  gate.failure = undefined;
+  laterStarted = false;
+});
+
+/** Whether `promise` settles within `ms` milliseconds. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), ms));
+  return Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    timeout,
+  ]);
+}
+
+describe("the registry's dummy password hash at start-up", () => {
+  it("is computed while the next modules start, and the server is ready only once it is", async () => {
+    const starting = startTestServer({ modules: modules() });
+    expect(await settlesWithin(starting, 200)).toBe(false);
+    expect(gate.calls).toBe(1);
+    expect(laterStarted).toBe(true);
+    gate.settle?.();
+    server = await starting;
+    expect(gate.calls).toBe(1);
+  });
+
+  it("fails the start when it cannot be computed, without an unhandled rejection meanwhile", async () => {
+    // Rejected at once, while the next module starts: vitest fails on an unhandled rejection.
+    gate.failure = new Error("argon2 is not available");
+    await expect(startTestServer({ modules: modules() })).rejects.toThrow("argon2 is not available");
+    expect(gate.calls).toBe(1);
+  });
+});
