@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   addStream,
   freePort,
+  longestStallMs,
   startVigie,
   stopVigie,
   temporaryDirectory,
@@ -72,7 +73,7 @@ afterAll(() => stopVigie(vigie));
  *   number of polls
  */
 async function whilePolling(work: () => Promise<void>): Promise<{ slowestMs: number; stallMs: number; polls: number }> {
-  await longestStallMs(); // starts a new measure
+  await longestStallMs(vigie.baseUrl); // starts a new measure
   let done = false;
   let slowestMs = 0;
   let polls = 0;
@@ -95,7 +96,7 @@ async function whilePolling(work: () => Promise<void>): Promise<{ slowestMs: num
     done = true;
   }
   await polling;
-  const stallMs = await longestStallMs();
+  const stallMs = await longestStallMs(vigie.baseUrl);
   return { slowestMs, stallMs, polls };
 }
 
@@ -123,15 +124,6 @@ async function metric(name: string): Promise<number> {
   const text = await (await fetch(`${vigie.baseUrl}/metrics`)).text();
   const line = text.split("\n").find((item) => item.startsWith(`${name} `));
   return line === undefined ? 0 : Number(line.slice(name.length + 1));
-}
-
-/**
- * The server's longest event-loop stall since the previous call, in ms: prom-client's
- * `nodejs_eventloop_lag_max_seconds`, the longest time between two turns of Node's event-loop delay
- * monitor (`perf_hooks.monitorEventLoopDelay`, which turns every 10 ms), reset at each scrape.
- */
-async function longestStallMs(): Promise<number> {
-  return (await metric("nodejs_eventloop_lag_max_seconds")) * 1000;
 }
 
 async function search(condition: string): Promise<{ status: number; body: unknown }> {

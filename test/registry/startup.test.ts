@@ -68,7 +68,7 @@ describe("the registry's dummy password hash at start-up", () => {
         settled = true;
       },
     );
-    // The old code never got there: the registry's plugin waited for the hash.
+    // A registry plugin that waited for the hash would never let the next module start.
     await vi.waitFor(() => expect(laterStarted).toBe(true), { timeout: 10_000 });
     // Past the later module's own 20 ms: only the hash keeps the server from being ready.
     await new Promise((resolve) => setTimeout(resolve, 200));

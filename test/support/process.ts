@@ -171,6 +171,21 @@ export async function addStream(baseUrl: string, name: string, edn: string): Pro
   return response.status;
 }
 
+/**
+ * A running process's longest event-loop stall since the previous scrape of its `/metrics`, in ms:
+ * prom-client's `nodejs_eventloop_lag_max_seconds`, the longest time between two turns of Node's
+ * event-loop delay monitor (`perf_hooks.monitorEventLoopDelay`, which turns every 10 ms, so an idle
+ * loop reads about 10 ms), reset at each scrape. Measured by the server itself: unlike a client's
+ * round trips, it carries none of the test process's own pauses.
+ */
+export async function longestStallMs(baseUrl: string): Promise<number> {
+  const name = "nodejs_eventloop_lag_max_seconds";
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const line = text.split("\n").find((item) => item.startsWith(`${name} `));
+  if (line === undefined) throw new Error(`${name} is not in /metrics`);
+  return Number(line.slice(name.length + 1)) * 1000;
+}
+
 /** Sends SIGTERM to a process still running and waits for its exit (nothing when there is none). */
 export async function stopVigie(vigie: VigieProcess | undefined): Promise<void> {
   if (vigie === undefined) return;
