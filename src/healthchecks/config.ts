@@ -179,6 +179,22 @@ export interface ConfiguredCheck {
 }
 
 /**
+ * A check of the file, its path made when asked: only error messages read it, and a list of 10 000
+ * checks lives as long as its section (each path made at once was five strings).
+ */
+class ListedCheck implements ConfiguredCheck {
+  constructor(
+    readonly definition: Definition,
+    readonly key: string,
+    readonly index: number,
+  ) {}
+
+  get path(): string {
+    return `healthchecks.${this.key}[${this.index}]`;
+  }
+}
+
+/**
  * The lists already made, by section: a start reads them three times (the configuration's check of
  * alert outputs, the catalog, the alerts), four in cluster mode, and a file may list 10 000 checks
  * (docs/benchmarks.md, "Start-up"). A validated section is never changed, and a reload validates a
@@ -195,10 +211,7 @@ export function configuredChecks(section: HealthchecksSection): readonly Configu
   if (checks === undefined) {
     checks = KINDS.flatMap((kind) => {
       const definitions: readonly Definition[] = section[checksKey(kind)];
-      return definitions.map((definition, index) => ({
-        definition,
-        path: `healthchecks.${checksKey(kind)}[${index}]`,
-      }));
+      return definitions.map((definition, index) => new ListedCheck(definition, checksKey(kind), index));
     });
     listed.set(section, checks);
   }

@@ -69,7 +69,9 @@ export function referenceProblem(
     const check = definition.name;
     const output = undeclaredOutput(definition.alerts, hasOutput, "alerts");
     if (output !== undefined) return { check, error: output };
-    const parents = definition["depends-on"] ?? [];
+    const parents = definition["depends-on"];
+    // Most checks depend on none: nothing to look up, and no cycle can start from them.
+    if (parents === undefined || parents.length === 0) continue;
     for (const [index, parent] of parents.entries()) {
       if (!checks.has(parent)) {
         const error = new ValidationError(
@@ -153,8 +155,10 @@ export function configurationReferenceError(
 export function undeclaredOutputs(section: HealthchecksSection, hasOutput: OutputExists): ValidationError | undefined {
   const defaults = undeclaredOutput(section["default-alerts"], hasOutput, "healthchecks.default-alerts");
   if (defaults !== undefined) return defaults;
-  for (const { definition, path } of configuredChecks(section)) {
-    const error = undeclaredOutput(definition.alerts, hasOutput, `${path}.alerts`);
+  for (const check of configuredChecks(section)) {
+    // The path is made only for a check with alerts (most have none).
+    if (check.definition.alerts === undefined) continue;
+    const error = undeclaredOutput(check.definition.alerts, hasOutput, `${check.path}.alerts`);
     if (error !== undefined) return error;
   }
   return undefined;

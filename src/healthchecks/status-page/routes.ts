@@ -94,6 +94,8 @@ export interface PageIncidentSource {
  *   has the label team=web`, or `... no check is named website`
  */
 export function checkStatusSelectors(pages: readonly StatusPageSettings[], catalog: Catalog): void {
+  // Listing sorts every check: not done for a server without status pages (most of them).
+  if (pages.length === 0) return;
   const checks = catalog.list();
   for (const page of pages) {
     page.checks.forEach((text, index) => {
