@@ -24,7 +24,7 @@ WORKDIR /opt/vigie
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund && JOBS=max npm rebuild --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json tsconfig.browser.json ./
-COPY scripts/build-browser.mjs scripts/build-server.mjs scripts/
+COPY scripts/build-browser.mjs scripts/build-server.mjs scripts/cli-launcher.mjs scripts/
 COPY proto proto/
 COPY src src/
 # Build, then drop the development dependencies: what is left is `npm ci --omit=dev`'s tree, less

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 /**
  * The `vigie` command line (docs/operations.md). Exit codes: 0 normal stop, 1 runtime failure, 2
  * invalid configuration or invalid usage.
@@ -223,4 +222,4 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 }
 
-await main(process.argv);
+void main(process.argv);

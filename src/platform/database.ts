@@ -12,6 +12,7 @@ import type pg from "pg";
 import { clusterMigrations } from "./cluster/storage.js";
 import { runDdl } from "./ddl.js";
 import { errorMessage } from "./errors.js";
+import { lazyLibrary } from "./lazy.js";
 import { outputQueueMigrations } from "./outputs/durable-storage.js";
 import {
   createPrivateFileSync,
@@ -148,11 +149,15 @@ function openSqlite(
 const PG_INT8_OID = 20;
 
 /**
- * Opens a pool on PostgreSQL. pg is imported here, on first use: a server on SQLite never loads it
- * (start-up time, docs/benchmarks.md).
+ * pg, loaded on first use: a server on SQLite never loads it (start-up time, docs/benchmarks.md).
+ * Loaded with `require` (a CommonJS package), as the server bundle runs no `import()` of a package
+ * outside it (scripts/build-server.mjs).
  */
+export const loadPg = lazyLibrary<typeof pg>("pg");
+
+/** Opens a pool on PostgreSQL ({@link loadPg}). */
 async function openPostgres(url: string, onIdleError: (error: Error) => void): Promise<Kysely<PlatformTables>> {
-  const { default: pg } = await import("pg");
+  const pg = loadPg();
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,

@@ -3,8 +3,8 @@
  * of its code, and loading it initialises Node's own fetch), and only http checks, HTTP outputs,
  * the Cargo mirror and `vigie run` send requests with it: a configuration without them never
  * loads it, and one with them loads it when the first request leaves, after the server answers
- * (docs/benchmarks.md, "Start-up"). The dynamic import puts it in a chunk of its own
- * (scripts/build-server.mjs).
+ * (docs/benchmarks.md, "Start-up"). In the server bundle, the dynamic import becomes a call that
+ * evaluates undici's bundled modules then (scripts/build-server.mjs).
  */
 /** The undici package: its `module.exports` (`Agent`, `interceptors`, `request` …). */
 export type Undici = typeof import("undici")["default"];
@@ -26,7 +26,7 @@ export function loadedUndici(): Undici | undefined {
  */
 export function loadUndici(): Promise<Undici> {
   // The default export: a CommonJS package's `module.exports`, whether Node imports it (tsc's
-  // dist/) or the bundle does (esbuild's chunk exports only that default).
+  // dist/) or the bundle does (esbuild wraps it the same way).
   loading ??= import("undici").then(({ default: undici }) => {
     loaded = undici;
     return undici;

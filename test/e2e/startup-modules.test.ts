@@ -7,13 +7,12 @@
  * (`require.cache`: every package here is CommonJS) to a file when it exits. The packages every
  * server uses (Fastify …) are in the server's bundle and never in that cache; the ones listed here
  * are left out of it, loaded by Node from node_modules (scripts/build-server.mjs, `EXTERNAL`).
- * undici is bundled but imported on first use, into a chunk of its own (platform/undici.ts): a
- * module loader hook lists the bundle files a start loaded, and none may hold undici's code.
+ * undici is bundled but evaluated on first use (platform/undici.ts): a start without http checks
+ * must not evaluate it, which a hook reads from the global dispatcher undici sets.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { freePort, startVigie, stopVigie, temporaryDirectory, type VigieProcess } from "../support/process.js";
 
 /** Libraries a server uses only with some configuration, an input or a route's first request. */
@@ -110,46 +109,45 @@ describe("start-up", () => {
   });
 });
 
-/** Writes a `--import` hook that appends the URL of every ES module the process loads to `list`. */
-function moduleListHook(directory: string, list: string): string {
-  const loader = join(directory, "module-list-loader.mjs");
-  writeFileSync(
-    loader,
-    `import { appendFileSync } from "node:fs";\nexport async function load(url, context, next) {\n  appendFileSync(${JSON.stringify(list)}, url + "\\n");\n  return next(url, context);\n}\n`,
-  );
-  const hook = join(directory, "module-list-hook.mjs");
+/**
+ * Whether the process evaluated undici: its `lib/global.js` sets the global dispatcher, a symbol
+ * of `globalThis` that Node's own fetch does not use (it has its own, `.1`), when it is evaluated.
+ * A `--require` hook writes it to a file as the process exits.
+ */
+async function undiciEvaluatedBy(config: readonly string[], resultOf?: string): Promise<boolean> {
+  const directory = temporaryDirectory();
+  const port = await freePort();
+  const flag = join(directory, "undici.txt");
+  const hook = join(directory, "undici-hook.cjs");
   writeFileSync(
     hook,
-    `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(loader).href)});\n`,
+    `process.on("exit", () => require("node:fs").writeFileSync(${JSON.stringify(flag)}, String(globalThis[Symbol.for("undici.globalDispatcher.2")] !== undefined)));\n`,
   );
-  return hook;
+  const configFile = join(directory, "vigie.yaml");
+  const lines = ["http:", `  port: ${port}`, "database:", `  url: sqlite:${join(directory, "vigie.db")}`];
+  writeFileSync(configFile, [...lines, ...config.map((line) => line.replace("$PORT", String(port))), ""].join("\n"));
+  vigie = await startVigie({ configFile, port, cwd: directory, env: { NODE_OPTIONS: `--require ${hook}` } });
+  expect((await fetch(`${vigie.baseUrl}/healthcheck`)).status).toBe(200);
+  if (resultOf !== undefined) {
+    const url = `${vigie.baseUrl}/result/${resultOf}`;
+    await vi.waitFor(async () => expect((await fetch(url)).status).toBe(200), { timeout: 10_000, interval: 100 });
+  }
+  await stopVigie(vigie);
+  vigie = undefined;
+  return readFileSync(flag, "utf8") === "true";
 }
 
-describe("start-up without http requests to send", () => {
-  it("does not load undici's chunk of the bundle", async () => {
-    const directory = temporaryDirectory();
-    const port = await freePort();
-    const list = join(directory, "modules.txt");
-    writeFileSync(list, "");
-    const configFile = join(directory, "vigie.yaml");
-    writeFileSync(
-      configFile,
-      ["http:", `  port: ${port}`, "database:", `  url: sqlite:${join(directory, "vigie.db")}`, ""].join("\n"),
-    );
-    const hook = moduleListHook(directory, list);
-    vigie = await startVigie({ configFile, port, cwd: directory, env: { NODE_OPTIONS: `--import ${hook}` } });
-    expect((await fetch(`${vigie.baseUrl}/healthcheck`)).status).toBe(200);
-    await stopVigie(vigie);
-    vigie = undefined;
+describe("undici, the HTTP client, evaluated on the first request to send", () => {
+  it("is not evaluated by a start without http requests to send", async () => {
+    expect(await undiciEvaluatedBy([])).toBe(false);
+  });
 
-    const bundleFiles = readFileSync(list, "utf8")
-      .split("\n")
-      .filter((url) => /\/dist\/bundle\/[^/]+\.js$/.test(url))
-      .map((url) => fileURLToPath(url));
-    // The hook saw the bundle's main file.
-    expect(bundleFiles.some((file) => file.endsWith("/dist/bundle/cli.js"))).toBe(true);
-    // An error code that only undici's code has.
-    const withUndici = bundleFiles.filter((file) => readFileSync(file, "utf8").includes("UND_ERR_CONNECT_TIMEOUT"));
-    expect(withUndici).toEqual([]);
+  it("is evaluated once an http check has run", async () => {
+    const check = [
+      "healthchecks:",
+      "  http-checks:",
+      "    - { name: local, target: 127.0.0.1, port: $PORT, path: /healthz, valid-status: [200], interval: 1s, timeout: 1s }",
+    ];
+    expect(await undiciEvaluatedBy(check, "local")).toBe(true);
   });
 });

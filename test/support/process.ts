@@ -91,9 +91,11 @@ export async function startVigie(options: {
   port: number;
   cwd: string;
   env?: Record<string, string>;
+  /** The command's file (default: the built dist/cli.js). */
+  command?: string;
 }): Promise<VigieProcess> {
   assertBuilt();
-  const child = spawn(process.execPath, [CLI, "serve", "--config", options.configFile], {
+  const child = spawn(process.execPath, [options.command ?? CLI, "serve", "--config", options.configFile], {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -7,6 +7,7 @@
  */
 
 import type pg from "pg";
+import { loadPg } from "../database.js";
 import { isPlainObject } from "../validation.js";
 
 /** The PostgreSQL channel of every notification. */
@@ -100,9 +101,8 @@ export class ChangeFeed {
   }
 
   async #connect(): Promise<void> {
-    // Imported on first use: only a cluster on PostgreSQL listens (start-up time, docs/benchmarks.md).
-    const { default: pg } = await import("pg");
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 5_000 });
+    // Loaded on first use: only a cluster on PostgreSQL listens (start-up time, docs/benchmarks.md).
+    const client = new (loadPg().Client)({ connectionString: this.url, connectionTimeoutMillis: 5_000 });
     client.on("notification", (message) => {
       if (message.channel === CHANNEL && message.payload !== undefined) this.#deliver(message.payload);
     });
