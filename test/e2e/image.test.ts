@@ -423,6 +423,10 @@ describe.skipIf(SKIP !== undefined)("the container image (Dockerfile)", () => {
       ]);
       expect(init.code, init.output).toBe(0);
       expect(init.output).toContain("bind address; loopback by default");
+      // The command reads V8's code cache the build made (a cache of over a megabyte; docs/operations.md).
+      const cached = await inImage(["node", "--profile-deserialization", "/opt/vigie/dist/cli.js", "--version"]);
+      expect(cached.code, cached.output).toBe(0);
+      expect(cached.output).toMatch(/\[Deserializing from \d{7,} bytes/);
     },
     5 * MINUTE,
   );
