@@ -8,12 +8,13 @@
 // later), so this file wraps the bundle as Node wraps a CommonJS module, compiles it with
 // `vm.Script` and calls it. A cache file is the SHA-256 of the bundle's bytes followed by V8's
 // cache: V8 checks that a cache fits its own version and flags, not that it was made from the same
-// source, so a cache whose digest differs is not used. The cache is read from
-// dist/bundle/cli.cjs.cache (the build's, in a clone or the container image), else from the
-// user's cache directory: `$CACHE_DIRECTORY` (systemd's CacheDirectory=), `$XDG_CACHE_HOME/vigie`
-// or `~/.cache/vigie`. When neither fits (the npm package has none, or another Node.js version
-// made it), a process still running 5 s after its start writes one there for the next start.
-// `VIGIE_CODE_CACHE=off` turns the user's cache off. With source maps on (`node
+// source, so a cache whose digest differs is not used. The cache is read from the user's cache
+// directory (`$CACHE_DIRECTORY`, systemd's CacheDirectory=, else `$XDG_CACHE_HOME/vigie`, else
+// `~/.cache/vigie`) when it holds one for these bytes, else from dist/bundle/cli.cjs.cache (the
+// build's, in a clone or the container image). When there is none, or V8 refuses it (the npm
+// package has none; another Node.js version, or V8 flags such as `--max-old-space-size`, made it
+// unfit), a process still running 5 s after its start writes one to the user's directory, which
+// the next start reads first. `VIGIE_CODE_CACHE=off` turns the user's cache off. With source maps on (`node
 // --enable-source-maps`), Node loads the bundle itself, without a cache, so that stack traces
 // give source positions.
 import { createHash } from "node:crypto";
@@ -73,8 +74,9 @@ if (process.sourceMapsEnabled) {
   const digest = createHash("sha256").update(bytes).digest();
   const built = `${bundle}.cache`;
   const user = userCacheFile();
-  let cachedData = cacheOf(built, digest);
-  if (cachedData === undefined && user !== undefined) cachedData = cacheOf(user, digest);
+  // The user's first: it exists only where the build's was missing or unfit.
+  let cachedData = user === undefined ? undefined : cacheOf(user, digest);
+  cachedData ??= cacheOf(built, digest);
   // On one line: positions in the bundle stay those of the file. The bundle has no `import()` of
   // a file outside it (scripts/build-server.mjs checks), so the script needs no module loader.
   const source = `(function (exports, require, module, __filename, __dirname) {${bytes.toString("utf8")}\n})`;

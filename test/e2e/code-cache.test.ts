@@ -131,4 +131,20 @@ describe("the code cache of the bundle", () => {
     // VIGIE_CODE_CACHE=off: the other server, past the same 5 s, wrote nothing.
     expect(existsSync(join(off, "vigie"))).toBe(false);
   }, 40_000);
+
+  it("is written to the user's directory when V8 refuses the build's (other flags), and read first by the next start", async () => {
+    // A V8 flag in the cache's flags: V8 refuses a cache made without it, as it does one of
+    // another Node.js version.
+    const flags = { NODE_OPTIONS: "--stack-trace-limit=20" };
+    const cache = temporaryDirectory();
+    expect(version(CLI, [], { ...flags, XDG_CACHE_HOME: cache }).deserialized).not.toContain(
+      statSync(`${BUNDLE}.cache`).size - 32,
+    );
+    await serve(CLI, { ...flags, XDG_CACHE_HOME: cache });
+    const file = join(cache, "vigie", "cli.cjs.cache");
+    await vi.waitFor(() => expect(existsSync(file)).toBe(true), { timeout: 20_000, interval: 100 });
+    const run = version(CLI, [], { ...flags, XDG_CACHE_HOME: cache });
+    expect(run.stdout.trim()).toBe(VERSION);
+    expect(run.deserialized).toContain(statSync(file).size - 32);
+  }, 40_000);
 });
