@@ -14,7 +14,8 @@
 // build's, in a clone or the container image). When there is none, or V8 refuses it (the npm
 // package has none; another Node.js version, or V8 flags such as `--max-old-space-size`, made it
 // unfit), a process still running 5 s after its start writes one to the user's directory, which
-// the next start reads first. `VIGIE_CODE_CACHE=off` turns the user's cache off. With source maps on (`node
+// the next start reads first; a user's cache V8 refuses is removed where the build has one.
+// `VIGIE_CODE_CACHE=off` turns the user's cache off. With source maps on (`node
 // --enable-source-maps`), Node loads the bundle itself, without a cache, so that stack traces
 // give source positions.
 import { createHash } from "node:crypto";
@@ -75,17 +76,24 @@ if (process.sourceMapsEnabled) {
   const built = `${bundle}.cache`;
   const user = userCacheFile();
   // The user's first: it exists only where the build's was missing or unfit.
-  let cachedData = user === undefined ? undefined : cacheOf(user, digest);
-  cachedData ??= cacheOf(built, digest);
+  const fromUser = user === undefined ? undefined : cacheOf(user, digest);
+  const fromBuild = cacheOf(built, digest);
   // On one line: positions in the bundle stay those of the file. The bundle has no `import()` of
   // a file outside it (scripts/build-server.mjs checks), so the script needs no module loader.
   const source = `(function (exports, require, module, __filename, __dirname) {${bytes.toString("utf8")}\n})`;
-  const script = new Script(source, { filename: bundle, cachedData });
+  const script = new Script(source, { filename: bundle, cachedData: fromUser ?? fromBuild });
+  const fits = (fromUser ?? fromBuild) !== undefined && !script.cachedDataRejected;
+  // A user's cache V8 refuses was made under other V8 flags (a benchmark's profiler, say) or
+  // another Node.js. Where the build's cache is there for these bytes, the user's goes, so that
+  // the next start takes the build's (V8 would not read a second cache of the same source in this
+  // process); else it is written again below.
+  const dropUser = !fits && fromUser !== undefined && fromBuild !== undefined;
+  if (dropUser && user !== undefined) rmSync(user, { force: true });
   if (process.env.VIGIE_BUILD_CODE_CACHE === "1") {
     // The build's one start (scripts/build-server.mjs): the cache then holds the functions that
     // start called, compiled.
     process.once("exit", () => writeFileSync(built, Buffer.concat([digest, script.createCachedData()])));
-  } else if (user !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
+  } else if (user !== undefined && !fits && !dropUser) {
     // After the start, so that the cache holds the functions it called; a short command has exited.
     setTimeout(() => writeCache(user, digest, script), WRITE_AFTER_MS).unref();
   }

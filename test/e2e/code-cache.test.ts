@@ -132,7 +132,7 @@ describe("the code cache of the bundle", () => {
     expect(existsSync(join(off, "vigie"))).toBe(false);
   }, 40_000);
 
-  it("is written to the user's directory when V8 refuses the build's (other flags), and read first by the next start", async () => {
+  it("is written to the user's directory when V8 refuses the build's (other flags), read first by the next start, and removed when the build's flags come back", async () => {
     // A V8 flag in the cache's flags: V8 refuses a cache made without it, as it does one of
     // another Node.js version.
     const flags = { NODE_OPTIONS: "--stack-trace-limit=20" };
@@ -146,5 +146,11 @@ describe("the code cache of the bundle", () => {
     const run = version(CLI, [], { ...flags, XDG_CACHE_HOME: cache });
     expect(run.stdout.trim()).toBe(VERSION);
     expect(run.deserialized).toContain(statSync(file).size - 32);
+    // Back to the build's flags: V8 refuses the user's cache, which goes (kept, it would cost
+    // every start without a process living 5 s to write another); the next start takes the build's.
+    const back = version(CLI, [], { XDG_CACHE_HOME: cache });
+    expect(back.stdout.trim()).toBe(VERSION);
+    expect(existsSync(file)).toBe(false);
+    expect(version(CLI, [], { XDG_CACHE_HOME: cache }).deserialized).toContain(statSync(`${BUNDLE}.cache`).size - 32);
   }, 40_000);
 });
