@@ -1,6 +1,6 @@
 /**
  * The command runs its bundle with V8's code cache of it (scripts/cli-launcher.mjs,
- * docs/benchmarks.md "Start-up"): the build writes dist/bundle/cli.cjs.cache, and the launcher
+ * docs/operations.md "Installing", docs/benchmarks.md "V8's code cache"): the build writes dist/bundle/cli.cjs.cache, and the launcher
  * hands it to V8 only when its digest is the bundle's. Node's `--profile-deserialization` (a flag
  * that does not change the flags a cache must match) prints `[Deserializing from N bytes …]` for
  * each cache V8 reads: N is the cache file's size less the 32 bytes of the digest. A command
@@ -17,6 +17,14 @@ const BUNDLE = join(ROOT, "dist", "bundle", "cli.cjs");
 const VERSION: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version;
 
 /**
+ * The environment of a command under test: a user's cache directory of its own (never the real
+ * one; systemd's `CACHE_DIRECTORY`, which would come first, emptied), then `env`.
+ */
+function isolated(env: Record<string, string>): Record<string, string> {
+  return { CACHE_DIRECTORY: "", XDG_CACHE_HOME: temporaryDirectory(), ...env };
+}
+
+/**
  * `node --profile-deserialization [flags] <command> --version`: its output and the sizes of the
  * caches V8 read.
  */
@@ -27,8 +35,7 @@ function version(
 ): { stdout: string; status: number | null; deserialized: number[] } {
   const run = spawnSync(process.execPath, ["--profile-deserialization", ...flags, command, "--version"], {
     encoding: "utf8",
-    // A user's cache directory of the test's own: never the real one.
-    env: { ...process.env, XDG_CACHE_HOME: temporaryDirectory(), ...env },
+    env: { ...process.env, ...isolated(env) },
   });
   const deserialized = [...run.stdout.matchAll(/\[Deserializing from (\d+) bytes/g)].map((match) => Number(match[1]));
   const stdout = run.stdout.replace(/^\[.*\]\n/gm, "");
@@ -65,7 +72,7 @@ async function serve(command: string, env: Record<string, string>): Promise<Vigi
     configFile,
     ["http:", `  port: ${port}`, "database:", `  url: sqlite:${join(directory, "vigie.db")}`, ""].join("\n"),
   );
-  const server = await startVigie({ configFile, port, cwd: directory, env, command });
+  const server = await startVigie({ configFile, port, cwd: directory, env: isolated(env), command });
   servers.push(server);
   return server;
 }
