@@ -1,0 +1,140 @@
+// Where the CPU of 10 000 http checks goes, in Vigie and in the bare 10 ms loop of
+// bench/healthchecks.mjs, by area (docs/benchmarks.md, Healthchecks). Each process runs in turn
+// against the same local nginx (bench/lib/http-target.mjs) with `--perf-basic-prof
+// --interpreted-frames-native-stack`, so that Linux perf names JIT code; after a warm-up, `perf
+// record -e cpu-clock -F 999 -g` samples it over the window. Each sample counts once, in the area of
+// its leaf-most JavaScript frame, mapped through the bundle's source map (Vigie's src/, undici and
+// its WebAssembly parser, Node's own JavaScript), or as SQLite or garbage collection when a native
+// frame says so, or as "no JavaScript" (the kernel, libuv and V8 with no JavaScript above); threads
+// other than the main one apart. Needs `perf` (Debian's linux-perf) and nginx; not run by
+// bench/run.mjs.
+// Run: node bench/compare/healthchecks-profile.mjs
+//   env BENCH_SECONDS window (default 20), WARM_UP_SECONDS (default 15), BENCH_CHECKS (default 10000)
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { SourceMap } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BARE_LOOP } from "../lib/bare-loop.mjs";
+import { startTarget } from "../lib/http-target.mjs";
+import { cpuSeconds, root, startVigie } from "../lib/vigie.mjs";
+
+const WINDOW_SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const WARM_UP_SECONDS = Number(process.env.WARM_UP_SECONDS ?? 15);
+const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
+const PROFILED = ["--perf-basic-prof", "--interpreted-frames-native-stack"];
+const AREAS = [
+  "Vigie (src/)",
+  "SQLite",
+  "undici",
+  "Node's JavaScript",
+  "garbage collection",
+  "no JavaScript",
+  "other threads",
+];
+const sleep = (milliseconds) => new Promise((done) => setTimeout(done, milliseconds));
+
+const bundleMap = new SourceMap(JSON.parse(readFileSync(join(root, "dist/bundle/cli.cjs.map"), "utf8")));
+
+/** The area of a JavaScript frame of the bundle at 1-based `line`:`column`, by its source file. */
+function bundleArea(line, column) {
+  const source = bundleMap.findEntry(line - 1, column - 1)?.originalSource ?? "";
+  if (source.includes("node_modules/undici")) return "undici";
+  if (source.includes("/src/")) return "Vigie (src/)";
+  return "undici"; // the other packages inside the bundle do not run per check
+}
+
+/** The area of one sample of `perf script`: its frames, leaf first. */
+function areaOf(frames) {
+  for (const frame of frames) {
+    if (/Scavenge|MarkCompact|Heap::CollectGarbage|ConcurrentMarking/.test(frame)) return "garbage collection";
+    if (frame.includes("better_sqlite3") || frame.includes("sqlite3")) return "SQLite";
+    const bundled = /JS:\S* \S*dist\/bundle\/cli\.cjs:(\d+):(\d+)/.exec(frame);
+    if (bundled !== null) return bundleArea(Number(bundled[1]), Number(bundled[2]));
+    if (frame.includes("node_modules/undici") || frame.includes("wasm")) return "undici";
+    if (/JS:\S* node:/.test(frame)) return "Node's JavaScript";
+  }
+  return "no JavaScript";
+}
+
+/** Samples per area of a `perf record` file of process `pid`. */
+function areas(file, pid) {
+  const text = execFileSync("perf", ["script", "-i", file], {
+    maxBuffer: 1 << 30,
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  const counts = new Map(AREAS.map((area) => [area, 0]));
+  for (const block of text.toString().split("\n\n")) {
+    const [head, ...frames] = block.trim().split("\n");
+    if (head === undefined || frames.length === 0) continue;
+    const thread = Number(head.trim().split(/\s+/)[1]);
+    const area = thread === pid ? areaOf(frames) : "other threads";
+    counts.set(area, (counts.get(area) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** CPU (cores) and samples per area of process `pid` over the window, after the warm-up. */
+async function profile(pid, directory, name) {
+  await sleep(WARM_UP_SECONDS * 1000);
+  const file = join(directory, `${name}.data`);
+  const before = cpuSeconds(pid);
+  execFileSync(
+    "perf",
+    [
+      "record",
+      "-q",
+      "-e",
+      "cpu-clock",
+      "-F",
+      "999",
+      "-g",
+      "-o",
+      file,
+      "-p",
+      String(pid),
+      "--",
+      "sleep",
+      String(WINDOW_SECONDS),
+    ],
+    { stdio: "ignore" },
+  );
+  const cores = (cpuSeconds(pid) - before) / WINDOW_SECONDS;
+  return { cores, counts: areas(file, pid) };
+}
+
+const directory = mkdtempSync(join(tmpdir(), "vigie-profile-"));
+const target = await startTarget();
+const checks = ["healthchecks:", "  http-checks:"];
+for (let index = 0; index < CHECKS; index++) {
+  checks.push(
+    `    - { name: c${index}, target: 127.0.0.1, port: ${target.port}, valid-status: [200], interval: 10s, timeout: 5s }`,
+  );
+}
+const vigie = await startVigie({ yaml: checks.join("\n"), nodeArgs: PROFILED, pollMs: 10 });
+const ofVigie = await profile(vigie.child.pid, directory, "vigie");
+await vigie.stop();
+const loop = spawn(
+  process.execPath,
+  [...PROFILED, "--input-type=module", "-e", BARE_LOOP, target.origin, String(CHECKS / 10), "10"],
+  {
+    cwd: root,
+    stdio: ["ignore", "ignore", "inherit"],
+  },
+);
+const ofLoop = await profile(loop.pid, directory, "loop");
+loop.kill("SIGTERM");
+await target.stop();
+rmSync(directory, { recursive: true, force: true });
+
+const total = (counts) => [...counts.values()].reduce((sum, count) => sum + count, 0);
+console.log(`${CHECKS} http checks at 10 s: samples at 999 Hz over ${WINDOW_SECONDS} s (Vigie / the bare 10 ms loop)`);
+console.log(`  process CPU: ${ofVigie.cores.toFixed(3)} / ${ofLoop.cores.toFixed(3)} cores`);
+for (const area of AREAS) {
+  const a = ofVigie.counts.get(area) ?? 0;
+  const b = ofLoop.counts.get(area) ?? 0;
+  console.log(`  ${area.padEnd(20)} ${String(a).padStart(6)} / ${String(b).padStart(6)}`);
+}
+console.log(
+  `  ${"all".padEnd(20)} ${String(total(ofVigie.counts)).padStart(6)} / ${String(total(ofLoop.counts)).padStart(6)}`,
+);
