@@ -4,9 +4,10 @@
 // --interpreted-frames-native-stack`, so that Linux perf names JIT code; after a warm-up, `perf
 // record -e cpu-clock -F 999 -g` samples it over the window. Each sample counts once, in the area of
 // its leaf-most JavaScript frame, mapped through the bundle's source map (Vigie's src/, undici and
-// its WebAssembly parser, Node's own JavaScript), or as SQLite or garbage collection when a native
-// frame says so, or as "no JavaScript" (the kernel, libuv and V8 with no JavaScript above); threads
-// other than the main one apart. Needs `perf` (Debian's linux-perf) and nginx; not run by
+// its WebAssembly parser, the other libraries such as Kysely and prom-client, Node's own
+// JavaScript), or as SQLite or garbage collection when a native frame says so, or as "no
+// JavaScript" (the kernel, libuv and V8 with no JavaScript above); the samples of the other threads
+// apart, V8's optimizing compiler and its garbage collector's helpers. Needs `perf` (Debian's linux-perf) and nginx; not run by
 // bench/run.mjs.
 // Run: node bench/compare/healthchecks-profile.mjs
 //   env BENCH_SECONDS window (default 20), WARM_UP_SECONDS (default 15), BENCH_CHECKS (default 10000)
@@ -25,12 +26,15 @@ const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
 const PROFILED = ["--perf-basic-prof", "--interpreted-frames-native-stack"];
 const AREAS = [
   "Vigie (src/)",
+  "other libraries",
   "SQLite",
   "undici",
   "Node's JavaScript",
   "garbage collection",
   "no JavaScript",
-  "other threads",
+  "other threads: compiler",
+  "other threads: GC",
+  "other threads: rest",
 ];
 const sleep = (milliseconds) => new Promise((done) => setTimeout(done, milliseconds));
 
@@ -40,8 +44,8 @@ const bundleMap = new SourceMap(JSON.parse(readFileSync(join(root, "dist/bundle/
 function bundleArea(line, column) {
   const source = bundleMap.findEntry(line - 1, column - 1)?.originalSource ?? "";
   if (source.includes("node_modules/undici")) return "undici";
-  if (source.includes("/src/")) return "Vigie (src/)";
-  return "undici"; // the other packages inside the bundle do not run per check
+  if (source.includes("node_modules/")) return "other libraries";
+  return "Vigie (src/)";
 }
 
 /** The area of one sample of `perf script`: its frames, leaf first. */
@@ -57,6 +61,13 @@ function areaOf(frames) {
   return "no JavaScript";
 }
 
+/** The area of a sample of a thread other than the main one. */
+function threadArea(frames) {
+  if (frames.some((frame) => frame.includes("compiler::"))) return "other threads: compiler";
+  if (frames.some((frame) => /Scaveng|Marking|Sweep|Heap::/.test(frame))) return "other threads: GC";
+  return "other threads: rest";
+}
+
 /** Samples per area of a `perf record` file of process `pid`. */
 function areas(file, pid) {
   const text = execFileSync("perf", ["script", "-i", file], {
@@ -68,7 +79,7 @@ function areas(file, pid) {
     const [head, ...frames] = block.trim().split("\n");
     if (head === undefined || frames.length === 0) continue;
     const thread = Number(head.trim().split(/\s+/)[1]);
-    const area = thread === pid ? areaOf(frames) : "other threads";
+    const area = thread === pid ? areaOf(frames) : threadArea(frames);
     counts.set(area, (counts.get(area) ?? 0) + 1);
   }
   return counts;
