@@ -35,6 +35,7 @@
 //   npm run bench -- healthchecks                  (builds dist first; 60 s windows)
 //   BENCH_SECONDS=15 npm run bench -- healthchecks (a quicker look)
 //   BENCH_ROUNDS=5 ...                             (rounds of the CPU comparison; default 3)
+//   BENCH_WARM_UP_SECONDS=45 ...                   (Vigie's warm-up before its CPU window; default 12)
 //   BENCH_CHECKS=2000 ...                          (fewer checks)
 //   BENCH_TARGET=node ...                          (the Node target even when nginx is installed)
 //   BENCH_SCRAPE_SECONDS=0 ...                     (no scrape of /metrics in the API window; default 15 s)
@@ -67,7 +68,7 @@ const WINDOW_SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
 const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
 const INTERVAL = "10s";
 // Every check has run once (first runs are spread over the first interval, 10 s) and a little more.
-const WARM_UP_SECONDS = 12;
+const WARM_UP_SECONDS = Number(process.env.BENCH_WARM_UP_SECONDS ?? 12);
 const API_SAMPLES_PER_SECOND = 20;
 // Seconds of API requests after the CPU window (the CPU window has the load of the bare loop alone).
 const API_SECONDS = Number(process.env.BENCH_API_SECONDS ?? 20);
