@@ -18,7 +18,7 @@
  * `VIGIE_TEST_ARTIFACTS` when set, else under the test's temporary directory (printed).
  */
 import { existsSync } from "node:fs";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ADMIN_USER,
@@ -166,6 +166,38 @@ describe.skipIf(!HAS_CHROMIUM)("the moderation page in Chromium", () => {
     expect(errors).toEqual([]);
     // The other tests count the pending comments of the website: leave none.
     const cleared = await fetch(`${site.api}/api/admin/comment/blog/spam-check`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${site.adminToken}` },
+    });
+    expect(cleared.status).toBe(200);
+  });
+
+  it("lists each pending comment once when a refresh overtakes the first read of the list", async () => {
+    expect(await site.post("blog", "overtaken", { author: "Uma", content: "Only once" })).toBe(201);
+    const { page, errors } = await newPage();
+    // The sign-in's read of blog's pending comments is held until the refresh's read has shown them:
+    // a slow first answer (a loaded server) landing after a second read was started.
+    let release = () => {};
+    const held = new Promise<void>((done) => {
+      release = done;
+    });
+    const blogReads: Request[] = [];
+    await page.route("**/api/admin/comment/blog?*", async (route) => {
+      blogReads.push(route.request());
+      if (blogReads.length === 1) await held;
+      await route.continue();
+    });
+    await signInWithToken(page, site.adminToken);
+    await expect.poll(() => blogReads.length).toBe(1);
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await expect.poll(async () => (await pendingRows(page)).map((row) => row[4])).toEqual(["Uma"]);
+    release();
+    await (await blogReads[0]?.response())?.finished();
+    // The page has handled the late answer once this timer fires (it needs no network).
+    await page.evaluate(() => new Promise((done) => setTimeout(done, 200)));
+    expect((await pendingRows(page)).map((row) => row[4])).toEqual(["Uma"]);
+    expect(errors).toEqual([]);
+    const cleared = await fetch(`${site.api}/api/admin/comment/blog/overtaken`, {
       method: "DELETE",
       headers: { authorization: `Bearer ${site.adminToken}` },
     });

@@ -41,12 +41,16 @@ export function approvedPanel(panel: HTMLElement, admin: AdminCall, notice: HTML
   );
   panel.append(form, articleError, bulkTools(table, ["delete"], notice, act), table.element);
   const chosen = { website: "", article: "" };
+  /** Loads started: an answer that a later load's request overtook is not shown over it. */
+  let started = 0;
   const list = {
     loaded: false,
     websiteField,
     async load(focusRow?: number) {
+      const load = ++started;
       const { website, article } = chosen;
       const answer = await admin(`/api/admin/comment/${encodeURIComponent(website)}/${encodeURIComponent(article)}`);
+      if (load !== started) return;
       const comments = answer.status === 200 ? moderatedComments(website, answer.body, article) : undefined;
       articleError.textContent = comments === undefined ? failure(answer) : "";
       table.show((comments ?? []).filter((comment) => comment.approved).sort(newestFirst), focusRow);

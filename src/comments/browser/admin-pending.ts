@@ -88,15 +88,20 @@ export function pendingPanel(panel: HTMLElement, admin: AdminCall, notice: HTMLE
 
   let pending: ModeratedComment[] = [];
   let cursors: Cursors = new Map();
+  /** Loads started: one overtaken by a later load shows nothing (both would fill the same list). */
+  let started = 0;
   const list: PendingList = {
     websites: [],
     async load(more, focusRow) {
-      if (!more) {
-        pending = [];
-        cursors = new Map(list.websites.map((website) => [website, undefined]));
-      }
-      const loaded: Loaded = { add: (comments) => pending.push(...comments), errors: [] };
-      await Promise.all([...cursors.keys()].map((website) => loadPage(admin, website, cursors, loaded)));
+      const load = ++started;
+      // Each load reads into a list and cursors of its own, and only the latest one started is shown.
+      const read: ModeratedComment[] = more ? [...pending] : [];
+      const reading: Cursors = more ? new Map(cursors) : new Map(list.websites.map((website) => [website, undefined]));
+      const loaded: Loaded = { add: (comments) => read.push(...comments), errors: [] };
+      await Promise.all([...reading.keys()].map((website) => loadPage(admin, website, reading, loaded)));
+      if (load !== started) return;
+      pending = read;
+      cursors = reading;
       pending.sort(newestFirst);
       table.show(
         pending.filter((comment) => comment.spam !== true),
