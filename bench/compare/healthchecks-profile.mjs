@@ -7,8 +7,8 @@
 // its WebAssembly parser, the other libraries such as Kysely and prom-client, Node's own
 // JavaScript), or as SQLite or garbage collection when a native frame says so, or as "no
 // JavaScript" (the kernel, libuv and V8 with no JavaScript above); the samples of the other threads
-// apart, V8's optimizing compiler and its garbage collector's helpers. Needs `perf` (Debian's linux-perf) and nginx; not run by
-// bench/run.mjs.
+// apart, V8's optimizing compiler and its garbage collector's helpers. Needs `perf` (Debian's
+// linux-perf) and nginx; not run by bench/run.mjs.
 // Run: node bench/compare/healthchecks-profile.mjs
 //   env BENCH_SECONDS window (default 20), WARM_UP_SECONDS (default 15), BENCH_CHECKS (default 10000)
 import { execFileSync, spawn } from "node:child_process";

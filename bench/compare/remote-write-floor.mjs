@@ -3,11 +3,12 @@
 // bench/remote-write.mjs (1 000 series × 1 sample, 20 labels), decompressed once: the least work that
 // still turns each sample into an event object for the index, on a request laid out as the one
 // before. One comparison of the request's bytes with a copy (what a layout seen before must cost at
-// least), then per series: its sample's value and timestamp read at a known offset, a copy of the
-// series' ready-made compact event with `metric` and `time` set, stored in a Map under a key made
-// beforehand. No `where`, no event bounds, no key to find: Vigie's decode + `where` + `index` does
-// all of this and more. Prints the medians of CPU per request and the ratio to snappy alone each
-// implies (snappy / (snappy + the path)). Not run by bench/run.mjs.
+// least), then per series: its sample's value and timestamp read where the setup found them (only
+// whether a value is there checked), a copy of the series' ready-made compact event with `metric`
+// and `time` set, stored in a Map under a key made beforehand. No `where`, no event bounds, no key
+// to find: Vigie's decode + `where` + `index` does all of this and more; the events of both are
+// checked equal. Prints the medians of CPU per request and the ratio to snappy alone each implies
+// (snappy / (snappy + the path)). Not run by bench/run.mjs.
 // Run: node bench/compare/remote-write-floor.mjs      env ROUNDS (default 21)
 import { join } from "node:path";
 import { uncompressSync } from "snappy";
@@ -25,24 +26,35 @@ const raw = uncompressSync(body);
 // Each series' event (from Vigie's decoder, then made compact as Vigie makes them) and key.
 const templates = [];
 const keys = [];
+const decoded = [];
 new RemoteWriteDecoder().decode(raw, (event) => {
+  decoded.push(event);
   templates.push(JSON.parse(JSON.stringify({ ...event, metric: 0.5, time: 0.5 })));
   keys.push(`${event.service}\u0000${event.instance}`);
 });
-// Where each sample starts: the last 17 bytes of its series (a value and a 6-byte timestamp).
+// Where each series' sample is: [start, end) of its fields (a value unless 0, a timestamp).
 const samples = [];
-for (let p = 0; p < raw.length; ) {
-  p++; // the series' tag
-  let length = 0;
-  for (let shift = 0; ; shift += 7) {
+const varint = (at) => {
+  let value = 0;
+  let shift = 0;
+  let p = at;
+  for (;;) {
     const byte = raw[p++];
-    length |= (byte & 0x7f) << shift;
-    if (byte < 0x80) break;
+    value += (byte & 0x7f) * 2 ** shift;
+    if (byte < 0x80) return [value, p];
+    shift += 7;
   }
-  p += length;
-  samples.push(p - 17);
+};
+for (let p = 0; p < raw.length; ) {
+  const [length, body] = varint(p + 1); // the series' tag, then its length
+  for (let q = body; q < body + length; ) {
+    const [size, field] = varint(q + 1);
+    if (raw[q] === 0x12) samples.push(field, field + size);
+    q = field + size;
+  }
+  p = body + length;
 }
-if (samples.length !== templates.length) throw new Error("the request is not laid out as expected");
+if (samples.length !== 2 * templates.length) throw new Error("the request is not laid out as expected");
 
 const copy = Buffer.from(raw);
 const view = new DataView(raw.buffer, raw.byteOffset, raw.length);
@@ -50,17 +62,31 @@ const map = new Map();
 function floor() {
   if (raw.compare(copy) !== 0) throw new Error("the request changed");
   for (let i = 0; i < templates.length; i++) {
-    const start = samples[i];
+    let p = samples[2 * i];
+    const end = samples[2 * i + 1];
+    let metric = 0;
+    if (raw[p] === 0x09) {
+      metric = view.getFloat64(p + 1, true);
+      p += 9;
+    }
     let timestamp = 0;
     let scale = 1;
-    for (let p = start + 10; p < start + 15; p++) {
+    for (p++; p < end; p++) {
       timestamp += (raw[p] & 0x7f) * scale;
       scale *= 128;
     }
     const event = { ...templates[i] };
-    event.metric = view.getFloat64(start + 1, true);
-    event.time = (timestamp + raw[start + 15] * scale) / 1000;
+    event.metric = metric;
+    event.time = timestamp / 1000;
     map.set(keys[i], event);
+  }
+}
+
+// The lower bound reads what the decoder reads: the same event for every series.
+floor();
+for (let i = 0; i < decoded.length; i++) {
+  if (JSON.stringify(map.get(keys[i])) !== JSON.stringify(decoded[i])) {
+    throw new Error(`series ${i} read wrong: ${JSON.stringify(map.get(keys[i]))} ${JSON.stringify(decoded[i])}`);
   }
 }
 
