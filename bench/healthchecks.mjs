@@ -69,6 +69,9 @@ const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
 const INTERVAL = "10s";
 // Every check has run once (first runs are spread over the first interval, 10 s) and a little more.
 const WARM_UP_SECONDS = Number(process.env.BENCH_WARM_UP_SECONDS ?? 12);
+if (!Number.isFinite(WARM_UP_SECONDS) || WARM_UP_SECONDS < 0) {
+  throw new Error(`BENCH_WARM_UP_SECONDS must be a number of seconds >= 0, not ${process.env.BENCH_WARM_UP_SECONDS}`);
+}
 const API_SAMPLES_PER_SECOND = 20;
 // Seconds of API requests after the CPU window (the CPU window has the load of the bare loop alone).
 const API_SECONDS = Number(process.env.BENCH_API_SECONDS ?? 20);
