@@ -114,6 +114,12 @@ async function profile(pid, directory, name) {
   return { cores, counts: areas(file, pid) };
 }
 
+// Before anything starts: without perf, the processes would be left running when it fails.
+try {
+  execFileSync("perf", ["--version"], { stdio: "ignore" });
+} catch {
+  throw new Error("perf is not installed (Debian's linux-perf)");
+}
 const directory = mkdtempSync(join(tmpdir(), "vigie-profile-"));
 const target = await startTarget();
 const checks = ["healthchecks:", "  http-checks:"];
@@ -144,8 +150,8 @@ console.log(`  process CPU: ${ofVigie.cores.toFixed(3)} / ${ofLoop.cores.toFixed
 for (const area of AREAS) {
   const a = ofVigie.counts.get(area) ?? 0;
   const b = ofLoop.counts.get(area) ?? 0;
-  console.log(`  ${area.padEnd(20)} ${String(a).padStart(6)} / ${String(b).padStart(6)}`);
+  console.log(`  ${area.padEnd(24)} ${String(a).padStart(6)} / ${String(b).padStart(6)}`);
 }
 console.log(
-  `  ${"all".padEnd(20)} ${String(total(ofVigie.counts)).padStart(6)} / ${String(total(ofLoop.counts)).padStart(6)}`,
+  `  ${"all".padEnd(24)} ${String(total(ofVigie.counts)).padStart(6)} / ${String(total(ofLoop.counts)).padStart(6)}`,
 );
