@@ -1,11 +1,12 @@
-// Where the CPU of 10 000 http checks goes, in Vigie and in the bare 10 ms loop of
-// bench/healthchecks.mjs, by area (docs/benchmarks.md, Healthchecks). Each process runs in turn
+// Where the CPU of 10 000 http checks goes, in Vigie, in the bare 10 ms loop of
+// bench/healthchecks.mjs and in the hand-written floor of bench/lib/healthchecks-floor.mjs, by area
+// (docs/benchmarks.md, Healthchecks). Each process runs in turn
 // against the same local nginx (bench/lib/http-target.mjs) with `--perf-basic-prof
 // --interpreted-frames-native-stack`, so that Linux perf names JIT code; after a warm-up, `perf
 // record -e cpu-clock -F 999 -g` samples it over the window. Each sample counts once, in the area of
 // its leaf-most JavaScript frame, mapped through the bundle's source map (Vigie's src/, undici and
 // its WebAssembly parser, the other libraries such as Kysely and prom-client, Node's own
-// JavaScript), or as SQLite or garbage collection when a native frame says so, or as "no
+// JavaScript; the floor's own file counts as Vigie's src/ does), or as SQLite or garbage collection when a native frame says so, or as "no
 // JavaScript" (the kernel, libuv and V8 with no JavaScript above); the samples of the other threads
 // apart, V8's optimizing compiler and its garbage collector's helpers. Needs `perf` (Debian's
 // linux-perf) and nginx; not run by bench/run.mjs.
@@ -25,7 +26,7 @@ const WARM_UP_SECONDS = Number(process.env.WARM_UP_SECONDS ?? 15);
 const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
 const PROFILED = ["--perf-basic-prof", "--interpreted-frames-native-stack"];
 const AREAS = [
-  "Vigie (src/)",
+  "own code",
   "other libraries",
   "SQLite",
   "undici",
@@ -45,7 +46,7 @@ function bundleArea(line, column) {
   const source = bundleMap.findEntry(line - 1, column - 1)?.originalSource ?? "";
   if (source.includes("node_modules/undici")) return "undici";
   if (source.includes("node_modules/")) return "other libraries";
-  return "Vigie (src/)";
+  return "own code";
 }
 
 /** The area of one sample of `perf script`: its frames, leaf first. */
@@ -56,6 +57,8 @@ function areaOf(frames) {
     const bundled = /JS:\S* \S*dist\/bundle\/cli\.cjs:(\d+):(\d+)/.exec(frame);
     if (bundled !== null) return bundleArea(Number(bundled[1]), Number(bundled[2]));
     if (frame.includes("node_modules/undici") || frame.includes("wasm")) return "undici";
+    if (/JS:\S* \S*node_modules\//.test(frame)) return "other libraries";
+    if (/JS:\S* \S*healthchecks-floor\.mjs/.test(frame)) return "own code";
     if (/JS:\S* node:/.test(frame)) return "Node's JavaScript";
   }
   return "no JavaScript";
@@ -141,17 +144,40 @@ const loop = spawn(
 );
 const ofLoop = await profile(loop.pid, directory, "loop");
 loop.kill("SIGTERM");
+const floor = spawn(
+  process.execPath,
+  [
+    ...PROFILED,
+    join(root, "bench/lib/healthchecks-floor.mjs"),
+    target.origin,
+    String(CHECKS),
+    "10",
+    join(directory, "floor.db"),
+  ],
+  { cwd: root, stdio: ["ignore", "ignore", "inherit"] },
+);
+const ofFloor = await profile(floor.pid, directory, "floor");
+floor.kill("SIGTERM");
 await target.stop();
 rmSync(directory, { recursive: true, force: true });
 
 const total = (counts) => [...counts.values()].reduce((sum, count) => sum + count, 0);
-console.log(`${CHECKS} http checks at 10 s: samples at 999 Hz over ${WINDOW_SECONDS} s (Vigie / the bare 10 ms loop)`);
-console.log(`  process CPU: ${ofVigie.cores.toFixed(3)} / ${ofLoop.cores.toFixed(3)} cores`);
-for (const area of AREAS) {
-  const a = ofVigie.counts.get(area) ?? 0;
-  const b = ofLoop.counts.get(area) ?? 0;
-  console.log(`  ${area.padEnd(24)} ${String(a).padStart(6)} / ${String(b).padStart(6)}`);
-}
+const row = (label, values) => `  ${label.padEnd(24)} ${values.map((value) => String(value).padStart(6)).join(" / ")}`;
+const profiles = [ofVigie, ofLoop, ofFloor];
 console.log(
-  `  ${"all".padEnd(24)} ${String(total(ofVigie.counts)).padStart(6)} / ${String(total(ofLoop.counts)).padStart(6)}`,
+  `${CHECKS} http checks at 10 s: samples at 999 Hz over ${WINDOW_SECONDS} s (Vigie / the bare 10 ms loop / the floor)`,
+);
+console.log(`  process CPU: ${profiles.map(({ cores }) => cores.toFixed(3)).join(" / ")} cores`);
+for (const area of AREAS)
+  console.log(
+    row(
+      area,
+      profiles.map(({ counts }) => counts.get(area) ?? 0),
+    ),
+  );
+console.log(
+  row(
+    "all",
+    profiles.map(({ counts }) => total(counts)),
+  ),
 );

@@ -29,11 +29,12 @@ export async function freePort() {
  * @param options.env extra environment variables
  * @param options.nodeArgs arguments of node before the script, e.g. `["--cpu-prof"]`
  * @param options.pollMs milliseconds between two tries of /healthz while it starts
+ * @param options.build the checkout whose `dist/` runs; default this one
  * @returns `{ base, child, directory, readyMs, stop() }`: `readyMs` the milliseconds from the spawn to
  *   the first 2xx of /healthz; `stop()` sends SIGTERM and waits for the exit
  * @throws Error when the server exits or does not answer within 20 s
  */
-export async function startVigie({ yaml = "", http = {}, env = {}, nodeArgs = [], pollMs = 100 } = {}) {
+export async function startVigie({ yaml = "", http = {}, env = {}, nodeArgs = [], pollMs = 100, build = root } = {}) {
   const directory = mkdtempSync(join(tmpdir(), "vigie-bench-"));
   const port = await freePort();
   const config = join(directory, "vigie.yaml");
@@ -49,7 +50,7 @@ export async function startVigie({ yaml = "", http = {}, env = {}, nodeArgs = []
     ].join("\n"),
   );
   const spawned = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, join(root, "dist/cli.js"), "serve", "--config", config], {
+  const child = spawn(process.execPath, [...nodeArgs, join(build, "dist/cli.js"), "serve", "--config", config], {
     stdio: ["ignore", "inherit", "inherit"],
     env: { ...process.env, ...env },
   });
