@@ -19,7 +19,7 @@ import { Auth } from "./platform/auth.js";
 import { Cluster } from "./platform/cluster/index.js";
 import type { VigieConfig } from "./platform/config.js";
 import { type Database, openDatabase, platformMigrations } from "./platform/database.js";
-import { answerRoutingError, installErrorHandling, UnavailableError } from "./platform/errors.js";
+import { answerClientError, answerRoutingError, installErrorHandling, UnavailableError } from "./platform/errors.js";
 import { EventRouter } from "./platform/events.js";
 import { homeRoute, serverLinks } from "./platform/home.js";
 import { HostOriginPolicy, installHostAndOriginChecks } from "./platform/host-origin.js";
@@ -155,6 +155,8 @@ export async function buildServer(config: VigieConfig, options: BuildOptions = {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_SEGMENT },
     // Errors Fastify raises before routing, answered in the platform's {"error"} format.
     frameworkErrors: (error, _request, reply) => answerRoutingError(error, reply as FastifyReply, MAX_PATH_SEGMENT),
+    // A request the HTTP server cannot read (headers over its limit, not HTTP, too slow) likewise.
+    clientErrorHandler: answerClientError,
     // Per-request logs are written at debug level by our own hook (hot ingestion routes stay quiet).
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),

@@ -99,6 +99,37 @@ describe("server", () => {
     }
   });
 
+  it("answers what the HTTP server cannot read in Vigie's error format, with a code, and closes", async () => {
+    server = await startTestServer({ modules: [hello] });
+    await server.app.listen({ host: "127.0.0.1", port: 0 });
+    const address = server.app.server.address();
+    const port = typeof address === "object" && address !== null ? address.port : 0;
+    const cases = [
+      [`GET /hello/ann HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431],
+      ["NOT HTTP AT ALL\r\n\r\n", 400],
+    ] as const;
+    const expected: Record<number, readonly [string, string]> = {
+      431: ["VIGIE_ERR_HEADERS_TOO_LARGE", "request header fields are larger than 16384 bytes"],
+      400: ["VIGIE_ERR_INVALID", "the request is not valid HTTP"],
+    };
+    for (const [request, status] of cases) {
+      const socket = connect(port, "127.0.0.1");
+      socket.on("error", () => {});
+      socket.write(request);
+      let answer = "";
+      socket.on("data", (chunk) => {
+        answer += chunk;
+      });
+      await new Promise((resolve) => socket.once("close", resolve));
+      const [head = "", body] = answer.split("\r\n\r\n");
+      const [code = "", message] = expected[status] ?? [];
+      expect(head).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(head.toLowerCase()).toContain(`vigie-error: ${code.toLowerCase()}`);
+      expect(head.toLowerCase()).toContain("content-type: application/json; charset=utf-8");
+      expect(JSON.parse(body ?? "")).toEqual({ error: message });
+    }
+  });
+
   it("registers the streams module before the modules that produce events", () => {
     const names = modules.map((module) => module.name);
     expect(names.indexOf("streams")).toBeLessThan(names.indexOf("healthchecks"));

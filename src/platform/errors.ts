@@ -9,16 +9,19 @@
  * Unknown routes answer 404 naming method and path, known paths with a wrong method 405;
  * unexpected failures 500 with a request id and never a stack trace.
  */
+import { maxHeaderSize, STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ValidationError } from "./validation.js";
 
-/** Every error code and its HTTP status (RFC 9110 §15; 429 from RFC 6585). */
+/** Every error code and its HTTP status (RFC 9110 §15; 429 and 431 from RFC 6585). */
 export const STATUS_OF = {
   VIGIE_ERR_INVALID: 400,
   VIGIE_ERR_UNAUTHORIZED: 401,
   VIGIE_ERR_FORBIDDEN: 403,
   VIGIE_ERR_NOT_FOUND: 404,
   VIGIE_ERR_METHOD_NOT_ALLOWED: 405,
+  VIGIE_ERR_REQUEST_TIMEOUT: 408,
   VIGIE_ERR_CONFLICT: 409,
   VIGIE_ERR_TOO_LARGE: 413,
   VIGIE_ERR_URI_TOO_LONG: 414,
@@ -26,6 +29,7 @@ export const STATUS_OF = {
   VIGIE_ERR_MISDIRECTED: 421,
   VIGIE_ERR_UPGRADE_REQUIRED: 426,
   VIGIE_ERR_RATE_LIMITED: 429,
+  VIGIE_ERR_HEADERS_TOO_LARGE: 431,
   VIGIE_ERR_INTERNAL: 500,
   VIGIE_ERR_UNAVAILABLE: 503,
 } as const;
@@ -190,6 +194,40 @@ export function answerRoutingError<R>(error: FastifyError, reply: Reply<R>, maxS
     );
   }
   return send(reply, vigieErrorBody, "VIGIE_ERR_INVALID", "the URL is not valid");
+}
+
+/** The code and sentence of a request Node's HTTP server could not read (see {@link answerClientError}). */
+function clientErrorOf(error: NodeJS.ErrnoException): [ErrorCode, string] {
+  switch (error.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return ["VIGIE_ERR_HEADERS_TOO_LARGE", `request header fields are larger than ${maxHeaderSize} bytes`];
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return ["VIGIE_ERR_REQUEST_TIMEOUT", "the request was not received in time"];
+    default:
+      return ["VIGIE_ERR_INVALID", "the request is not valid HTTP"];
+  }
+}
+
+/**
+ * Answers a request Node's HTTP server could not read, before any route (Fastify's
+ * `clientErrorHandler`, Node's `clientError` event): header fields over the server's limit 431
+ * (RFC 6585 §5), a request not received within the server's timeouts 408 (RFC 9110 §15.5.9),
+ * anything else 400, each in Vigie's format with its code. The connection is then closed, as Node's
+ * own answer does: what follows on it cannot be read. Nothing is answered on a connection the
+ * client reset or that is already gone.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  if (socket.writable) {
+    const [code, message] = clientErrorOf(error);
+    const status = STATUS_OF[code];
+    const body = JSON.stringify(vigieErrorBody(message));
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n${ERROR_CODE_HEADER}: ${code}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }
 
 /**

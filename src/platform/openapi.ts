@@ -195,8 +195,9 @@ const BODILESS_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD"]);
 
 /**
  * The error statuses a route may answer, sorted, each with where it comes from (docs/api.md):
- * - every route: 400 for a URL the router cannot read, 421 for a `Host` the server does not
- *   answer to, 431 for headers over what the HTTP server reads;
+ * - every route: 400 for a URL the router cannot read (or a request that is not HTTP), 408 for a
+ *   request not received in time, 421 for a `Host` the server does not answer to, 431 for headers
+ *   over what the HTTP server reads;
  * - with path parameters: 404 (nothing of that name, or a segment that makes the path another
  *   one) and 414 (a segment longer than the router reads);
  * - any method but GET and HEAD, whose body is parsed whether the route reads one or not: 400 (not
@@ -216,7 +217,7 @@ export function errorStatuses(
   const add = (source: ErrorSource, ...codes: readonly number[]) => {
     for (const code of codes) statuses.set(code, (statuses.get(code) ?? new Set<ErrorSource>()).add(source));
   };
-  add("platform", 400, 421, 431);
+  add("platform", 400, 408, 421, 431);
   const webSocket = isWebSocket(description);
   if (/\{[A-Za-z0-9_]+\}/.test(path)) {
     add("platform", 404, 414);
@@ -238,6 +239,7 @@ const ERROR_MEANINGS: Readonly<Record<ErrorStatus, string>> = {
   403: "refused: the token's user may not do this, or a cross-origin request from a browser",
   404: "nothing of that name",
   405: "another method: Allow lists those of the path",
+  408: "the request was not received within the server's timeouts",
   409: "a conflict with what exists",
   413: "the body is over its limit, which the sentence names",
   414: "a path segment is longer than the router reads",
@@ -245,6 +247,7 @@ const ERROR_MEANINGS: Readonly<Record<ErrorStatus, string>> = {
   421: "a Host this server does not answer to",
   426: "a WebSocket upgrade is needed",
   429: "too many requests: retry after Retry-After seconds",
+  431: "request header fields over what the HTTP server reads",
   500: "an unexpected error: the sentence gives the request id of the log",
   503: "unavailable for now: the database, a stream's owner in a cluster, or room for another client",
 };
@@ -269,11 +272,9 @@ function errorHeaders(status: number): Record<string, object> {
   return headers;
 }
 
-const MEANINGS: ReadonlyMap<number, string> = new Map([
-  ...Object.entries(ERROR_MEANINGS).map(([status, meaning]): [number, string] => [Number(status), meaning]),
-  // Not an error of the catalogue: the HTTP server answers it before any route, without a code.
-  [431, "request header fields over what the HTTP server reads (answered before any route, without Vigie-Error)"],
-]);
+const MEANINGS: ReadonlyMap<number, string> = new Map(
+  Object.entries(ERROR_MEANINGS).map(([status, meaning]): [number, string] => [Number(status), meaning]),
+);
 
 const ref = (schema: string) => ({ $ref: `#/components/schemas/${schema}` });
 

@@ -1,6 +1,7 @@
+import { Duplex } from "node:stream";
 import type { InjectOptions } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NotFoundError, RateLimitedError } from "../../src/platform/errors.js";
+import { answerClientError, NotFoundError, RateLimitedError } from "../../src/platform/errors.js";
 import { defineModule } from "../../src/platform/module.js";
 import { integer, object, required, string } from "../../src/platform/validation.js";
 import type { VigieServer } from "../../src/server.js";
@@ -170,5 +171,37 @@ describe("router limits", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe("answerClientError", () => {
+  /** What the answer to `code` writes on a connection, and whether the connection is then gone. */
+  function answer(code: string): { written: string; destroyed: boolean } {
+    let written = "";
+    const socket = new Duplex({
+      read() {},
+      write(chunk, _encoding, done) {
+        written += chunk;
+        done();
+      },
+    });
+    socket.on("error", () => {});
+    answerClientError(Object.assign(new Error(code), { code }), socket);
+    return { written, destroyed: socket.destroyed };
+  }
+
+  it("answers a request not received in time 408 with its code, and closes", () => {
+    const { written, destroyed } = answer("ERR_HTTP_REQUEST_TIMEOUT");
+    expect(written).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    expect(written).toContain("vigie-error: VIGIE_ERR_REQUEST_TIMEOUT\r\n");
+    expect(written).toContain("Connection: close\r\n");
+    expect(written).toContain('\r\n\r\n{"error":"the request was not received in time"}');
+    expect(destroyed).toBe(true);
+  });
+
+  it("writes nothing on a connection the client reset", () => {
+    const { written, destroyed } = answer("ECONNRESET");
+    expect(written).toBe("");
+    expect(destroyed).toBe(false);
   });
 });

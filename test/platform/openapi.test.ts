@@ -98,6 +98,7 @@ describe("GET /openapi.json", () => {
       "400",
       "401",
       "403",
+      "408",
       "409",
       "413",
       "415",
@@ -161,14 +162,18 @@ describe("GET /openapi.json", () => {
       type: "string",
       enum: ["VIGIE_ERR_MISDIRECTED"],
     });
-    // Answered by the HTTP server before any route: no code of the catalogue.
-    expect(create?.responses["431"]?.headers).toEqual({});
+    // Answered before any route, with a code as every other error.
+    expect(create?.responses["431"]?.headers?.["Vigie-Error"]?.schema).toEqual({
+      type: "string",
+      enum: ["VIGIE_ERR_HEADERS_TOO_LARGE"],
+    });
     const token = document.paths["/api/v1/registry/token"]?.post;
     expect(token?.responses["429"]?.headers?.["Retry-After"]?.schema).toMatchObject({ type: "integer" });
     // A route without credentials and without a body: only the platform's refusals.
     expect(Object.keys(document.paths["/healthz"]?.get?.responses ?? {})).toEqual([
       "200",
       "400",
+      "408",
       "421",
       "431",
       "503",
