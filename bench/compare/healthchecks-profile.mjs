@@ -1,13 +1,13 @@
 // Where the CPU of 10 000 http checks goes, in Vigie, in the bare 10 ms loop of
 // bench/healthchecks.mjs and in the hand-written floor of bench/lib/healthchecks-floor.mjs, by area
-// (docs/benchmarks.md, Healthchecks). Each process runs in turn
-// against the same local nginx (bench/lib/http-target.mjs) with `--perf-basic-prof
-// --interpreted-frames-native-stack`, so that Linux perf names JIT code; after a warm-up, `perf
-// record -e cpu-clock -F 999 -g` samples it over the window. Each sample counts once, in the area of
-// its leaf-most JavaScript frame, mapped through the bundle's source map (Vigie's src/, undici and
-// its WebAssembly parser, the other libraries such as Kysely and prom-client, Node's own
-// JavaScript; the floor's own file counts as Vigie's src/ does), or as SQLite or garbage collection when a native frame says so, or as "no
-// JavaScript" (the kernel, libuv and V8 with no JavaScript above); the samples of the other threads
+// (docs/benchmarks.md, Healthchecks). Each process runs in turn against the same local nginx
+// (bench/lib/http-target.mjs) with `--perf-basic-prof --interpreted-frames-native-stack`, so that
+// Linux perf names JIT code; after a warm-up, `perf record -e cpu-clock -F 999 -g` samples it over
+// the window. Each sample counts once, in the area of its leaf-most JavaScript frame, mapped through
+// the bundle's source map ("own code": Vigie's src/, or the floor's own file; undici and its
+// WebAssembly parser; the other libraries such as Kysely and prom-client; Node's own JavaScript),
+// or as SQLite or garbage collection when a native frame says so, or as "no JavaScript" (the
+// kernel, libuv and V8 with no JavaScript above); the samples of the other threads
 // apart, V8's optimizing compiler and its garbage collector's helpers. Needs `perf` (Debian's
 // linux-perf) and nginx; not run by bench/run.mjs.
 // Run: node bench/compare/healthchecks-profile.mjs
@@ -168,13 +168,8 @@ console.log(
   `${CHECKS} http checks at 10 s: samples at 999 Hz over ${WINDOW_SECONDS} s (Vigie / the bare 10 ms loop / the floor)`,
 );
 console.log(`  process CPU: ${profiles.map(({ cores }) => cores.toFixed(3)).join(" / ")} cores`);
-for (const area of AREAS)
-  console.log(
-    row(
-      area,
-      profiles.map(({ counts }) => counts.get(area) ?? 0),
-    ),
-  );
+const countsOf = (area) => profiles.map(({ counts }) => counts.get(area) ?? 0);
+for (const area of AREAS) console.log(row(area, countsOf(area)));
 console.log(
   row(
     "all",

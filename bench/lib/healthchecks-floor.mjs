@@ -105,7 +105,6 @@ const pool = VARIANTS.has("agent")
   : new Pool(origin, { headersTimeout: 0, bodyTimeout: 0 });
 const PROMISES = VARIANTS.has("promises");
 const lateness = new Float64Array(LATENESS_BOUNDS.length + 1);
-const view = { kind: "http", target: "127.0.0.1", "valid-status": [200], interval: "10s", timeout: "5s" };
 const checks = [];
 const slots = Array.from({ length: SLOTS }, () => []);
 const begun = performance.now();
@@ -113,11 +112,19 @@ for (let id = 1; id <= COUNT; id++) {
   const check = {
     id,
     name: `c${id - 1}`,
-    view,
+    // The definition as results show it, one object per check as Vigie keeps them.
+    view: {
+      name: `c${id - 1}`,
+      kind: "http",
+      target: "127.0.0.1",
+      "valid-status": [200],
+      interval: "10s",
+      timeout: "5s",
+    },
     validStatus: [200],
     next: begun + (id / COUNT) * INTERVAL_MS,
     latest: undefined,
-    // Per status (success, failure): the histogram's counts, its sum and the total.
+    // Per status (success, failure): the histogram's counts (their sum is the total) and its sum.
     counts: [new Float64Array(DURATION_BOUNDS.length + 1), new Float64Array(DURATION_BOUNDS.length + 1)],
     sums: [0, 0],
   };
