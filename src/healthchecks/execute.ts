@@ -65,18 +65,16 @@ export class Executor {
     this.#apiFiles = { kind: "names", directory: options.tlsDirectory };
   }
 
-  #run(definition: Definition, options: ExecuteOptions): Promise<Outcome> {
+  /** The outcome of a check of a kind other than http. */
+  #run(definition: Exclude<Definition, { kind: "http" }>, options: ExecuteOptions): Promise<Outcome> {
     const { stop } = options;
-    const files = options.source === "api" ? this.#apiFiles : TLS_FILE_PATHS;
     switch (definition.kind) {
-      case "http":
-        return this.#http.run(definition, stop, files);
       case "tcp":
         return runTcp(definition, stop);
       case "dns":
         return runDns(definition, stop);
       case "tls":
-        return runTls(definition, stop, files);
+        return runTls(definition, stop, this.#files(options));
       case "command":
         return runCommand(definition, stop);
       case "heartbeat":
@@ -85,32 +83,55 @@ export class Executor {
     }
   }
 
+  /** How the TLS files of a check lead to files (docs/security.md). */
+  #files(options: ExecuteOptions): TlsFileLocation {
+    return options.source === "api" ? this.#apiFiles : TLS_FILE_PATHS;
+  }
+
   /**
-   * Executes one healthcheck. Never throws: an unexpected error becomes a failure `internal error:
-   * <message>`. The message may quote what the target or the command said; callers that show it
-   * redact it (redaction.ts, `redactMessage`).
+   * Executes one healthcheck; a promise of {@link Executor.start}'s execution. Never rejects.
    */
   execute(definition: Definition, options: ExecuteOptions): Promise<Execution> {
-    if (definition.kind === "http" && loadedUndici() === undefined) {
-      // The process's first http checks wait for the HTTP client to load (platform/undici.ts):
-      // neither their duration nor their timeout counts that wait.
-      return loadUndici().then(
-        () => this.execute(definition, options),
-        (error: unknown) => executionOf(failure(`internal error: ${errorMessage(error)}`), performance.now()),
-      );
-    }
+    return new Promise((resolve) => this.start(definition, options, resolve));
+  }
+
+  /**
+   * Executes one healthcheck and calls `onEnd` once with its execution, possibly before it returns
+   * (a check that cannot start). Never throws: an unexpected error becomes a failure `internal
+   * error: <message>`. The message may quote what the target or the command said; callers that
+   * show it redact it (redaction.ts, `redactMessage`). The periodic runs take this form: an http
+   * check costs no promise (about 1 000 runs a second with 10 000 checks, docs/benchmarks.md).
+   */
+  start(definition: Definition, options: ExecuteOptions, onEnd: (execution: Execution) => void): void {
     const started = performance.now();
-    // One promise per execution, no await chain: this runs about 1 000 times a second with 10 000
-    // checks (docs/healthchecks.md).
+    if (definition.kind === "http") {
+      if (loadedUndici() === undefined) {
+        // The process's first http checks wait for the HTTP client to load (platform/undici.ts):
+        // neither their duration nor their timeout counts that wait.
+        loadUndici().then(
+          () => this.start(definition, options, onEnd),
+          (error: unknown) => onEnd(executionOf(failure(`internal error: ${errorMessage(error)}`), performance.now())),
+        );
+        return;
+      }
+      try {
+        this.#http.start(definition, options.stop, this.#files(options), (outcome) =>
+          onEnd(executionOf(outcome, started)),
+        );
+      } catch (error) {
+        onEnd(executionOf(failure(`internal error: ${errorMessage(error)}`), started));
+      }
+      return;
+    }
     let running: Promise<Outcome>;
     try {
       running = this.#run(definition, options);
     } catch (error) {
       running = Promise.reject(error);
     }
-    return running.then(
-      (outcome) => executionOf(outcome, started),
-      (error: unknown) => executionOf(failure(`internal error: ${errorMessage(error)}`), started),
+    running.then(
+      (outcome) => onEnd(executionOf(outcome, started)),
+      (error: unknown) => onEnd(executionOf(failure(`internal error: ${errorMessage(error)}`), started)),
     );
   }
 

@@ -510,15 +510,27 @@ export class HttpExecutor {
    *   MiB` or `body does not match regexp <r>`
    */
   run(definition: HttpDefinition, stop?: AbortSignal, files: TlsFileLocation = TLS_FILE_PATHS): Promise<Outcome> {
-    if (stop?.aborted) return Promise.resolve(failure("HTTP request failed: the healthchecks module is stopping"));
-    if (stop !== undefined) this.#watch(stop);
-    // Not an async function: that would wrap this promise in another one, at every run.
-    return new Promise<Outcome>((resolve) => this.#start(definition, files, resolve));
+    return new Promise<Outcome>((resolve) => this.start(definition, stop, files, resolve));
   }
 
-  #start(definition: HttpDefinition, files: TlsFileLocation, resolve: (outcome: Outcome) => void): void {
+  /**
+   * Executes one http check as {@link HttpExecutor.run} does, and calls `onOutcome` once with its
+   * outcome, possibly before it returns (a check that cannot start): no promise per run, for the
+   * periodic checks. Never throws.
+   */
+  start(
+    definition: HttpDefinition,
+    stop: AbortSignal | undefined,
+    files: TlsFileLocation,
+    onOutcome: (outcome: Outcome) => void,
+  ): void {
+    if (stop?.aborted) {
+      onOutcome(failure("HTTP request failed: the healthchecks module is stopping"));
+      return;
+    }
+    if (stop !== undefined) this.#watch(stop);
     // The exchange's timeout starts here: reading the TLS files is part of the bounded execution.
-    const exchange = new Exchange(definition, this.#deadlines, this.#inFlight, resolve);
+    const exchange = new Exchange(definition, this.#deadlines, this.#inFlight, onOutcome);
     if (!hasTlsFiles(definition)) {
       this.#dispatch(exchange, undefined);
       return;

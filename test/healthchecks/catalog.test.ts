@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -99,6 +100,57 @@ describe("Catalog", () => {
     expect(results.get("check")).toBeUndefined();
     expect(scheduler.has("check")).toBe(false);
     expect(await catalog.delete("check")).toBe(false);
+  });
+
+  it("records nothing of the runs that the module's stop cuts short", async () => {
+    // A server that takes the request and never answers: the http run is in flight at the stop.
+    const sockets: Socket[] = [];
+    const server = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
+    const { port } = server.address() as AddressInfo;
+    const recorded: string[] = [];
+    const watched = new Catalog({
+      storage: new HealthcheckStore(database),
+      // Every first run at once.
+      scheduler: new Scheduler({ maxConcurrency: 4, spread: () => 0 }),
+      results,
+      metrics: new HealthcheckMetrics(new Registry(), new Exposition(), () => 0),
+      executor,
+      logger: pino({ level: "silent" }),
+      rules: RULES,
+      onResult: (_registration, result) => recorded.push(`${result.name}: ${result.message}`),
+    });
+    try {
+      await watched.start([
+        {
+          definition: define("http", {
+            name: "hangs",
+            target: "127.0.0.1",
+            port,
+            "valid-status": [200],
+            interval: "1m",
+            timeout: "30s",
+          }),
+          path: "healthchecks.http-checks[0]",
+        },
+        {
+          definition: quiet({ name: "sleeps", command: "sleep", arguments: ["30"], timeout: "30s", interval: "1m" }),
+          path: "p",
+        },
+      ]);
+      await vi.waitFor(() => expect(sockets).toHaveLength(1), { timeout: 5_000 });
+      // The command has started too (it began with the request).
+      await new Promise((wait) => setTimeout(wait, 100));
+      watched.stop();
+      await new Promise((wait) => setTimeout(wait, 200));
+      expect(recorded).toEqual([]);
+      expect(results.get("hangs")).toBeUndefined();
+      expect(results.get("sleeps")).toBeUndefined();
+    } finally {
+      watched.stop();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((closed) => server.close(closed));
+    }
   });
 
   it("reports a reload as added, changed, removed and shadowed names", async () => {

@@ -5,7 +5,7 @@ import { Catalog, type Registration, type ShardOwnership } from "../../src/healt
 import { differingChecks, fingerprintOf } from "../../src/healthchecks/cluster.js";
 import type { ConfiguredCheck } from "../../src/healthchecks/config.js";
 import { type Definition, type Kind, validateDefinition } from "../../src/healthchecks/definition.js";
-import type { Executor } from "../../src/healthchecks/execute.js";
+import type { Execution, Executor } from "../../src/healthchecks/execute.js";
 import { HealthcheckMetrics } from "../../src/healthchecks/metrics.js";
 import { type HealthcheckResult, ResultStore } from "../../src/healthchecks/results.js";
 import { Scheduler, spreadOf, type Task, wallClockPhaseDelay } from "../../src/healthchecks/scheduler.js";
@@ -221,9 +221,12 @@ describe("Catalog in cluster mode", () => {
   let appliedWhenStored: boolean[];
   let periodic: Array<[Registration, HealthcheckResult]>;
   const executor = {
-    execute: async (definition: Definition) => {
+    start: (definition: Definition, _options: unknown, onEnd: (execution: Execution) => void) => {
       executions.push(definition.name);
-      return { success: true, message: "success", duration: 1.5, timestamp: new Date().toISOString() };
+      const time = Date.now();
+      queueMicrotask(() =>
+        onEnd({ success: true, message: "success", duration: 1.5, timestamp: new Date(time).toISOString(), time }),
+      );
     },
     close: async () => {},
   } as unknown as Executor;
@@ -340,6 +343,12 @@ describe("Catalog in cluster mode", () => {
     expect(slotted.nextRun(name as string)).toBe(42 + wallClockPhaseDelay(name as string, 10_000, wall));
   });
 
+  /** One run of a scheduled task, as the scheduler runs it: ends when the task calls `done`. */
+  const runTask = (task: Task) =>
+    new Promise<void>((resolve, reject) => {
+      void task((error) => (error === undefined ? resolve() : reject(error)))?.then(resolve, reject);
+    });
+
   it("does not run a check whose shard is no longer owned when its run comes", async () => {
     const [name] = namesInDistinctShards(1, "run");
     owned = new Set([shardOf(name as string)]);
@@ -354,7 +363,7 @@ describe("Catalog in cluster mode", () => {
     const task = tasks.get(name as string) as Task;
     expect(task).toBeDefined();
 
-    await task();
+    await runTask(task);
     expect(executions).toEqual([name]);
     expect(results.get(name as string)?.success).toBe(true);
     expect(periodic).toHaveLength(1);
@@ -362,14 +371,14 @@ describe("Catalog in cluster mode", () => {
     // The lease lapsed (or moved) and no rebalance happened yet: the run does nothing.
     results.delete(name as string);
     owned = new Set();
-    await task();
+    await runTask(task);
     expect(executions).toEqual([name]);
     expect(results.get(name as string)).toBeUndefined();
     expect(periodic).toHaveLength(1);
 
     // Owned again: it runs.
     owned = new Set([shardOf(name as string)]);
-    await task();
+    await runTask(task);
     expect(executions).toEqual([name, name]);
   });
 

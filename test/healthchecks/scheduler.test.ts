@@ -179,6 +179,63 @@ describe("Scheduler", () => {
     schedule.stop();
   });
 
+  it("runs tasks that call done instead of returning a promise, and counts each run once", async () => {
+    const errors: unknown[] = [];
+    const starts: Record<string, number[]> = { later: [], atOnce: [], failing: [], throwing: [], twice: [] };
+    const schedule = scheduler({ onError: (key, error) => errors.push(`${key}: ${error}`) });
+    const origin = Date.now();
+    const started = (key: string) => starts[key]?.push(Date.now() - origin);
+    schedule.add("later", 1_000, (done) => {
+      started("later");
+      setTimeout(done, 300);
+      return undefined;
+    });
+    schedule.add("atOnce", 1_000, (done) => {
+      started("atOnce");
+      done();
+      return undefined;
+    });
+    schedule.add("failing", 1_000, (done) => {
+      started("failing");
+      done(new Error("boom"));
+      return undefined;
+    });
+    schedule.add("throwing", 1_000, () => {
+      started("throwing");
+      throw new Error("thrown");
+    });
+    schedule.add("twice", 1_000, (done) => {
+      started("twice");
+      done();
+      // A second call ends nothing: the count of runs in flight stays right.
+      done(new Error("ignored"));
+      return undefined;
+    });
+    await vi.advanceTimersByTimeAsync(1);
+    // The runs that called done before returning are over.
+    expect(schedule.running).toBe(1);
+    await vi.advanceTimersByTimeAsync(2_100);
+    const everySecond = [0, 1_000, 2_000];
+    expect(starts).toEqual({
+      later: everySecond,
+      atOnce: everySecond,
+      failing: everySecond,
+      throwing: everySecond,
+      twice: everySecond,
+    });
+    expect(errors).toEqual([
+      "failing: Error: boom",
+      "throwing: Error: thrown",
+      "failing: Error: boom",
+      "throwing: Error: thrown",
+      "failing: Error: boom",
+      "throwing: Error: thrown",
+    ]);
+    await vi.advanceTimersByTimeAsync(300);
+    expect(schedule.running).toBe(0);
+    schedule.stop();
+  });
+
   it("uses one timer whatever the number of checks", async () => {
     const before = vi.getTimerCount();
     const schedule = scheduler({ spread: spreadOf });
