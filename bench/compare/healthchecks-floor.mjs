@@ -29,7 +29,12 @@ const VARIANTS = (process.env.BENCH_FLOOR_VARIANTS ?? "").split(",").filter(Bool
 const WITH_VIGIE = process.env.BENCH_VIGIE !== "off";
 const BEFORE = WITH_VIGIE ? process.env.BENCH_VIGIE_BEFORE : undefined;
 const sleep = (milliseconds) => new Promise((done) => setTimeout(done, milliseconds));
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+/** The median; of an even count, the mean of the two middle values. */
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
 
 /** The CPU (cores) of process `pid` over the window, after the warm-up, and what the target saw. */
 async function window(pid, target) {
