@@ -5,7 +5,7 @@
 // history rows in SQLite). Rounds alternate loop, floor, Vigie, each a process of its own, its CPU
 // read over the window after the warm-up; each ratio is that round's, the median printed last.
 // BENCH_FLOOR_VARIANTS adds floors with parts of Vigie's design (bench/lib/healthchecks-floor.mjs:
-// `agent`, `promises`, both as `agent+promises`), each read against the plain floor.
+// `agent`, `promises`, `user-agent`, several as `agent+promises`), each read against the plain floor.
 // Run: node bench/compare/healthchecks-floor.mjs
 //   env BENCH_ROUNDS (default 3), BENCH_SECONDS window (default 20), WARM_UP_SECONDS (default 15),
 //   BENCH_CHECKS (default 10000), BENCH_FLOOR_VARIANTS (e.g. `agent,promises`), BENCH_VIGIE=off,

@@ -98,7 +98,8 @@ setInterval(() => {
 
 // Variants, to measure what a part of Vigie's design costs on its own: `agent` sends through an
 // undici Agent (a Pool per origin) as Vigie does; `promises` resolves each run through a promise
-// and three reactions, as Vigie's scheduler, catalog and executor do.
+// and three reactions, as Vigie's scheduler, catalog and executor did; `user-agent` sends the
+// User-Agent header every Vigie check sends (docs/healthchecks.md), which the loop does not.
 const VARIANTS = new Set((process.env.FLOOR_VARIANT ?? "").split(",").filter(Boolean));
 const pool = VARIANTS.has("agent")
   ? new Agent({ headersTimeout: 0, bodyTimeout: 0 })
@@ -204,7 +205,9 @@ class Run {
   }
 }
 
-const request = { origin, path: "/", method: "GET" };
+const request = VARIANTS.has("user-agent")
+  ? { origin, path: "/", method: "GET", headers: ["user-agent", "vigie-healthcheck"] }
+  : { origin, path: "/", method: "GET" };
 const identity = (value) => value;
 const noop = () => {};
 
