@@ -303,7 +303,9 @@ export class Scheduler {
     try {
       run = entry.task(entry.done);
     } catch (error) {
-      entry.failed(error);
+      // A task that throws after calling `done` still has its error reported.
+      if (entry.state === "running") entry.failed(error);
+      else this.#onError(entry.key, error);
       return;
     }
     run?.then(entry.finished, entry.failed);

@@ -109,10 +109,11 @@ describe("Catalog", () => {
     await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening));
     const { port } = server.address() as AddressInfo;
     const recorded: string[] = [];
+    // Every first run at once.
+    const runs = new Scheduler({ maxConcurrency: 4, spread: () => 0 });
     const watched = new Catalog({
       storage: new HealthcheckStore(database),
-      // Every first run at once.
-      scheduler: new Scheduler({ maxConcurrency: 4, spread: () => 0 }),
+      scheduler: runs,
       results,
       metrics: new HealthcheckMetrics(new Registry(), new Exposition(), () => 0),
       executor,
@@ -138,11 +139,12 @@ describe("Catalog", () => {
           path: "p",
         },
       ]);
+      // Both runs in flight: the request reached the server, the command is sleeping.
       await vi.waitFor(() => expect(sockets).toHaveLength(1), { timeout: 5_000 });
-      // The command has started too (it began with the request).
-      await new Promise((wait) => setTimeout(wait, 100));
+      expect(runs.running).toBe(2);
       watched.stop();
-      await new Promise((wait) => setTimeout(wait, 200));
+      // Both runs ended (the request closed, the command killed) and recorded nothing.
+      await vi.waitFor(() => expect(runs.running).toBe(0), { timeout: 5_000 });
       expect(recorded).toEqual([]);
       expect(results.get("hangs")).toBeUndefined();
       expect(results.get("sleeps")).toBeUndefined();

@@ -181,7 +181,14 @@ describe("Scheduler", () => {
 
   it("runs tasks that call done instead of returning a promise, and counts each run once", async () => {
     const errors: unknown[] = [];
-    const starts: Record<string, number[]> = { later: [], atOnce: [], failing: [], throwing: [], twice: [] };
+    const starts: Record<string, number[]> = {
+      later: [],
+      atOnce: [],
+      failing: [],
+      throwing: [],
+      twice: [],
+      throwsAfterDone: [],
+    };
     const schedule = scheduler({ onError: (key, error) => errors.push(`${key}: ${error}`) });
     const origin = Date.now();
     const started = (key: string) => starts[key]?.push(Date.now() - origin);
@@ -211,6 +218,11 @@ describe("Scheduler", () => {
       done(new Error("ignored"));
       return undefined;
     });
+    schedule.add("throwsAfterDone", 1_000, (done) => {
+      started("throwsAfterDone");
+      done();
+      throw new Error("late");
+    });
     await vi.advanceTimersByTimeAsync(1);
     // The runs that called done before returning are over.
     expect(schedule.running).toBe(1);
@@ -222,15 +234,10 @@ describe("Scheduler", () => {
       failing: everySecond,
       throwing: everySecond,
       twice: everySecond,
+      throwsAfterDone: everySecond,
     });
-    expect(errors).toEqual([
-      "failing: Error: boom",
-      "throwing: Error: thrown",
-      "failing: Error: boom",
-      "throwing: Error: thrown",
-      "failing: Error: boom",
-      "throwing: Error: thrown",
-    ]);
+    const perWake = ["failing: Error: boom", "throwing: Error: thrown", "throwsAfterDone: Error: late"];
+    expect(errors).toEqual([...perWake, ...perWake, ...perWake]);
     await vi.advanceTimersByTimeAsync(300);
     expect(schedule.running).toBe(0);
     schedule.stop();
