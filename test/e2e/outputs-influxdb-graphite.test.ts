@@ -128,7 +128,7 @@ describe.skipIf(INFLUXD === "")("Vigie's influxdb output into a real InfluxDB 1"
       ["2023-11-14T22:13:20.5Z", 'say "hi" in C:\\temp then stop', "a=b,c", "web 1", 0.9, "critical"],
       ["2023-11-14T22:13:21Z", null, "prod", "web 2", 3, null],
     ]);
-    const metrics = await (await fetch(`${vigie?.baseUrl}/metrics`)).text();
+    const metrics = await countedOutput(vigie);
     expect(metrics).toContain('stream_output_events_total{output="out",outcome="sent"} 2');
     expect(metrics).toContain('stream_output_events_total{output="out",outcome="dropped-rejected"} 1');
   });
@@ -209,8 +209,19 @@ describe.skipIf(CARBON === "" || WHISPER_FETCH === "")("Vigie's graphite output 
       [String(now - 2), "0.950000"],
       [String(now - 1), "0.500000"],
     ]);
-    const metrics = await (await fetch(`${vigie?.baseUrl}/metrics`)).text();
+    const metrics = await countedOutput(vigie);
     expect(metrics).toContain('stream_output_events_total{output="out",outcome="sent"} 2');
     expect(metrics).toContain('stream_output_events_total{output="out",outcome="dropped-rejected"} 1');
   });
 });
+
+/**
+ * Vigie's /metrics once the output has counted its two sent events: the receiver may show the
+ * points before Vigie has read its answer and counted them.
+ */
+function countedOutput(vigie: { baseUrl: string } | undefined): Promise<string> {
+  return until(async () => {
+    const text = await (await fetch(`${vigie?.baseUrl}/metrics`)).text();
+    return text.includes('stream_output_events_total{output="out",outcome="sent"} 2') ? text : undefined;
+  }, "the output's sent events in /metrics");
+}
